@@ -1,0 +1,122 @@
+"""Sessions: lint, tests-cpu (default), tests(<target>), build.
+
+Every session installs from ``uv.lock`` (uv backend), so CI and developers test the same versions.
+Target sessions probe the hardware *before* installing anything and skip with a clear message.
+"""
+
+from __future__ import annotations
+
+import filecmp
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import nox
+
+nox.options.default_venv_backend = "uv"
+nox.options.sessions = ["tests-cpu"]
+nox.options.reuse_existing_virtualenvs = True
+
+ROOT = Path(__file__).parent
+PACKAGES = ["packages/core", "packages/nvidia", "packages/ppu"]
+
+# target -> (vendor test folder, how to recognise the hardware)
+TARGETS = {
+    "nvidia-sm90": ("nvidia", "sm90"),
+    "nvidia-sm100": ("nvidia", "sm100"),
+    "nvidia-sm103": ("nvidia", "sm103"),
+    "nvidia-sm120": ("nvidia", "sm120"),
+    "ppu-zwm890p": ("ppu", "zwm890p"),
+}
+
+
+def _sync(session: nox.Session, *extra: str) -> None:
+    """Install the locked workspace (every member) into the session's venv."""
+    session.run_install(
+        "uv", "sync", "--locked", "--all-packages", "--group", "test", *extra,
+        f"--python={session.virtualenv.location}",
+        env={"UV_PROJECT_ENVIRONMENT": session.virtualenv.location},
+        external=True,
+    )
+
+
+@nox.session(name="tests-cpu")
+def tests_cpu(session: nox.Session) -> None:
+    """CPU tier: contracts, validation, registry, references, fuzzing, CLI. Target tests skip."""
+    _sync(session)
+    session.run("pytest", "op_test", *session.posargs,
+                env={"ATREX_STRICT_PLUGINS": "1", "CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES", "")})
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff, a fresh lock, and byte-identical LICENSE/NOTICE copies in every package."""
+    session.run_install("uv", "pip", "install", "ruff>=0.8", f"--python={session.virtualenv.location}",
+                        external=True)
+    session.run("ruff", "check", ".")
+    session.run("uv", "lock", "--check", external=True)
+    bad = [f"{p}/{name}" for p in PACKAGES for name in ("LICENSE", "NOTICE")
+           if not filecmp.cmp(ROOT / name, ROOT / p / name, shallow=False)]
+    if bad:
+        session.error(f"not identical to the root copy: {', '.join(bad)}")
+
+
+def _probe_nvidia() -> list[tuple[str, str]]:
+    """(name, compute capability) of each visible GPU, via nvidia-smi; no Python package needed."""
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return []
+    try:
+        res = subprocess.run([smi, "--query-gpu=name,compute_cap", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    rows = []
+    for line in res.stdout.splitlines():
+        if "," in line:
+            name, cap = (x.strip() for x in line.rsplit(",", 1))
+            rows.append((name, cap))
+    return rows
+
+
+def _hardware_present(target: str) -> tuple[bool, str]:
+    gpus = _probe_nvidia()
+    names = ", ".join(f"{n} ({c})" for n, c in gpus) or "no GPU visible to nvidia-smi"
+    if target == "ppu-zwm890p":
+        if any(n == "ZW-M890P" for n, _ in gpus):
+            return True, "ZW-M890P present"
+        if os.environ.get("ATREX_PPU_EMULATE") == "1" and any(c == "9.0" for _, c in gpus):
+            return True, "EMULATION on an NVIDIA SM90 GPU (ATREX_PPU_EMULATE=1): not real PPU hardware"
+        return False, f"needs a ZW-M890P (or ATREX_PPU_EMULATE=1 on an SM90 GPU); found: {names}"
+    arch = TARGETS[target][1]
+    want = f"{arch[2:-1]}.{arch[-1]}"  # sm90 -> 9.0, sm103 -> 10.3
+    if any(c == want for n, c in gpus if n.startswith("NVIDIA ")):
+        return True, f"{arch} present"
+    return False, f"needs an NVIDIA GPU with compute capability {want}; found: {names}"
+
+
+@nox.session
+@nox.parametrize("target", list(TARGETS))
+def tests(session: nox.Session, target: str) -> None:
+    """Target tier for one hardware target; skips (before installing anything) without the hardware."""
+    ok, why = _hardware_present(target)
+    if not ok:
+        session.skip(f"tests({target}): {why}")
+    session.log(why)
+    vendor, arch = TARGETS[target]
+    if vendor == "ppu":
+        # The PPU lane uses the vendor's preinstalled torch: no-deps installs of the members.
+        session.run_install("uv", "pip", "install", "--no-deps", *(f"./{p}" for p in ("packages/core", "packages/ppu")),
+                            "pytest", "hypothesis", "filelock", "click", f"--python={session.virtualenv.location}",
+                            external=True)
+    else:
+        _sync(session)
+    session.run("pytest", f"op_test/{vendor}", "-k", arch, *session.posargs,
+                env={"ATREX_STRICT_PLUGINS": "1"})
+
+
+@nox.session
+def build(session: nox.Session) -> None:
+    """Build the four wheels (and sdists) into dist/."""
+    session.run("uv", "build", "--all-packages", "-o", "dist", external=True)

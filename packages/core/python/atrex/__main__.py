@@ -1,0 +1,3 @@
+from atrex.cli import main
+
+main()

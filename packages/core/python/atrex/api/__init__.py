@@ -1,0 +1,1 @@
+"""One module per public operator: signature, docstring, validation, dispatch."""

@@ -1,0 +1,1 @@
+"""Compatibility shims for serving engines."""

@@ -1,0 +1,1 @@
+"""Target detection, plugin discovery, registry, selection and explain traces."""

@@ -1,0 +1,120 @@
+"""Device classification (TARGETS.md section 0), cached per device.
+
+The pure rule :func:`classify_properties` is separated from the torch probing so that
+tests can feed it stubbed properties.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from atrex import env
+
+__all__ = ["PPU_PRODUCTS", "DeviceTarget", "classify_device", "classify_properties", "clear_cache"]
+
+#: Exact, observed PPU product names -> arch. No prefixes or patterns: the PPU's
+#: CUDA-compatible runtime reports capability 8.9 and would pass for an NVIDIA sm89.
+PPU_PRODUCTS: dict[str, str] = {"ZW-M890P": "zwm890p"}
+
+#: The NVIDIA arch emulation mode maps onto the PPU (the only lent hardware).
+_EMULATION_HOSTS = ("sm90",)
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceTarget:
+    family: str  # nvidia | ppu | amd | cpu | unknown
+    arch: str  # sm90, sm100, sm103, sm120, zwm890p, gfx942, cpu, unknown
+    name: str  # product name as the runtime reports it
+    capability: tuple[int, int] | None = None
+    runtime: str | None = None  # "cuda 13.0" / "hip 6.4"
+    sm_count: int = 0
+    emulated: bool = False
+    index: int | None = None
+
+    @property
+    def id(self) -> str:
+        return "cpu" if self.family == "cpu" else f"{self.family}/{self.arch}"
+
+    @property
+    def is_accelerator(self) -> bool:
+        return self.family != "cpu"
+
+    def describe(self) -> str:
+        parts = [self.id]
+        if self.name:
+            parts.append(repr(self.name))
+        if self.capability:
+            parts.append(f"capability {self.capability[0]}.{self.capability[1]}")
+        if self.runtime:
+            parts.append(self.runtime)
+        if self.sm_count:
+            parts.append(f"{self.sm_count} SMs")
+        if self.emulated:
+            parts.append("EMULATED via ATREX_PPU_EMULATE=1 (not real PPU hardware)")
+        return ", ".join(parts)
+
+
+CPU = DeviceTarget(family="cpu", arch="cpu", name="cpu")
+
+
+def classify_properties(
+    *,
+    name: str,
+    capability: tuple[int, int] | None,
+    cuda_version: str | None,
+    hip_version: str | None = None,
+    gcn_arch: str | None = None,
+    sm_count: int = 0,
+    emulate_ppu: bool = False,
+    index: int | None = None,
+) -> DeviceTarget:
+    """The classification rule, in order: HIP, exact PPU product name, NVIDIA, unknown."""
+    name = (name or "").strip()
+    if hip_version:
+        arch = (gcn_arch or "unknown").split(":", 1)[0] or "unknown"
+        return DeviceTarget("amd", arch, name, capability, f"hip {hip_version}", sm_count, False, index)
+    if name in PPU_PRODUCTS:
+        return DeviceTarget("ppu", PPU_PRODUCTS[name], name, capability, f"cuda {cuda_version}", sm_count, False, index)
+    if cuda_version and name.startswith("NVIDIA ") and capability is not None:
+        arch = f"sm{capability[0]}{capability[1]}"
+        if emulate_ppu and arch in _EMULATION_HOSTS:
+            return DeviceTarget("ppu", "zwm890p", name, capability, f"cuda {cuda_version}", sm_count, True, index)
+        return DeviceTarget("nvidia", arch, name, capability, f"cuda {cuda_version}", sm_count, False, index)
+    return DeviceTarget("unknown", "unknown", name, capability, cuda_version and f"cuda {cuda_version}", sm_count,
+                        False, index)
+
+
+_cache: dict[tuple[str, int | None], DeviceTarget] = {}
+
+
+def clear_cache() -> None:
+    _cache.clear()
+
+
+def classify_device(device) -> DeviceTarget:
+    """Classify a ``torch.device`` (cached per device type and index)."""
+    key = (device.type, device.index)
+    hit = _cache.get(key)
+    if hit is not None:
+        return hit
+    if device.type == "cpu":
+        target = CPU
+    elif device.type == "cuda":
+        import torch
+
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        props = torch.cuda.get_device_properties(index)
+        target = classify_properties(
+            name=props.name,
+            capability=(props.major, props.minor),
+            cuda_version=torch.version.cuda,
+            hip_version=getattr(torch.version, "hip", None),
+            gcn_arch=getattr(props, "gcnArchName", None),
+            sm_count=props.multi_processor_count,
+            emulate_ppu=env.settings().ppu_emulate,
+            index=index,
+        )
+    else:
+        target = DeviceTarget("unknown", "unknown", device.type)
+    _cache[key] = target
+    return target

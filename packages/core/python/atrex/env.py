@@ -1,0 +1,102 @@
+"""Every ``ATREX_*`` environment variable, parsed in one place.
+
+Settings are read once, on first use, and cached (dispatch must stay within a few
+microseconds). Call :func:`reload` after changing the environment in-process.
+
+| Variable | Meaning |
+|---|---|
+| ``ATREX_STRICT_PLUGINS=1`` | a plugin that fails to load raises instead of being skipped |
+| ``ATREX_EXTRA_PLUGINS=mod:attr,...`` | extra plugin factories (no entry point needed; development hosts) |
+| ``ATREX_IMPL_<OP>=<id>`` | force one implementation for an operator, e.g. ``ATREX_IMPL_FLASH_ATTN_VARLEN=nvidia.fa4``; loud error if ineligible |
+| ``ATREX_DISABLE=<id>,...`` | remove implementations from dispatch |
+| ``ATREX_ALLOW_REFERENCE=1`` | allow the torch reference on an accelerator (never chosen silently) |
+| ``ATREX_CHECK_VALUES=1`` | also check value-dependent preconditions (device->host reads; never under capture) |
+| ``ATREX_PPU_EMULATE=1`` | classify an NVIDIA SM90 device as ``ppu/zwm890p`` (emulated) for the PPU native sources |
+| ``ATREX_PPU_HGCC`` | path of the PPU compiler (HGCC) on a PPU host |
+| ``ATREX_PPU_SDK`` | root of the PPU SDK headers on a PPU host |
+| ``ATREX_CACHE_DIR`` | on-disk cache of compiled kernels (default ``~/.cache/atrex``) |
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["OPS", "Settings", "reload", "settings"]
+
+#: Operator ids known to the core, with the suffix of their ``ATREX_IMPL_<OP>`` variable.
+OPS: dict[str, str] = {
+    "flash_attn_varlen": "FLASH_ATTN_VARLEN",
+    "chunk_gated_delta_rule": "CHUNK_GATED_DELTA_RULE",
+}
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"", "0", "false", "no", "off"}
+
+
+def _flag(name: str) -> bool:
+    raw = os.environ.get(name, "").strip().lower()
+    if raw in _TRUE:
+        return True
+    if raw in _FALSE:
+        return False
+    raise ValueError(f"environment variable {name}={raw!r}: expected one of 0/1/true/false/yes/no/on/off")
+
+
+def _list(name: str) -> tuple[str, ...]:
+    return tuple(x.strip() for x in os.environ.get(name, "").split(",") if x.strip())
+
+
+@dataclass(frozen=True)
+class Settings:
+    strict_plugins: bool = False
+    extra_plugins: tuple[str, ...] = ()
+    forced_impl: dict[str, str] = field(default_factory=dict)
+    disabled: frozenset[str] = frozenset()
+    allow_reference: bool = False
+    check_values: bool = False
+    ppu_emulate: bool = False
+    ppu_hgcc: str | None = None
+    ppu_sdk: str | None = None
+    cache_dir: Path = field(default_factory=lambda: Path("~/.cache/atrex").expanduser())
+
+
+def _read() -> Settings:
+    forced = {}
+    for op, suffix in OPS.items():
+        val = os.environ.get(f"ATREX_IMPL_{suffix}", "").strip()
+        if val:
+            forced[op] = val
+    return Settings(
+        strict_plugins=_flag("ATREX_STRICT_PLUGINS"),
+        extra_plugins=_list("ATREX_EXTRA_PLUGINS"),
+        forced_impl=forced,
+        disabled=frozenset(_list("ATREX_DISABLE")),
+        allow_reference=_flag("ATREX_ALLOW_REFERENCE"),
+        check_values=_flag("ATREX_CHECK_VALUES"),
+        ppu_emulate=_flag("ATREX_PPU_EMULATE"),
+        ppu_hgcc=os.environ.get("ATREX_PPU_HGCC") or None,
+        ppu_sdk=os.environ.get("ATREX_PPU_SDK") or None,
+        cache_dir=Path(os.environ.get("ATREX_CACHE_DIR") or "~/.cache/atrex").expanduser(),
+    )
+
+
+_settings: Settings | None = None
+
+
+def settings() -> Settings:
+    global _settings
+    if _settings is None:
+        _settings = _read()
+    return _settings
+
+
+def reload() -> Settings:
+    """Re-read the environment (tests, or a process that changed ``os.environ``)."""
+    global _settings
+    _settings = _read()
+    from atrex.dispatch import registry  # local: keep `import atrex.env` light
+
+    registry.invalidate_caches()
+    return _settings

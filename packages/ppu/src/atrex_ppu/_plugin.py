@@ -1,0 +1,11 @@
+"""The ``atrex.backends`` entry point of atrex-ppu: a manifest, nothing heavy imported."""
+
+from __future__ import annotations
+
+from atrex.plugin import PLUGIN_API, ImplSpec, PluginManifest
+
+IMPLS: tuple[ImplSpec, ...] = ()
+
+
+def plugin() -> PluginManifest:
+    return PluginManifest(name="ppu", plugin_api=PLUGIN_API, families=("ppu",), impls=IMPLS)
