@@ -287,6 +287,155 @@ def normalize_flash_attn_call(
     )
 
 
+_FAST_DTYPES = (torch.float16, torch.bfloat16)
+_I32 = torch.int32
+
+
+def _extent_end(t: Tensor, shape, stride) -> int:
+    """One past the last byte ``t`` can address (non-negative strides, numel > 0)."""
+    ext = 1
+    for size, st in zip(shape, stride):
+        ext += (size - 1) * st
+    return t.data_ptr() + ext * t.element_size()
+
+
+def _normalize_fast(
+    q, k, v, max_seqlen_q, cu_seqlens_q, max_seqlen_k, cu_seqlens_k=None, seqused_k=None, q_v=None,
+    dropout_p=0.0, softmax_scale=None, causal=False, window_size=None, softcap=0.0, alibi_slopes=None,
+    deterministic=False, return_attn_probs=False, block_table=None, return_softmax_lse=False, out=None,
+    scheduler_metadata=None, q_descale=None, k_descale=None, v_descale=None, num_splits=0, fa_version=2,
+    s_aux=None, cp_world_size=1, cp_rank=0, cp_tot_seqused_k=None,
+) -> FlashAttnCall | None:
+    """The common fp16/bf16 call, validated with as few tensor-attribute reads as possible.
+
+    Returns the same record :func:`normalize_flash_attn_call` would, or None whenever anything is
+    unusual (then the detailed path runs and raises the precise error). It never accepts what the
+    detailed path rejects: ``test_fast_path_agrees`` checks this on thousands of generated calls.
+    """
+    T = Tensor
+    if (type(q) is not T or type(k) is not T or type(v) is not T or type(cu_seqlens_q) is not T
+            or type(max_seqlen_q) is not int or type(max_seqlen_k) is not int or max_seqlen_q < 0
+            or max_seqlen_k < 0 or q_v is not None or alibi_slopes is not None or cp_tot_seqused_k is not None
+            or return_attn_probs is not False or type(deterministic) is not bool
+            or type(return_softmax_lse) is not bool or type(causal) is not bool
+            or type(num_splits) is not int or num_splits < 0 or cp_world_size != 1 or type(cp_world_size) is not int
+            or cp_rank != 0 or type(cp_rank) is not int or (fa_version is not None and type(fa_version) is not int)
+            or fa_version not in FA_VERSIONS):
+        return None
+    td = type(dropout_p)
+    if (td is not float and td is not int) or dropout_p != 0:
+        return None
+    tc = type(softcap)
+    if (tc is not float and tc is not int) or not 0 <= softcap < float("inf"):
+        return None
+    if softmax_scale is not None:
+        ts = type(softmax_scale)
+        if (ts is not float and ts is not int) or not -float("inf") < softmax_scale < float("inf"):
+            return None
+    for x in (out, s_aux, scheduler_metadata, q_descale, k_descale, v_descale):
+        if x is not None and type(x) is not T:
+            return None
+    if window_size is None:
+        left = right = -1
+    else:
+        if type(window_size) not in (list, tuple) or len(window_size) != 2:
+            return None
+        left, right = window_size
+        if type(left) is not int or type(right) is not int or left < -1 or right < -1:
+            return None
+    dtype = q.dtype
+    if dtype not in _FAST_DTYPES or k.dtype is not dtype or v.dtype is not dtype:
+        return None
+    qs = q.shape
+    if len(qs) != 3:
+        return None
+    total_q, hq, d = qs
+    ks, vs = k.shape, v.shape
+    kst, vst, qst = k.stride(), v.stride(), q.stride()
+    if qst[2] != 1 or kst[-1] != 1 or vst[-1] != 1 or d < 1:
+        return None
+    device = q.device
+    if k.device != device or v.device != device or cu_seqlens_q.device != device:
+        return None
+    cs = cu_seqlens_q.shape
+    if cu_seqlens_q.dtype is not _I32 or len(cs) != 1 or (cs[0] > 1 and cu_seqlens_q.stride()[0] != 1):
+        return None
+    batch = cs[0] - 1
+    if batch < 0 or (batch == 0 and total_q > 0):
+        return None
+    if block_table is not None:
+        if (type(block_table) is not T or type(seqused_k) is not T or cu_seqlens_k is not None or len(ks) != 4
+                or len(vs) != 4):
+            return None
+        hk = ks[2]
+        page_size = ks[1]
+        if ks[0] != vs[0] or page_size != vs[1] or hk != vs[2] or page_size < 1:
+            return None
+        bs = block_table.shape
+        us = seqused_k.shape
+        if (block_table.dtype is not _I32 or len(bs) != 2 or bs[0] != batch
+                or (bs[1] > 1 and block_table.stride()[1] != 1) or block_table.device != device
+                or seqused_k.dtype is not _I32 or len(us) != 1 or us[0] != batch
+                or (batch > 1 and seqused_k.stride()[0] != 1) or seqused_k.device != device):
+            return None
+        paged = True
+    else:
+        if type(cu_seqlens_k) is not T or seqused_k is not None or len(ks) != 3 or len(vs) != 3:
+            return None
+        hk = ks[1]
+        if ks[0] != vs[0] or hk != vs[1]:
+            return None
+        cks = cu_seqlens_k.shape
+        if (cu_seqlens_k.dtype is not _I32 or len(cks) != 1 or cks[0] != batch + 1
+                or (cks[0] > 1 and cu_seqlens_k.stride()[0] != 1) or cu_seqlens_k.device != device):
+            return None
+        page_size = 0
+        paged = False
+    if ks[-1] != d or vs[-1] != d or hk < 1 or hq % hk != 0:
+        return None
+    if s_aux is not None and (s_aux.shape != (hq,) or not s_aux.is_contiguous() or s_aux.device != device):
+        return None
+    if out is not None:
+        if out.shape != qs or out.dtype is not dtype or out.device != device:
+            return None
+        ost = out.stride()
+        if ost[2] != 1:
+            return None
+        if total_q and hq and d:
+            # Different allocations cannot overlap; only views of one storage need the byte ranges.
+            o_storage = out.untyped_storage().data_ptr()
+            for x, xs, xst in ((q, qs, qst), (k, ks, kst), (v, vs, vst)):
+                if x.untyped_storage().data_ptr() == o_storage:
+                    o0 = out.data_ptr()
+                    if x.numel() and x.data_ptr() < _extent_end(out, qs, ost) and o0 < _extent_end(x, xs, xst):
+                        return None
+    if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad
+                                    or (s_aux is not None and s_aux.requires_grad)):
+        return None
+    if causal:
+        right = 0
+    target = classify_device(device)
+    return FlashAttnCall(
+        q, k, v, out, cu_seqlens_q, cu_seqlens_k, seqused_k, block_table, max_seqlen_q, max_seqlen_k, batch,
+        total_q, hq, hk, d, d, paged, page_size, dtype, dtype, False,
+        d ** -0.5 if softmax_scale is None else float(softmax_scale), right == 0, left, right, float(softcap),
+        s_aux, return_softmax_lse, None, None, None, num_splits, deterministic, device, target,
+        target.family != "cpu" and torch.cuda.is_current_stream_capturing(),
+    )
+
+
+def normalize(*args, **kwargs) -> FlashAttnCall:
+    """The fast path when it applies, else the detailed validation (binding errors -> AtrexTypeError)."""
+    try:
+        call = _normalize_fast(*args, **kwargs)
+    except TypeError:
+        call = None
+    if call is None:
+        call = V.bind(normalize_flash_attn_call, "flash_attn_varlen_func", args, kwargs)
+    return call
+
+
+
 def _empty_result(call: FlashAttnCall, out: Tensor):
     if call.return_lse:
         return out, torch.empty((call.num_heads_q, call.total_q), dtype=torch.float32, device=call.device)
@@ -368,8 +517,7 @@ AtrexCaptureError
 
 @V.with_exact_signature(normalize_flash_attn_call, "flash_attn_varlen_func", _DOC)
 def flash_attn_varlen_func(*args, **kwargs):
-    call = V.bind(normalize_flash_attn_call, "flash_attn_varlen_func", args, kwargs)
-    return run_call(call)
+    return run_call(normalize(*args, **kwargs))
 
 
 @V.with_exact_signature(normalize_flash_attn_call, "can_use_flash_attn_varlen_func")
@@ -378,7 +526,7 @@ def can_use_flash_attn_varlen_func(*args, **kwargs) -> bool:
     (the torch reference does not count on an accelerator). Never raises for ATREX errors, never
     launches, allocates, synchronizes or compiles. ``explain_flash_attn_varlen_func`` gives the reasons."""
     try:
-        call = V.bind(normalize_flash_attn_call, "can_use_flash_attn_varlen_func", args, kwargs)
+        call = normalize(*args, **kwargs)
         impl = get_registry().select(OP, call)
     except AtrexError:
         return False

@@ -1,0 +1,201 @@
+"""The attention reference against an independent float64 oracle, over generated calls (hypothesis),
+plus can_use/call agreement and fast-path/detailed-path agreement of the validation."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import atrex
+from atrex.api.flash_attn import _normalize_fast, normalize_flash_attn_call
+from atrex.errors import AtrexError
+from atrex.inputs import attn_inputs
+from atrex.reference.oracle import attention_oracle
+
+FP8 = torch.float8_e4m3fn
+# CONTRACTS 4.1: properties of the output dtype (fp8 inputs produce bf16), never loosened.
+TOL = {torch.bfloat16: (1.5e-2, 1e-2), torch.float16: (1.5e-2, 1e-2), torch.float32: (1e-5, 1e-5)}
+LSE_ATOL = 2e-3
+SETTINGS = settings(max_examples=500, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+
+HEADS = [(1, 1), (2, 1), (4, 2), (4, 4), (6, 3), (6, 1), (8, 2)]
+
+
+@st.composite
+def attn_calls(draw):
+    batch = draw(st.integers(1, 3))
+    q_lens = [draw(st.integers(0, 6)) for _ in range(batch)]
+    k_lens = [draw(st.integers(0, 40)) for _ in range(batch)]
+    hq, hk = draw(st.sampled_from(HEADS))
+    d = draw(st.sampled_from([8, 16]))
+    dtype = draw(st.sampled_from([torch.bfloat16, torch.float16, torch.float32, FP8]))
+    paged = draw(st.booleans())
+    page = draw(st.sampled_from([1, 3, 4, 16])) if paged else None
+    causal = draw(st.booleans())
+    window = draw(st.sampled_from([None, (-1, -1), (3, 0), (5, 5), (2, -1), (-1, 0), (0, 0), (-1, 2)]))
+    softcap = draw(st.sampled_from([0.0, 0.0, 5.0]))
+    sinks = draw(st.booleans())
+    lse = draw(st.booleans())
+    scale = draw(st.sampled_from([None, 0.3]))
+    kw = attn_inputs(q_lens, k_lens, num_heads_q=hq, num_heads_k=hk, head_dim=d, dtype=dtype, page_size=page,
+                     causal=causal, window_size=list(window) if window else None, softcap=softcap, sinks=sinks,
+                     return_lse=lse, seed=draw(st.integers(0, 2**16)), fp8_descales=draw(st.booleans()),
+                     out=draw(st.booleans()))
+    if scale is not None:
+        kw["softmax_scale"] = scale
+    return kw
+
+
+def oracle_for(kw):
+    return attention_oracle(
+        kw["q"], kw["k"], kw["v"], kw["cu_seqlens_q"], seqused_k=kw.get("seqused_k"),
+        block_table=kw.get("block_table"), cu_seqlens_k=kw.get("cu_seqlens_k"),
+        softmax_scale=kw.get("softmax_scale"), causal=kw["causal"], window_size=kw["window_size"],
+        softcap=kw["softcap"], s_aux=kw.get("s_aux"), q_descale=kw.get("q_descale"),
+        k_descale=kw.get("k_descale"), v_descale=kw.get("v_descale"))
+
+
+def assert_matches_oracle(kw, res):
+    out, lse = res if kw["return_softmax_lse"] else (res, None)
+    ref_out, ref_lse = oracle_for(kw)
+    atol, rtol = TOL[out.dtype]
+    tq = int(kw["cu_seqlens_q"][-1])
+    torch.testing.assert_close(out[:tq].double(), ref_out[:tq], atol=atol, rtol=rtol)
+    if lse is not None:
+        assert lse.shape == ref_lse.shape and lse.dtype == torch.float32
+        inf = torch.isinf(ref_lse)
+        assert torch.equal(torch.isinf(lse[:, :tq]), inf[:, :tq]), "-inf rows must be exactly -inf"
+        assert ((lse.double() - ref_lse).abs()[~inf] <= LSE_ATOL).all()
+
+
+@SETTINGS
+@given(attn_calls())
+def test_reference_matches_float64_oracle(kw):
+    res = atrex.flash_attn_varlen_func(**kw)
+    if kw.get("out") is not None:
+        assert (res[0] if kw["return_softmax_lse"] else res) is kw["out"]
+    assert_matches_oracle(kw, res)
+
+
+def _poison(kw):
+    """NaN in every page slot beyond seqused_k and in every block no sequence references."""
+    k, v = kw["k"].clone(), kw["v"].clone()
+    page = k.shape[1]
+    used = set()
+    for b, n in enumerate(kw["seqused_k"].tolist()):
+        for i in range(math.ceil(n / page)):
+            blk = int(kw["block_table"][b, i])
+            used.add(blk)
+            lo = n - i * page
+            if lo < page:
+                k[blk, lo:] = float("nan")
+                v[blk, lo:] = float("nan")
+    for blk in range(k.shape[0]):
+        if blk not in used:
+            k[blk] = float("nan")
+            v[blk] = float("inf")
+    return dict(kw, k=k, v=v)
+
+
+@pytest.mark.parametrize("window", [None, (4, 0), (2, 2)])
+@pytest.mark.parametrize("q_lens,k_lens", [([1, 1, 1], [5, 17, 33]), ([3, 5], [3, 21]), ([4], [2])])
+def test_nan_beyond_lengths_and_in_unreferenced_pages_never_leaks(q_lens, k_lens, window):
+    kw = attn_inputs(q_lens, k_lens, num_heads_q=4, num_heads_k=2, head_dim=16, page_size=8, causal=True,
+                     window_size=list(window) if window else None, sinks=True, return_lse=True, seed=11)
+    clean_out, clean_lse = atrex.flash_attn_varlen_func(**kw)
+    out, lse = atrex.flash_attn_varlen_func(**_poison(kw))
+    assert torch.equal(out, clean_out) and torch.equal(lse, clean_lse)
+
+
+def test_nan_in_keys_outside_the_window_never_leaks():
+    # vLLM may recycle pages that slid out of the window: their content is stale, possibly NaN.
+    kw = attn_inputs([1], [40], num_heads_q=2, num_heads_k=1, head_dim=8, page_size=4, causal=True,
+                     window_size=[7, 0], seed=12)
+    clean = atrex.flash_attn_varlen_func(**kw)
+    k = kw["k"].clone()
+    for i in range(8):  # keys 0..31 are outside the window of the last row (keys 32..39 visible)
+        k[int(kw["block_table"][0, i])] = float("nan")
+    assert torch.equal(atrex.flash_attn_varlen_func(**dict(kw, k=k)), clean)
+
+
+def test_fully_masked_rows_give_zero_and_minus_inf():
+    # causal with sq > sk: the first sq - sk rows see no key
+    kw = attn_inputs([5], [2], num_heads_q=2, num_heads_k=1, head_dim=8, page_size=None, causal=True,
+                     return_lse=True, seed=13)
+    out, lse = atrex.flash_attn_varlen_func(**kw)
+    assert torch.equal(out[:3], torch.zeros_like(out[:3]))
+    assert torch.isneginf(lse[:, :3]).all() and torch.isfinite(lse[:, 3:]).all()
+    kw["s_aux"] = torch.tensor([0.5, -1.0], dtype=torch.bfloat16)
+    out, lse = atrex.flash_attn_varlen_func(**kw)
+    assert torch.equal(out[:3], torch.zeros_like(out[:3]))
+    assert torch.allclose(lse[:, 0], kw["s_aux"].float())
+
+
+# ---- agreement properties --------------------------------------------------------------------
+
+_MUTATIONS = [
+    ("dropout_p", 0.5), ("num_splits", -1), ("softcap", -0.5), ("window_size", (-3, 0)), ("cp_rank", 1),
+    ("fa_version", 9), ("max_seqlen_q", torch.tensor(3)), ("causal", None), ("return_attn_probs", True),
+    ("softmax_scale", float("nan")), ("window_size", [1, 2, 3]), ("deterministic", True), ("num_splits", 1),
+    ("fa_version", None), ("softcap", 0), ("scheduler_metadata", torch.zeros(3, dtype=torch.int32)),
+    ("unknown_kw", 1),
+]
+
+
+@st.composite
+def maybe_broken_calls(draw):
+    kw = draw(attn_calls())
+    for _ in range(draw(st.integers(0, 2))):
+        kind = draw(st.integers(0, 4))
+        if kind == 0:
+            name, value = draw(st.sampled_from(_MUTATIONS))
+            kw[name] = value
+        elif kind == 1:
+            name = draw(st.sampled_from(["cu_seqlens_q", "seqused_k", "block_table", "cu_seqlens_k"]))
+            if kw.get(name) is not None:
+                kw[name] = kw[name].to(draw(st.sampled_from([torch.int64, torch.int32])))
+        elif kind == 2:
+            name = draw(st.sampled_from(["q", "k", "v", "out"]))
+            if kw.get(name) is not None:
+                t = kw[name]
+                kw[name] = draw(st.sampled_from([t[..., :1], t.transpose(-1, -2), t[:-1] if len(t) else t,
+                                                 t.to(torch.float64)]))
+        elif kind == 3:
+            name = draw(st.sampled_from(["q_descale", "k_descale", "s_aux", "seqused_k"]))
+            kw[name] = draw(st.sampled_from([None, torch.ones(1), torch.ones(2, 2), torch.ones(1, 1).expand(3, 2)]))
+        else:
+            if kw.get("out") is not None:
+                kw["out"] = kw["q"] if kw["q"].dtype == kw["out"].dtype else kw["out"]
+    return kw
+
+
+@SETTINGS
+@given(maybe_broken_calls())
+def test_can_use_and_call_never_disagree(kw):
+    can = atrex.can_use_flash_attn_varlen_func(**kw)
+    try:
+        atrex.flash_attn_varlen_func(**kw)
+        ran = True
+    except AtrexError:
+        ran = False
+    assert can == ran
+
+
+@SETTINGS
+@given(maybe_broken_calls())
+def test_fast_path_agrees_with_detailed_validation(kw):
+    try:
+        fast = _normalize_fast(**kw)
+    except TypeError:
+        fast = None
+    try:
+        slow = normalize_flash_attn_call(**kw)
+    except (AtrexError, TypeError):
+        assert fast is None, "the fast path accepted a call the detailed validation rejects"
+        return
+    if fast is not None:
+        assert fast == slow
