@@ -6,12 +6,12 @@ import inspect
 
 import pytest
 import torch
-from testlib import assert_rejected_without_tensor_ops, assert_unchanged, snapshot
 
 import atrex
 from atrex.api.chunk_gdn import normalize_gdn_call
 from atrex.errors import AtrexNotSupportedError, AtrexTypeError, AtrexValueError
 from atrex.inputs import gdn_inputs
+from testlib import assert_rejected_without_tensor_ops, assert_unchanged, snapshot
 
 FLA_SIGNATURE = (
     "(q, k, v, g, beta, scale=None, initial_state=None, output_final_state=False, use_qk_l2norm_in_kernel=False, "
