@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 
@@ -23,15 +24,17 @@ def main() -> None:
 
 
 def env_report(device=None) -> dict:
-    import torch
-
     from atrex import __version__, env
     from atrex.dispatch.registry import get_registry
+
+    reg = get_registry()  # first: with ATREX_STRICT_PLUGINS=1 a broken plugin fails before torch loads
+
+    import torch
+
     from atrex.dispatch.target import classify_device
 
     dev = _device(device)
     target = classify_device(dev)
-    reg = get_registry()
     ops: dict[str, list] = {}
     for impl in reg.impls:
         ops.setdefault(impl.spec.op, []).append({
@@ -84,9 +87,9 @@ def env_cmd(as_json: bool, device: str | None) -> None:
         click.echo(f"  {op}:")
         for i in lst:
             flags = " (disabled)" if i["disabled"] else ""
-            flags += " *" if i["candidate_here"] else ""
-            click.echo(f"    {i['id']:<24} prio {i['priority']:<8} {', '.join(i['archs'])}{flags}")
-    click.echo("(* = candidate on this device)")
+            flags += "  <- candidate here" if i["candidate_here"] else ""
+            archs = "every target" if i["archs"] == ["*"] else ", ".join(i["archs"])
+            click.echo(f"    {i['id']:<24} prio {i['priority']:<8} {archs}{flags}")
 
 
 def _attn_kwargs(device, dtype, q_lens, k_lens, heads, kv_heads, head_dim, page_size, causal, window, softcap,
@@ -153,6 +156,21 @@ def _gdn_kwargs(device, dtype, seq_lens, heads, v_heads, head_dim, state, v_firs
                       device=device)
 
 
+def _atrex_errors(fn):
+    """Report an ATREX error (malformed shape, nothing supports it) as a one-block CLI error, exit 1."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        from atrex.errors import AtrexError
+
+        try:
+            return fn(*args, **kwargs)
+        except AtrexError as exc:
+            raise click.ClickException(f"{type(exc).__name__}: {exc}") from exc
+
+    return wrapper
+
+
 @main.group()
 def explain() -> None:
     """Print the dispatch trace for a call shape, without running anything."""
@@ -161,6 +179,7 @@ def explain() -> None:
 @explain.command("flash_attn")
 @_apply(_attn_options)
 @click.option("--json", "as_json", is_flag=True)
+@_atrex_errors
 def explain_attn(device, dtype, q_lens, k_lens, heads, kv_heads, head_dim, page_size, causal, window, softcap,
                  sinks, lse, num_splits, as_json):
     """Explain flash_attn_varlen_func for a vLLM-style call."""
@@ -175,6 +194,7 @@ def explain_attn(device, dtype, q_lens, k_lens, heads, kv_heads, head_dim, page_
 @explain.command("chunk_gdn")
 @_apply(_gdn_options)
 @click.option("--json", "as_json", is_flag=True)
+@_atrex_errors
 def explain_gdn(device, dtype, seq_lens, heads, v_heads, head_dim, state, v_first, l2norm, as_json):
     """Explain chunk_gated_delta_rule for an fla/vLLM-style call."""
     import atrex
@@ -191,6 +211,7 @@ def prewarm() -> None:
 
 @prewarm.command("flash_attn")
 @_apply(_attn_options)
+@_atrex_errors
 def prewarm_attn(device, dtype, q_lens, k_lens, heads, kv_heads, head_dim, page_size, causal, window, softcap,
                  sinks, lse, num_splits):
     import atrex
@@ -203,6 +224,7 @@ def prewarm_attn(device, dtype, q_lens, k_lens, heads, kv_heads, head_dim, page_
 
 @prewarm.command("chunk_gdn")
 @_apply(_gdn_options)
+@_atrex_errors
 def prewarm_gdn(device, dtype, seq_lens, heads, v_heads, head_dim, state, v_first, l2norm):
     import atrex
 
@@ -219,6 +241,16 @@ def demo(device: str) -> None:
 
     if not run_demo(device):
         sys.exit(1)
+
+
+def _register_validation_commands() -> None:
+    from atrex.validation.commands import bench, verify
+
+    main.add_command(verify)
+    main.add_command(bench)
+
+
+_register_validation_commands()
 
 
 if __name__ == "__main__":  # pragma: no cover

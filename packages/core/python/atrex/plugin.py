@@ -26,6 +26,8 @@ OPS = ("flash_attn_varlen", "chunk_gated_delta_rule")
 #: Target ids: ``cpu``, ``<family>/<arch>``, or ``*`` (every target; the core reference only).
 _TARGET_RE = re.compile(r"^(cpu|\*|(nvidia|ppu|amd)/[a-z0-9_]+)$")
 _REF_RE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+#: Names a vendor manifest may not take (``core.reference`` is the core's own implementation id).
+_RESERVED = frozenset({"core"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,32 +64,42 @@ class PluginManifest:
 
 
 def validate_manifest(manifest: object, entry_name: str) -> list[str]:
-    """Return the problems of a manifest (empty when valid)."""
+    """Return the problems of a manifest (empty when valid). Never raises, whatever the manifest holds."""
     if not isinstance(manifest, PluginManifest):
         return [f"factory returned {type(manifest).__name__}, expected atrex.plugin.PluginManifest"]
     problems = []
     if manifest.name != entry_name:
         problems.append(f"manifest name {manifest.name!r} differs from entry-point name {entry_name!r}")
+    if isinstance(manifest.name, str) and manifest.name in _RESERVED:
+        problems.append(f"plugin name {manifest.name!r} is reserved for atrex-core")
     if manifest.plugin_api != PLUGIN_API:
         problems.append(f"incompatible plugin_api {manifest.plugin_api!r} (this atrex-core speaks {PLUGIN_API})")
+    if not isinstance(manifest.impls, (tuple, list)):
+        problems.append(f"impls must be a tuple of ImplSpec, got {type(manifest.impls).__name__}")
+        return problems
     seen = set()
     for spec in manifest.impls:
         if not isinstance(spec, ImplSpec):
             problems.append(f"impl entry {spec!r} is not an ImplSpec")
             continue
+        if not isinstance(spec.id, str):
+            problems.append(f"implementation id {spec.id!r} is not a string")
+            continue
         if spec.op not in OPS:
             problems.append(f"{spec.id}: unknown op {spec.op!r} (known: {', '.join(OPS)})")
-        if not spec.id.startswith(manifest.name + "."):
+        if not isinstance(manifest.name, str) or not spec.id.startswith(f"{manifest.name}."):
             problems.append(f"{spec.id}: implementation id must start with '{manifest.name}.'")
         if (spec.op, spec.id) in seen:
             problems.append(f"{spec.id}: declared twice for {spec.op}")
         seen.add((spec.op, spec.id))
-        bad = [a for a in spec.archs if not _TARGET_RE.match(a) or a == "*"]
-        if bad or not spec.archs:
-            problems.append(f"{spec.id}: bad archs {spec.archs!r} (expected e.g. 'nvidia/sm90')")
-        for attr in ("check", "run") + (("prewarm",) if spec.prewarm else ()):
-            if not _REF_RE.match(getattr(spec, attr)):
-                problems.append(f"{spec.id}: {attr}={getattr(spec, attr)!r} is not 'module:attr'")
-        if not isinstance(spec.priority, int):
+        archs = spec.archs if isinstance(spec.archs, (tuple, list)) else None
+        bad = [a for a in archs or () if not isinstance(a, str) or not _TARGET_RE.match(a) or a == "*"]
+        if bad or not archs:
+            problems.append(f"{spec.id}: bad archs {spec.archs!r} (expected e.g. ('nvidia/sm90',))")
+        for attr in ("check", "run") + (("prewarm",) if spec.prewarm is not None else ()):
+            ref = getattr(spec, attr)
+            if not isinstance(ref, str) or not _REF_RE.match(ref):
+                problems.append(f"{spec.id}: {attr}={ref!r} is not 'module:attr'")
+        if not isinstance(spec.priority, int) or isinstance(spec.priority, bool):
             problems.append(f"{spec.id}: priority must be an int")
     return problems

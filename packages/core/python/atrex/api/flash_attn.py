@@ -420,7 +420,7 @@ def _normalize_fast(
         total_q, hq, hk, d, d, paged, page_size, dtype, dtype, False,
         d ** -0.5 if softmax_scale is None else float(softmax_scale), right == 0, left, right, float(softcap),
         s_aux, return_softmax_lse, None, None, None, num_splits, deterministic, device, target,
-        target.family != "cpu" and torch.cuda.is_current_stream_capturing(),
+        target.runtime is not None and torch.cuda.is_current_stream_capturing(),  # CUDA/HIP devices only
     )
 
 

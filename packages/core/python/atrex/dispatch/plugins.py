@@ -124,11 +124,13 @@ def discover(sources: list | None = None) -> list[PluginRecord]:
         try:
             factory = src.load()
             manifest = factory()
-        except Exception as exc:  # isolation: any failure inside a plugin is recorded
+            problems = validate_manifest(manifest, name)
+        # Isolation: any failure inside a plugin is recorded. SystemExit too: a vendor module
+        # calling sys.exit() at import must not end the serving process.
+        except (Exception, SystemExit) as exc:
             rec.state, rec.error = "failed", _one_line(exc)
             records.append(_fail(rec, strict))
             continue
-        problems = validate_manifest(manifest, name)
         if problems:
             incompatible = any("plugin_api" in p for p in problems)
             rec.state = "incompatible" if incompatible else "failed"

@@ -81,10 +81,14 @@ class Impl:
     def safe_check(self, call) -> Eligibility:
         """check(), with an import or internal failure turned into a reason (never raised)."""
         try:
-            return self.check(call)
+            elig = self.check(call)
         except Exception as exc:
             return Eligibility.no(Reason("check_failed", self.spec.id, f"{type(exc).__name__}: {exc}",
                                          "a check() that returns Eligibility"))
+        if not isinstance(elig, Eligibility):  # a bool/None would crash selection on `.ok`
+            return Eligibility.no(Reason("check_failed", self.spec.id, f"check() returned {type(elig).__name__}",
+                                         "a check() that returns Eligibility"))
+        return elig
 
     @property
     def run(self):
@@ -148,12 +152,14 @@ class Registry:
             if target.id not in impl.spec.archs and "*" not in impl.spec.archs:
                 raise AtrexNotSupportedError(
                     f"{op}: forced implementation {forced!r} does not serve target {target.id} "
-                    f"(it serves {', '.join(impl.spec.archs)})", op=op, target=target.id)
+                    f"(it serves {', '.join(impl.spec.archs)})", op=op, target=target.id,
+                    failed_plugins=self.failed_plugins)
             elig = impl.safe_check(call)
             if not elig.ok:
                 raise AtrexNotSupportedError(
                     f"{op}: forced implementation {forced!r} (ATREX_IMPL_{op.upper()}) is not eligible "
-                    f"for this call on {target.id}", op=op, target=target.id, rejections=[(impl.id, elig)])
+                    f"for this call on {target.describe()}", op=op, target=target.id,
+                    rejections=[(impl.id, elig)], failed_plugins=self.failed_plugins)
             return impl
         cands = self.candidates(op, target.id)
         for impl in cands:
@@ -192,9 +198,10 @@ class Registry:
                 chosen = impl.id
                 note = "CHOSEN"
             rows.append((impl.id, impl.spec.priority, elig, note))
-        if forced is not None:
+        if forced is not None:  # mirror select(): the forced one must exist, serve the target and pass
             impl = self.find(op, forced)
-            chosen = forced if impl is not None and impl.safe_check(call).ok else None
+            serves = impl is not None and (target.id in impl.spec.archs or "*" in impl.spec.archs)
+            chosen = forced if serves and impl.safe_check(call).ok else None
         return Trace(op=op, target=target, rows=rows, chosen=chosen, forced=forced,
                      failed_plugins=self.failed_plugins)
 

@@ -33,7 +33,8 @@ class DeviceTarget:
 
     @property
     def id(self) -> str:
-        return "cpu" if self.family == "cpu" else f"{self.family}/{self.arch}"
+        # TARGETS.md 0: the target ids are `cpu`, `unknown` and `<family>/<arch>`.
+        return self.family if self.family in ("cpu", "unknown") else f"{self.family}/{self.arch}"
 
     @property
     def is_accelerator(self) -> bool:
@@ -70,21 +71,22 @@ def classify_properties(
 ) -> DeviceTarget:
     """The classification rule, in order: HIP, exact PPU product name, NVIDIA, unknown."""
     name = (name or "").strip()
+    cuda_runtime = f"cuda {cuda_version}" if cuda_version else None
     if hip_version:
         arch = (gcn_arch or "unknown").split(":", 1)[0] or "unknown"
         return DeviceTarget("amd", arch, name, capability, f"hip {hip_version}", sm_count, False, index)
     if name in PPU_PRODUCTS:
-        return DeviceTarget("ppu", PPU_PRODUCTS[name], name, capability, f"cuda {cuda_version}", sm_count, False, index)
+        return DeviceTarget("ppu", PPU_PRODUCTS[name], name, capability, cuda_runtime, sm_count, False, index)
     if cuda_version and name.startswith("NVIDIA ") and capability is not None:
         arch = f"sm{capability[0]}{capability[1]}"
         if emulate_ppu and arch in _EMULATION_HOSTS:
-            return DeviceTarget("ppu", "zwm890p", name, capability, f"cuda {cuda_version}", sm_count, True, index)
-        return DeviceTarget("nvidia", arch, name, capability, f"cuda {cuda_version}", sm_count, False, index)
-    return DeviceTarget("unknown", "unknown", name, capability, cuda_version and f"cuda {cuda_version}", sm_count,
-                        False, index)
+            return DeviceTarget("ppu", "zwm890p", name, capability, cuda_runtime, sm_count, True, index)
+        return DeviceTarget("nvidia", arch, name, capability, cuda_runtime, sm_count, False, index)
+    return DeviceTarget("unknown", "unknown", name, capability, cuda_runtime, sm_count, False, index)
 
 
-_cache: dict[tuple[str, int | None], DeviceTarget] = {}
+#: torch.device -> DeviceTarget. Keyed by the device object itself (one dict lookup on the hot path).
+_cache: dict = {}
 
 
 def clear_cache() -> None:
@@ -92,17 +94,25 @@ def clear_cache() -> None:
 
 
 def classify_device(device) -> DeviceTarget:
-    """Classify a ``torch.device`` (cached per device type and index)."""
-    key = (device.type, device.index)
-    hit = _cache.get(key)
+    """Classify a ``torch.device`` (cached per device).
+
+    A ``cuda`` device without an index means the current device: it is resolved on every call and
+    never cached under the bare ``cuda`` key, so a later ``torch.cuda.set_device`` never returns
+    another GPU's target. (Tensors always carry an index, so dispatch takes the one-lookup path.)
+    """
+    hit = _cache.get(device)
     if hit is not None:
         return hit
+    if device.type == "cuda" and device.index is None:
+        import torch
+
+        return classify_device(torch.device("cuda", torch.cuda.current_device()))
     if device.type == "cpu":
         target = CPU
     elif device.type == "cuda":
         import torch
 
-        index = device.index if device.index is not None else torch.cuda.current_device()
+        index = device.index
         props = torch.cuda.get_device_properties(index)
         target = classify_properties(
             name=props.name,
@@ -116,5 +126,5 @@ def classify_device(device) -> DeviceTarget:
         )
     else:
         target = DeviceTarget("unknown", "unknown", device.type)
-    _cache[key] = target
+    _cache[device] = target
     return target

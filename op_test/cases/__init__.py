@@ -1,0 +1,1 @@
+"""Case tables shared by the tests and the benchmarks (``import cases.flash_attn``)."""

@@ -1,0 +1,159 @@
+"""Case tables shared by tests, ``atrex verify`` and ``atrex bench``.
+
+A case is data: the builder arguments of :mod:`atrex.inputs`, a size class and how to count its
+work. ``small`` cases run anywhere (the CPU reference included); ``perf`` cases are the
+PERFORMANCE.md workloads and only make sense on an accelerator.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+
+from atrex.inputs import attn_inputs, gdn_inputs
+
+OPS = ("flash_attn", "chunk_gdn")
+
+
+@dataclass(frozen=True)
+class Case:
+    op: str  # flash_attn | chunk_gdn
+    name: str
+    size: str  # small | perf
+    kind: str  # prefill | decode (attention), prefill (gdn)
+    params: dict = field(default_factory=dict)
+
+    def inputs(self, device, seed: int = 0) -> dict:
+        p = dict(self.params)
+        if self.op == "flash_attn":
+            q_lens, k_lens = p.pop("q_lens"), p.pop("k_lens")
+            return attn_inputs(q_lens, k_lens, device=device, seed=seed, **p)
+        seq_lens = p.pop("seq_lens", None)
+        return gdn_inputs(seq_lens, device=device, seed=seed, **p)
+
+    # ---- work counts (PERFORMANCE.md "Method") ----------------------------------------------
+    def flops(self) -> float:
+        p = self.params
+        if self.op == "flash_attn":
+            d = p.get("head_dim", 64)
+            total = 0.0
+            for sq, sk in zip(p["q_lens"], p["k_lens"]):
+                pairs = causal_pairs(sq, sk) if p.get("causal", True) else sq * sk
+                total += 4 * pairs * d * p.get("num_heads_q", 8)
+            return total
+        # GDN chunked algorithm, per token per value head (CONTRACTS 2.4): KK^T, solve, W, U, WS, QS, QK^T,
+        # (QK^T)U, state update: about 2*(C*K + C*C/2 + C*K + C*V + K*V + K*V + C*K + C*V + K*V) FLOPs.
+        kd, vd, c = p.get("head_k_dim", 64), p.get("head_v_dim", 64), 64
+        per_token = 2 * (c * kd + c * c / 2 + c * kd + c * vd + 2 * kd * vd + c * kd + c * vd + kd * vd)
+        tokens = sum(p["seq_lens"]) if p.get("seq_lens") else p.get("batch", 1) * p.get("seq_len", 0)
+        return per_token * tokens * p.get("num_v_heads", 8)
+
+    def bytes(self) -> float:
+        """The fewest bytes: each input read once, the output written once (KV pages actually read)."""
+        p = self.params
+        if self.op == "flash_attn":
+            dt = p.get("dtype", torch.bfloat16)
+            es = torch.empty(0, dtype=dt).element_size()
+            d, hq, hk = p.get("head_dim", 64), p.get("num_heads_q", 8), p.get("num_heads_k", 2)
+            tq = sum(p["q_lens"])
+            page = p.get("page_size") or 1
+            kv_tokens = sum(math.ceil(n / page) * page for n in p["k_lens"]) if p.get("page_size") else sum(p["k_lens"])
+            return (tq * hq * d * es) * 2 + 2 * kv_tokens * hk * d * es
+        kd, vd = p.get("head_k_dim", 64), p.get("head_v_dim", 64)
+        h, hv = p.get("num_heads", 4), p.get("num_v_heads", 8)
+        tokens = sum(p["seq_lens"]) if p.get("seq_lens") else p.get("batch", 1) * p.get("seq_len", 0)
+        return tokens * (2 * h * kd + 2 * hv * vd) * 2 + tokens * hv * 8
+
+    def describe(self) -> str:
+        return self.name
+
+
+def causal_pairs(sq: int, sk: int) -> float:
+    """(query, key) pairs visible under the bottom-right causal mask: row i sees min(sk, i + sk - sq + 1)."""
+    if sq <= sk:
+        return sq * (sk - sq + 1) + sq * (sq - 1) / 2
+    return sk * (sk + 1) / 2
+
+
+def _attn(name, size, kind, q_lens, k_lens, **kw):
+    kw.setdefault("causal", True)
+    return Case("flash_attn", name, size, kind, {"q_lens": list(q_lens), "k_lens": list(k_lens), **kw})
+
+
+def _gdn(name, size, **kw):
+    return Case("chunk_gdn", name, size, "prefill", kw)
+
+
+BF16 = torch.bfloat16
+
+FLASH_ATTN_CASES: tuple[Case, ...] = (
+    # small: every contract feature on shapes the CPU reference handles in milliseconds
+    _attn("small/decode-gqa4-page16", "small", "decode", [1, 1, 1], [37, 300, 16], num_heads_q=8, num_heads_k=2,
+          head_dim=64, page_size=16),
+    _attn("small/mtp4-page64", "small", "decode", [4, 4], [130, 64], num_heads_q=8, num_heads_k=1, head_dim=128,
+          page_size=64),
+    _attn("small/prefill-varlen", "small", "prefill", [37, 1, 64], [37, 1, 64], num_heads_q=4, num_heads_k=4,
+          head_dim=64, page_size=None),
+    _attn("small/chunked-prefill-paged", "small", "prefill", [17, 5], [100, 5], num_heads_q=8, num_heads_k=2,
+          head_dim=128, page_size=16),
+    _attn("small/window-sinks-lse", "small", "prefill", [9, 3], [40, 3], num_heads_q=4, num_heads_k=2, head_dim=64,
+          page_size=16, window_size=[7, 0], sinks=True, return_lse=True),
+    _attn("small/softcap-d256", "small", "prefill", [8], [8], num_heads_q=4, num_heads_k=1, head_dim=256,
+          page_size=None, softcap=50.0),
+    _attn("small/zero-and-one-length", "small", "decode", [0, 1, 1], [5, 1, 0], num_heads_q=4, num_heads_k=2,
+          head_dim=64, page_size=16, return_lse=True),
+    _attn("small/fp8-descales", "small", "decode", [1, 2], [40, 70], num_heads_q=8, num_heads_k=1, head_dim=128,
+          page_size=16, dtype=torch.float8_e4m3fn),
+    # perf: PERFORMANCE.md prefill
+    _attn("prefill/gqa32-8-d128-1k2k3k4k", "perf", "prefill", [1000, 2000, 3000, 4096], [1000, 2000, 3000, 4096],
+          num_heads_q=32, num_heads_k=8, head_dim=128, page_size=None),
+    _attn("prefill/mha32-d128-2x8192-noncausal", "perf", "prefill", [8192, 8192], [8192, 8192], num_heads_q=32,
+          num_heads_k=32, head_dim=128, page_size=None, causal=False),
+    _attn("prefill/mha32-d128-2x8192-causal", "perf", "prefill", [8192, 8192], [8192, 8192], num_heads_q=32,
+          num_heads_k=32, head_dim=128, page_size=None),
+    _attn("prefill/qwen3next-16-2-d256-8x1024", "perf", "prefill", [1024] * 8, [1024] * 8, num_heads_q=16,
+          num_heads_k=2, head_dim=256, page_size=None),
+    _attn("prefill/qwen3next-16-2-d256-4x4096", "perf", "prefill", [4096] * 4, [4096] * 4, num_heads_q=16,
+          num_heads_k=2, head_dim=256, page_size=None),
+    _attn("prefill/qwen3next-16-2-d256-1x16384", "perf", "prefill", [16384], [16384], num_heads_q=16, num_heads_k=2,
+          head_dim=256, page_size=None),
+    # perf: PERFORMANCE.md decode matrix (32q/8kv, d128), pages 16 and 128, q 1 and 4
+    *(
+        _attn(f"decode/b{b}-lk{lk}-p{page}-q{q}", "perf", "decode", [q] * b, [lk] * b, num_heads_q=32,
+              num_heads_k=8, head_dim=128, page_size=page, shuffle_blocks=True)
+        for b, lk in ((1, 8192), (1, 32768), (8, 8192), (8, 32768), (32, 4096), (64, 4096), (64, 16384),
+                      (128, 2048), (256, 1024))
+        for page in (16, 128)
+        for q in (1, 4)
+    ),
+)
+
+CHUNK_GDN_CASES: tuple[Case, ...] = (
+    _gdn("small/varlen-gva-vfirst", "small", seq_lens=[100, 1, 65, 0, 64], num_heads=2, num_v_heads=4,
+         head_k_dim=32, head_v_dim=32, state_v_first=True),
+    _gdn("small/fixed-kfirst-nostate", "small", batch=2, seq_len=130, num_heads=2, num_v_heads=2, head_k_dim=64,
+         head_v_dim=64, initial_state=None),
+    _gdn("small/no-l2norm-bf16-state", "small", seq_lens=[63, 1], num_heads=1, num_v_heads=3, head_k_dim=16,
+         head_v_dim=32, l2norm=False, initial_state="bf16"),
+    _gdn("perf/T4096-H16-HV32", "perf", batch=1, seq_len=4096, num_heads=16, num_v_heads=32, head_k_dim=128,
+         head_v_dim=128, initial_state=None, state_v_first=True),
+    _gdn("perf/T8192-H16-HV32", "perf", batch=1, seq_len=8192, num_heads=16, num_v_heads=32, head_k_dim=128,
+         head_v_dim=128, initial_state=None, state_v_first=True),
+    _gdn("perf/T32768-H16-HV32", "perf", batch=1, seq_len=32768, num_heads=16, num_v_heads=32, head_k_dim=128,
+         head_v_dim=128, initial_state=None, state_v_first=True),
+    _gdn("perf/T8192-H32-HV32", "perf", batch=1, seq_len=8192, num_heads=32, num_v_heads=32, head_k_dim=128,
+         head_v_dim=128, initial_state=None, state_v_first=True),
+    _gdn("perf/varlen-16x1024-H32-HV32", "perf", seq_lens=[1024] * 16, num_heads=32, num_v_heads=32,
+         head_k_dim=128, head_v_dim=128, initial_state="fp32", state_v_first=True),
+)
+
+TABLES = {"flash_attn": FLASH_ATTN_CASES, "chunk_gdn": CHUNK_GDN_CASES}
+#: CLI names -> operator ids of the registry
+OP_IDS = {"flash_attn": "flash_attn_varlen", "chunk_gdn": "chunk_gated_delta_rule"}
+
+
+def cases(op: str, size: str | None = None, match: str | None = None) -> list[Case]:
+    table = TABLES[op]
+    return [c for c in table if (size is None or c.size == size) and (match is None or match in c.name)]
