@@ -1,0 +1,1 @@
+"""Attention implementations of atrex-ppu (kernel modules load lazily, never at import)."""
