@@ -4,7 +4,21 @@ from __future__ import annotations
 
 from atrex.plugin import PLUGIN_API, ImplSpec, PluginManifest
 
-IMPLS: tuple[ImplSpec, ...] = ()
+_FA4 = "atrex_nvidia.flash_attn.fa4"
+
+IMPLS: tuple[ImplSpec, ...] = (
+    ImplSpec(
+        op="flash_attn_varlen",
+        id="nvidia.fa4",
+        archs=("nvidia/sm90", "nvidia/sm100", "nvidia/sm103", "nvidia/sm120"),
+        priority=100,
+        check=f"{_FA4}:check",
+        run=f"{_FA4}:run",
+        prewarm=f"{_FA4}:prewarm",
+        summary="FlashAttention-4 b19 (flash-attn-4==4.0.0b19, CuTe DSL) adapter; cached compiled kernels, "
+                "num_splits=1 on SM90",
+    ),
+)
 
 
 def plugin() -> PluginManifest:

@@ -73,6 +73,9 @@ class FlashAttnCall(NamedTuple):
     device: torch.device
     target: DeviceTarget
     capturing: bool
+    #: every data_ptr and every stride but the last (in bytes) of q, k, v and out is a multiple of 16
+    #: (TMA and vectorized loads need it; checks read this instead of walking the tensors)
+    aligned16: bool = True
 
     @property
     def gqa_ratio(self) -> int:
@@ -283,11 +286,17 @@ def normalize_flash_attn_call(
         total_q, hq, hk, d, dv, paged, page_size, q.dtype, out_dtype, is_fp8,
         d ** -0.5 if scale is None else scale, causal, left, right, softcap, s_aux, return_lse,
         q_descale, k_descale, v_descale, num_splits, deterministic, device, classify_device(device),
-        V.capturing(device),
+        V.capturing(device), all(_aligned16(t) for t in (q, k, v, out) if t is not None),
     )
 
 
+def _aligned16(t: Tensor) -> bool:
+    es = t.element_size()
+    return t.data_ptr() % 16 == 0 and all((st * es) % 16 == 0 for st in t.stride()[:-1])
+
+
 _FAST_DTYPES = (torch.float16, torch.bfloat16)
+_new_record = tuple.__new__
 _I32 = torch.int32
 
 
@@ -412,16 +421,28 @@ def _normalize_fast(
     if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad
                                     or (s_aux is not None and s_aux.requires_grad)):
         return None
+    # 16-byte alignment of pointers and strides; 16 / element size is a power of two, so OR-ing the
+    # strides before masking tests every one of them.
+    ptrs = q.data_ptr() | k.data_ptr() | v.data_ptr()
+    strides = qst[0] | qst[1] | kst[0] | kst[1] | vst[0] | vst[1]
+    if paged:
+        strides |= kst[2] | vst[2]
+    if out is not None:
+        ptrs |= out.data_ptr()
+        strides |= ost[0] | ost[1]
+    aligned16 = not (ptrs & 15) and not (strides & (16 // q.element_size() - 1))
     if causal:
         right = 0
     target = classify_device(device)
-    return FlashAttnCall(
+    # tuple.__new__ directly: the generated NamedTuple constructor binds 37 parameters by name first
+    return _new_record(FlashAttnCall, (
         q, k, v, out, cu_seqlens_q, cu_seqlens_k, seqused_k, block_table, max_seqlen_q, max_seqlen_k, batch,
         total_q, hq, hk, d, d, paged, page_size, dtype, dtype, False,
         d ** -0.5 if softmax_scale is None else float(softmax_scale), right == 0, left, right, float(softcap),
         s_aux, return_softmax_lse, None, None, None, num_splits, deterministic, device, target,
         target.runtime is not None and torch.cuda.is_current_stream_capturing(),  # CUDA/HIP devices only
-    )
+        aligned16,
+    ))
 
 
 def normalize(*args, **kwargs) -> FlashAttnCall:

@@ -1,0 +1,23 @@
+"""Target test of ``nvidia.fa4`` (FlashAttention-4 b19 through ATREX) on sm90 (H100/H200/H20).
+
+Skips at module level without a CUDA device of capability (9, 0) or without flash_attn.cute.
+The cases live in ``_fa_cases.py`` (shared by the four arch files).
+"""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _fa_cases as _c
+
+_c.skip_unless((9, 0), "sm90")
+
+from _fa_cases import (  # noqa: E402,F401
+                       test_bitwise_equal_to_fa4_direct,
+                       test_boundary_sweep,
+                       test_capture_unwarmed_raises_before_launch,
+                       test_cases,
+                       test_graph_decode_replay_changed_seqused_and_table,
+                       test_graph_prefill_replay_changed_cu_seqlens,
+                       test_profiler_kernel_names,
+)

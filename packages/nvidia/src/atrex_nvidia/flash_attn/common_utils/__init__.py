@@ -1,0 +1,1 @@
+"""Helpers shared by more than one NVIDIA arch (the FA4 domain type, check engine and launcher)."""

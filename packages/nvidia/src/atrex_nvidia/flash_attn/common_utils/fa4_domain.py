@@ -1,0 +1,257 @@
+"""The FA4 b19 eligibility domain as data, and the one ``check`` engine that reads it.
+
+Each arch folder (``sm90/``, ``sm100/``, ``sm103/``, ``sm120/``) declares one :class:`Fa4Domain`
+in its ``fa4_table.py``; :func:`check_fa4` turns a normalized call plus a domain into an
+``Eligibility`` listing every reason. The check is host-only: it reads shapes, dtypes, strides,
+data pointers and host ints, never tensor contents, and never imports FA4 (the import probe runs
+once and is cached, :func:`fa4_requirement`).
+
+The rules mirror the asserts of FA4 b19 (``flash_attn/cute/interface.py::_flash_attn_fwd`` and
+the kernel classes it builds, CONTRACTS §1.9). Where ATREX is deliberately stricter than FA4 the
+domain field carries the reason in its comment.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from atrex.eligibility import Eligibility, Reason
+
+__all__ = ["FA4_DIST", "FA4_MODULE", "FA4_PIN", "FA4_VERSION", "DecodePolicy", "Fa4Domain", "check_fa4", "check_key",
+           "fa4_requirement", "fa4_window", "reset_fa4_probe"]
+
+#: The exact wheel the adapter is written against (product pin, CONTRACTS header).
+FA4_DIST = "flash-attn-4"
+FA4_VERSION = "4.0.0b19"
+FA4_PIN = f"{FA4_DIST}=={FA4_VERSION}"
+#: The module whose import proves FA4 usable (the launcher calls into it).
+FA4_MODULE = "flash_attn.cute.interface"
+
+FP8 = tuple(t for t in (getattr(torch, "float8_e4m3fn", None), getattr(torch, "float8_e5m2", None)) if t)
+
+
+@dataclass(frozen=True)
+class DecodePolicy:
+    """``policy.decode_shape``: hand paged calls with ``max_seqlen_q <= max_seqlen_q`` to a split-KV
+    kernel. Only meaningful once that kernel is registered; ``enabled=False`` keeps the rule declared
+    but inactive."""
+
+    enabled: bool
+    max_seqlen_q: int
+    goes_to: str
+
+
+@dataclass(frozen=True)
+class Fa4Domain:
+    """What ``nvidia.fa4`` accepts on one arch (FA4 b19 facts unless a comment says otherwise)."""
+
+    arch: str  # target arch id, e.g. "sm90"
+    fa4_arch: int  # FA4's ``_arch`` integer (major*10 + minor); also part of its compile key
+    dtypes: tuple  # q/k/v dtypes (all three equal; the core rejects mixed dtypes)
+    head_dim_range: tuple[int, int]  # generic kernel: inclusive D = Dv range
+    # D must be a multiple of 16 bytes / element size (FA4 ``alignment``): 8 for fp16/bf16, 16 for fp8
+    head_dim_align_bytes: int
+    paged: bool  # FA4 accepts ``page_table`` on this arch
+    # paged KV with page_size != tile_n takes the cp.async path, which asserts
+    # "Paged KV does not support irregular head dim" unless D % 16 == 0
+    paged_cpasync_head_dim_multiple: int
+    tile_n: Callable[[int, bool, bool], int]  # (D, causal, local) -> FA4 forward tile_n
+    sink_dtypes: tuple  # learnable_sink dtypes (bf16 [Hq]); () = no sinks on this arch
+    softcap: bool
+    window: bool
+    # Stricter than FA4's asserts: the cp.async paged path gives each of its 128 producer threads
+    # tile_n // 128 page-table entries. tile_n < 128 fails to compile ("Expected size in shape to be
+    # strictly positive", observed on the H200 for D=256 with page 16/128/144), and tile_n = 144 would
+    # leave rows 128..143 of a tile without a page entry. So cp.async paging only when tile_n % 128 == 0.
+    paged_cpasync_tile_n_multiple: int = 128
+    fp8_dtypes: tuple = ()  # fp8 inputs (with descales) -- FA4 asserts arch // 10 == 10
+    # D = Dv = 256 through FA4's dedicated 2-CTA kernel (10.x): asserts on softcap, sinks, seqused_k,
+    # local windows and descales, and needs a fully contiguous table when paged -> non-paged only
+    hd256_dedicated: bool = False
+    decode_policy: DecodePolicy | None = None
+    notes: tuple[str, ...] = ()
+
+    def head_dim_supported(self) -> str:
+        lo, hi = self.head_dim_range
+        text = f"{lo}..{hi}, a multiple of 16 bytes (8 for fp16/bf16, 16 for fp8)"
+        if self.hd256_dedicated:
+            text += "; or 256 (FA4's dedicated kernel: fp16/bf16, non-paged, no softcap, sink, window)"
+        return text
+
+
+# ---- the FA4 import probe (once per process) -------------------------------------------------------
+
+_probe_lock = threading.Lock()
+_probe_done = False
+_probe_reason: Reason | None = None
+
+
+def reset_fa4_probe() -> None:
+    """Forget the cached probe (tests; after installing FA4 in a running process)."""
+    global _probe_done, _probe_reason
+    with _probe_lock:
+        _probe_done = False
+        _probe_reason = None
+
+
+def _probe() -> Reason | None:
+    import importlib
+    import importlib.metadata as md
+
+    pin = f"{FA4_DIST}=={FA4_VERSION}"
+    try:
+        version = md.version(FA4_DIST)
+    except md.PackageNotFoundError:
+        return Reason("requires", "flash_attn.cute", f"{FA4_DIST} not installed",
+                      f"{pin} installed and importable (pip install 'atrex[nvidia]')")
+    except Exception as exc:  # broken metadata
+        return Reason("requires", "flash_attn.cute", f"{type(exc).__name__}: {exc}", FA4_PIN)
+    if version != FA4_VERSION:
+        return Reason("requires", "flash_attn.cute", f"{FA4_DIST}=={version}",
+                      f"{pin} exactly (the adapter mirrors that release's asserts)")
+    try:
+        importlib.import_module(FA4_MODULE)
+    except Exception as exc:  # ImportError, or a CUDA-DSL runtime failing at import
+        return Reason("requires", "flash_attn.cute", f"import failed: {type(exc).__name__}: {exc}",
+                      f"{pin} importable")
+    return None
+
+
+def fa4_requirement() -> Reason | None:
+    """None when FA4 b19 is importable, else the ``requires`` reason (probed once, then cached)."""
+    global _probe_done, _probe_reason
+    if _probe_done:
+        return _probe_reason
+    with _probe_lock:
+        if not _probe_done:
+            _probe_reason = _probe()
+            _probe_done = True
+    return _probe_reason
+
+
+# ---- vLLM window -> FA4 window ------------------------------------------------------------------
+
+def fa4_window(call) -> tuple[str, int | None, int | None]:
+    """``(mask, left, right)`` exactly as FA4 b19 resolves ``causal``/``window_size_left/right``.
+
+    Each vLLM bound maps separately (-1 -> None; never pass -1: FA4 treats ``L + R < 0`` as "no
+    window"). ``mask`` is ``"none"``, ``"causal"`` (FA4 collapses ``(None, 0)`` to plain causal, both
+    bounds None) or ``"local"``.
+    """
+    left, right = call.window_left, call.window_right
+    if right == 0 and left == -1:
+        return "causal", None, None
+    if left == -1 and right == -1:
+        return "none", None, None
+    return "local", (None if left == -1 else left), (None if right == -1 else right)
+
+
+# ---- the check engine -------------------------------------------------------------------------
+
+_ALIGN = 16  # FA4 builds q/k/v/out CuTe tensors with assumed_align=16; TMA needs 16-byte strides
+
+
+def _misaligned(t: torch.Tensor) -> str | None:
+    es = t.element_size()
+    if t.data_ptr() % _ALIGN:
+        return f"data_ptr % 16 = {t.data_ptr() % _ALIGN}"
+    for s in t.stride()[:-1]:
+        if (s * es) % _ALIGN:
+            return f"strides {tuple(t.stride())} (elements of {es} bytes)"
+    return None
+
+
+def check_fa4(call, dom: Fa4Domain) -> Eligibility:
+    """Every reason ``call`` falls outside ``dom`` (empty -> eligible). Host-only, no FA4 import."""
+    reasons = []
+    req = fa4_requirement()
+    if req is not None:
+        reasons.append(req)
+    dtype = call.dtype
+    is_fp8 = dtype in FP8
+    if is_fp8:
+        if dtype not in dom.fp8_dtypes:
+            reasons.append(Reason("dtype", "q", str(dtype), "float16, bfloat16" + (
+                ", float8_e4m3fn, float8_e5m2" if dom.fp8_dtypes else
+                f" (FA4 b19 asserts fp8 only on arch 10.x; {dom.arch} has none)")))
+    elif dtype not in dom.dtypes:
+        reasons.append(Reason("dtype", "q", str(dtype), ", ".join(str(d) for d in dom.dtypes + dom.fp8_dtypes)))
+    d = call.head_dim
+    mask = fa4_window(call)[0]
+    local = mask == "local"
+    lo, hi = dom.head_dim_range
+    multiple = dom.head_dim_align_bytes // max(1, call.q.element_size())
+    if d % multiple:
+        reasons.append(Reason("head_dim", "q", d, f"a multiple of {multiple} for {dtype} (16-byte rows)"))
+    if dom.hd256_dedicated and d == 256:
+        # FA4's dedicated D=256 kernel (10.x): everything it asserts on, as separate reasons
+        if is_fp8:
+            reasons.append(Reason("dtype", "q", str(dtype), "fp16/bf16 with D=256 (the dedicated hd256 kernel "
+                                                            "asserts on descales)"))
+        if call.paged:
+            reasons.append(Reason("paged", "block_table", f"page_size {call.page_size} with D=256",
+                                  "non-paged KV for D=256 (FA4's hd256 kernel rejects seqused_k)"))
+        if call.softcap != 0.0:
+            reasons.append(Reason("softcap", "softcap", call.softcap, "0 with D=256"))
+        if call.s_aux is not None:
+            reasons.append(Reason("sinks", "s_aux", "given", "None with D=256"))
+        if local:
+            reasons.append(Reason("window", "window_size", (call.window_left, call.window_right),
+                                  "no sliding window with D=256 (causal or full only)"))
+    elif not (lo <= d <= hi):
+        reasons.append(Reason("head_dim", "q", d, dom.head_dim_supported()))
+    if call.paged:
+        if not dom.paged:
+            reasons.append(Reason("paged", "block_table", f"paged KV (page_size {call.page_size})",
+                                  f"non-paged KV only on {dom.arch} (FA4 b19 asserts page_table is None)"))
+        elif not (dom.hd256_dedicated and d == 256):
+            tile_n = dom.tile_n(d, mask == "causal", local)
+            if call.page_size != tile_n:  # FA4's cp.async paged path
+                if d % dom.paged_cpasync_head_dim_multiple:
+                    reasons.append(Reason("head_dim", "q", f"{d} with page_size {call.page_size}",
+                                          f"paged KV needs head_dim % {dom.paged_cpasync_head_dim_multiple} == 0 "
+                                          f"(FA4's cp.async path), unless page_size == tile_n ({tile_n} here)"))
+                elif tile_n % dom.paged_cpasync_tile_n_multiple:
+                    reasons.append(Reason("page_size", "k", f"page_size {call.page_size} with head_dim {d}",
+                                          f"page_size == FA4 tile_n ({tile_n} for this head dim and mask): FA4's "
+                                          f"cp.async paged path needs tile_n % 128 == 0 (it is {tile_n})"))
+        pol = dom.decode_policy
+        if pol is not None and pol.enabled and call.max_seqlen_q <= pol.max_seqlen_q:
+            reasons.append(Reason("policy.decode_shape", "max_seqlen_q", call.max_seqlen_q,
+                                  f"> {pol.max_seqlen_q} for paged calls (decode/MTP shapes go to {pol.goes_to})"))
+    if call.s_aux is not None and call.s_aux.dtype not in dom.sink_dtypes:
+        reasons.append(Reason("sinks", "s_aux", str(call.s_aux.dtype),
+                              "bfloat16 [num_heads_q]" if dom.sink_dtypes else
+                              f"None on {dom.arch} (FA4 b19's kernel asserts learnable_sink is None)"))
+    if call.softcap != 0.0 and not dom.softcap:
+        reasons.append(Reason("softcap", "softcap", call.softcap, f"0 on {dom.arch}"))
+    if local and not dom.window:
+        reasons.append(Reason("window", "window_size", (call.window_left, call.window_right),
+                              f"no sliding window on {dom.arch}"))
+    # Stricter than FA4: it compiles q/k/v/out with assumed_align=16 and reads K/V through TMA
+    # (16-byte strides); a misaligned view would fault or fail inside the kernel call instead.
+    # (skipped for a head dim that is already declined: its row strides are misaligned by construction)
+    # The core computes ``call.aligned16`` once; the per-tensor walk only names the offender.
+    if not call.aligned16:
+        for name, t in (("q", call.q), ("k", call.k), ("v", call.v), ("out", call.out)):
+            if t is not None and not d % multiple:
+                bad = _misaligned(t)
+                if bad is not None:
+                    reasons.append(Reason("alignment", name, bad,
+                                          "16-byte aligned data_ptr and 16-byte multiple strides"))
+    return Eligibility.of(reasons)
+
+
+def check_key(call, dom: Fa4Domain) -> tuple | None:
+    """Everything :func:`check_fa4` reads from the call, as a hashable key (None for calls that are not
+    16-byte aligned: their reasons name tensors). The caller adds the FA4 probe's answer."""
+    if not call.aligned16:
+        return None
+    pol = dom.decode_policy
+    return (dom.arch, call.dtype, call.head_dim, call.page_size if call.paged else 0, call.window_left,
+            call.window_right, call.max_seqlen_q if pol is not None and pol.enabled else -1,
+            None if call.s_aux is None else call.s_aux.dtype, call.softcap)

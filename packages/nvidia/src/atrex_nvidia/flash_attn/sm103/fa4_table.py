@@ -1,0 +1,12 @@
+"""``nvidia.fa4`` domain on nvidia/sm103 (B300 class): FA4 b19 runs the same 10.x code as on sm100
+(its compile key carries arch 103). The generic envelope of TARGETS §3.4; the product's dedicated
+SM103 kernels (AKA q4, short-Q decode, HD256 prefill) are later work. Not hardware-verified.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from atrex_nvidia.flash_attn.sm100.fa4_table import DOMAIN as _SM100
+
+DOMAIN = dataclasses.replace(_SM100, arch="sm103", fa4_arch=103)

@@ -1,0 +1,38 @@
+"""``nvidia.fa4`` domain on nvidia/sm120 (RTX 50xx / RTX PRO 6000), TARGETS §4 (CPU-verified only).
+
+FA4 b19's SM120 path is the SM80-MMA kernel (``FlashAttentionForwardSm120``): fp16/bf16 only
+(fp8 asserts arch 10.x), no paged KV ("Paged KV not supported on SM 12.0"), no split-KV, and
+``assert learnable_sink is None`` (no sinks). Tiles 128x128 for D <= 64, else 128x64 (99 KB SMEM).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from atrex_nvidia.flash_attn.common_utils.fa4_domain import Fa4Domain
+
+
+def tile_n_sm120(head_dim: int, causal: bool, local: bool) -> int:
+    return 128 if head_dim <= 64 else 64
+
+
+DOMAIN = Fa4Domain(
+    arch="sm120",
+    fa4_arch=120,
+    dtypes=(torch.float16, torch.bfloat16),
+    # Stricter than FA4: b19 validates no head dim on 12.x. Its 128x64 tile needs 512*D bytes of
+    # SMEM (Q + K + V), so D = 256 cannot fit 99 KB; D <= 128 is the range its tile table was written
+    # for (192 would fit SMEM but is untested upstream on 12.x and unverifiable here).
+    head_dim_range=(8, 128),
+    head_dim_align_bytes=16,
+    paged=False,
+    paged_cpasync_head_dim_multiple=16,
+    tile_n=tile_n_sm120,
+    sink_dtypes=(),
+    softcap=True,
+    window=True,
+    fp8_dtypes=(),
+    hd256_dedicated=False,
+    decode_policy=None,
+    notes=("not hardware-verified (CPU check tables only)",),
+)

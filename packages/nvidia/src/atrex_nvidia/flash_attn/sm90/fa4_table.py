@@ -1,0 +1,55 @@
+"""``nvidia.fa4`` domain on nvidia/sm90 (H100 / H200 / H20), TARGETS §2.1.
+
+FA4 b19 facts: fp16/bf16 only (fp8 asserts arch 10.x); D = Dv in 8..256, a multiple of 8;
+paged KV through TMA when page_size == tile_n, else cp.async (asserts unless D % 16 == 0);
+learnable_sink bf16 [Hq]; no split-KV ("SplitKV not supported on SM 9.0"), so the adapter always
+passes num_splits=1 (vLLM's 0 would run FA4's split heuristic and assert for small B*Hk, long KV).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from atrex_nvidia.flash_attn.common_utils.fa4_domain import DecodePolicy, Fa4Domain
+
+
+def tile_n_sm90(head_dim: int, causal: bool, local: bool) -> int:
+    """FA4 b19 ``_tile_size_fwd_sm90`` n-tile for D = Dv (TARGETS §2.1). page_size == tile_n selects
+    FA4's TMA paged path; any other page size its cp.async path."""
+    if head_dim <= 64:
+        return 128
+    if head_dim <= 96:
+        return 128 if (causal or local) else 144
+    if head_dim <= 128:
+        return 128
+    if head_dim <= 192:
+        return 96 if local else 112  # Dv = D > 128 here (FA4: 128 only when Dv <= 128)
+    return 64 if local else 80
+
+
+DOMAIN = Fa4Domain(
+    arch="sm90",
+    fa4_arch=90,
+    dtypes=(torch.float16, torch.bfloat16),
+    head_dim_range=(8, 256),
+    head_dim_align_bytes=16,
+    paged=True,
+    paged_cpasync_head_dim_multiple=16,
+    tile_n=tile_n_sm90,
+    sink_dtypes=(torch.bfloat16,),
+    softcap=True,
+    window=True,
+    fp8_dtypes=(),  # b19: "FP8 is only supported on SM100 (compute capability 10.x)"
+    hd256_dedicated=False,  # SM90 runs D=256 in its generic kernel (tile 128x80, 128x64 if local)
+    # TARGETS §2.1 policy: paged calls with max_seqlen_q <= 16 belong to nvidia.decode_splitkv.
+    # DISABLED until that implementation is registered: today FA4 with num_splits=1 is the only SM90
+    # path, and declining decode shapes would leave vLLM's decode with no implementation at all.
+    decode_policy=DecodePolicy(enabled=False, max_seqlen_q=16, goes_to="nvidia.decode_splitkv"),
+    notes=(
+        "num_splits: always 1 (b19 has no split-KV on SM90)",
+        "cp.async paged KV only for tile_n == 128 (D <= 64; D <= 96 causal/local; D <= 128): D > 128 paged "
+        "runs only with page_size == tile_n (TMA), e.g. Qwen3-Next D=256 causal with page 80",
+        "KNOWN GAP (H200): with page_size == tile_n (TMA path) NaN in page tails beyond seqused_k reaches the "
+        "output (0*NaN); the cp.async path is clean. To be served by nvidia.decode_splitkv or sanitised.",
+    ),
+)
