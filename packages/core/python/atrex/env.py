@@ -15,6 +15,7 @@ microseconds). Call :func:`reload` after changing the environment in-process.
 | ``ATREX_PPU_HGCC`` | path of the PPU compiler (HGCC) on a PPU host |
 | ``ATREX_PPU_SDK`` | root of the PPU SDK headers on a PPU host |
 | ``ATREX_CACHE_DIR`` | on-disk cache of compiled kernels (default ``~/.cache/atrex``) |
+| ``ATREX_BENCH_COMMIT`` | commit recorded by ``atrex bench`` when the tree is not a git checkout (a copied tree on a test host) |
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ class Settings:
     ppu_hgcc: str | None = None
     ppu_sdk: str | None = None
     cache_dir: Path = field(default_factory=lambda: Path("~/.cache/atrex").expanduser())
+    bench_commit: str | None = None
 
 
 def _read() -> Settings:
@@ -79,6 +81,7 @@ def _read() -> Settings:
         ppu_hgcc=os.environ.get("ATREX_PPU_HGCC") or None,
         ppu_sdk=os.environ.get("ATREX_PPU_SDK") or None,
         cache_dir=Path(os.environ.get("ATREX_CACHE_DIR") or "~/.cache/atrex").expanduser(),
+        bench_commit=os.environ.get("ATREX_BENCH_COMMIT") or None,
     )
 
 

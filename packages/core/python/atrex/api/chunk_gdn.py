@@ -6,7 +6,9 @@ from typing import NamedTuple
 
 import torch
 
+from atrex import env as _env
 from atrex.api import _validate as V
+from atrex.api._values import check_gdn_values
 from atrex.dispatch.registry import get_registry
 from atrex.dispatch.target import DeviceTarget, classify_device
 from atrex.errors import AtrexError, AtrexNotSupportedError, AtrexTypeError, AtrexValueError
@@ -201,6 +203,14 @@ def normalize_gdn_call(
     )
 
 
+def normalize(*args, **kwargs) -> GDNCall:
+    """Validate (binding errors -> AtrexTypeError); value preconditions with ``ATREX_CHECK_VALUES=1``."""
+    call = V.bind(normalize_gdn_call, "chunk_gated_delta_rule", args, kwargs)
+    if _env.settings().check_values and not call.capturing:
+        check_gdn_values(call)
+    return call
+
+
 def run_call(call: GDNCall, impl=None):
     if impl is None:
         impl = get_registry().select(OP, call)
@@ -243,8 +253,7 @@ Returns
 
 @V.with_exact_signature(normalize_gdn_call, "chunk_gated_delta_rule", _DOC)
 def chunk_gated_delta_rule(*args, **kwargs):
-    call = V.bind(normalize_gdn_call, "chunk_gated_delta_rule", args, kwargs)
-    return run_call(call)
+    return run_call(normalize(*args, **kwargs))
 
 
 @V.with_exact_signature(normalize_gdn_call, "can_use_chunk_gated_delta_rule")
@@ -252,7 +261,7 @@ def can_use_chunk_gated_delta_rule(*args, **kwargs) -> bool:
     """True iff the same call would run on an ATREX implementation now (the reference does not count
     on an accelerator). Never raises for ATREX errors; host-only."""
     try:
-        call = V.bind(normalize_gdn_call, "can_use_chunk_gated_delta_rule", args, kwargs)
+        call = normalize(*args, **kwargs)
         impl = get_registry().select(OP, call)
     except AtrexError:
         return False

@@ -10,7 +10,9 @@ from typing import NamedTuple
 
 import torch
 
+from atrex import env as _env
 from atrex.api import _validate as V
+from atrex.api._values import check_attention_values
 from atrex.dispatch.registry import get_registry
 from atrex.dispatch.target import DeviceTarget, classify_device
 from atrex.errors import AtrexError, AtrexNotSupportedError, AtrexTypeError, AtrexValueError
@@ -446,13 +448,16 @@ def _normalize_fast(
 
 
 def normalize(*args, **kwargs) -> FlashAttnCall:
-    """The fast path when it applies, else the detailed validation (binding errors -> AtrexTypeError)."""
+    """The fast path when it applies, else the detailed validation (binding errors -> AtrexTypeError).
+    With ``ATREX_CHECK_VALUES=1`` (never under capture) the value preconditions are checked too."""
     try:
         call = _normalize_fast(*args, **kwargs)
     except TypeError:
         call = None
     if call is None:
         call = V.bind(normalize_flash_attn_call, "flash_attn_varlen_func", args, kwargs)
+    if _env.settings().check_values and not call.capturing:
+        check_attention_values(call)
     return call
 
 

@@ -40,8 +40,12 @@ def provenance(device_str: str) -> dict:
 
     device = torch.device(device_str)
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+    from atrex import env
+
     commit = _git("rev-parse", "--short=12", "HEAD")
-    dirty = _git("status", "--porcelain", "--untracked-files=no")
+    dirty = _git("status", "--porcelain", "--untracked-files=no") if commit else None
+    if commit is None and env.settings().bench_commit:
+        commit = env.settings().bench_commit  # a copied tree on a test host: the caller says which commit
     try:
         import triton
 

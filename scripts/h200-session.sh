@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# One H200 session after the wheel bundles are installed (../shared/gpu-host/README.md):
+# environment, target tests, atrex verify, atrex bench (history + reports). Logs go to $OUT;
+# a short table is printed last. Reproduces the recorded numbers:
+#   bash .gpuhost/b1/install.sh                       (first call)
+#   bash .gpuhost/b2/install.sh && ATREX_BENCH_COMMIT=<sha> bash scripts/h200-session.sh   (second call)
+set -uo pipefail
+OUT="${OUT:-/tmp/atrex-out}"
+mkdir -p "$OUT"
+export PYTHONPATH="$PWD/packages/core/python:$PWD/packages/nvidia/src:$PWD/packages/ppu/src"
+export ATREX_EXTRA_PLUGINS=atrex_nvidia._plugin:plugin ATREX_STRICT_PLUGINS=1 PYTHONUNBUFFERED=1
+STEP="${STEPS:-env gdn-tests gdn-bench fa-bench-prefill fa-host}"
+hist="$OUT/history.jsonl"
+for s in $STEP; do
+  case "$s" in
+    env) python3 -m atrex env > "$OUT/env.log" 2>&1 ;;
+    gdn-tests) timeout 200 python3 -m pytest op_test/nvidia/chunk_gdn -q -p no:cacheprovider -x > "$OUT/gdn_tests.log" 2>&1 ;;
+    gdn-bench) timeout 150 python3 -m atrex bench run chunk_gdn --size perf --out "$OUT" --history "$hist" --no-progress > "$OUT/gdn_bench.log" 2>&1 ;;
+    fa-bench-prefill) timeout 150 python3 -m atrex bench run flash_attn --match prefill/ --out "$OUT" --history "$hist" --no-progress > "$OUT/fa_bench.log" 2>&1 ;;
+    fa-host) timeout 120 python3 -m atrex_nvidia.flash_attn.bench_fa4 --skip prefill,decode --out "$OUT" > "$OUT/fa_host.log" 2>&1 ;;
+  esac
+  echo "step $s: exit $?"
+done
+tail -n 3 "$OUT"/gdn_tests.log 2>/dev/null
+grep -h "^|" "$OUT"/bench_*.md 2>/dev/null | cut -c1-150
+grep -h "us" "$OUT/fa_host.log" 2>/dev/null | tail -n 12
