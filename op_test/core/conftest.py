@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from atrex import env
@@ -10,7 +12,10 @@ from atrex.dispatch import registry
 
 @pytest.fixture(autouse=True)
 def _fresh_settings(monkeypatch):
-    """Each test starts from the process environment, with caches cleared before and after."""
+    """Each test starts without ATREX_* settings (nox sets ATREX_STRICT_PLUGINS=1 for the session; tests
+    that need a setting set it themselves), with caches cleared before and after."""
+    for name in [n for n in os.environ if n.startswith("ATREX_")]:
+        monkeypatch.delenv(name)
     env.reload()
     yield
     monkeypatch.undo()
