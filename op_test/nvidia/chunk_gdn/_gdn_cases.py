@@ -1,0 +1,300 @@
+"""Shared cases and oracle for the chunked Gated-DeltaNet target tests (CONTRACTS.md §2, §4.3).
+
+The oracle is an independent float64 token-by-token recurrence written from CONTRACTS §2.3 (no
+chunking, no kernel code). Metric: relative RMSE ``||ref - x||_2 / ||ref||_2`` (§4.1), passing
+outright when the max abs error is <= 1e-6.
+"""
+
+import pytest
+import torch
+
+RRMSE_BOUND = 5e-3
+RRMSE_BOUND_GVA_BF16_H0 = 8e-3  # C§4.1: bf16 D=128 GVA with random h0
+
+
+def ref_recurrence(q, k, v, g, beta, *, scale, initial_state=None, state_v_first=False,
+                   use_qk_l2norm_in_kernel=False, cu_seqlens=None, use_beta_sigmoid_in_kernel=False,
+                   allow_neg_eigval=False):
+    """float64 recurrence of C§2.3. Returns (o [B,T,HV,V] fp64, final_state fp64 in the requested layout)."""
+    dev = q.device
+    if use_qk_l2norm_in_kernel:
+        # normalise in fp32, round back to the input dtype (as the contract says)
+        def _n(x):
+            xf = x.float()
+            return (xf * torch.rsqrt((xf * xf).sum(-1, keepdim=True) + 1e-6)).to(x.dtype)
+        q, k = _n(q), _n(k)
+    q, k, v, g = q.double(), k.double(), v.double(), g.double()
+    beta = beta.double()
+    if use_beta_sigmoid_in_kernel:
+        beta = torch.sigmoid(beta) * (2.0 if allow_neg_eigval else 1.0)
+    B, T, H, K = q.shape
+    HV, V = v.shape[2], v.shape[3]
+    G = HV // H
+    if cu_seqlens is None:
+        segs = [(b, 0, T) for b in range(B)]
+    else:
+        c = [int(x) for x in cu_seqlens.cpu().tolist()]
+        segs = [(0, c[i], c[i + 1]) for i in range(len(c) - 1)]
+    o = torch.zeros(B, T, HV, V, dtype=torch.float64, device=dev)
+    finals = []
+    for n, (b, s, e) in enumerate(segs):
+        if initial_state is None:
+            S = torch.zeros(HV, K, V, dtype=torch.float64, device=dev)
+        else:
+            S = initial_state[n].double().clone()
+            if state_v_first:
+                S = S.transpose(-1, -2).contiguous()
+        for t in range(s, e):
+            kt = k[b, t].repeat_interleave(G, 0)
+            qt = q[b, t].repeat_interleave(G, 0)
+            S = S * torch.exp(g[b, t])[:, None, None]
+            u = beta[b, t][:, None] * (v[b, t] - torch.einsum("hkv,hk->hv", S, kt))
+            S = S + kt[:, :, None] * u[:, None, :]
+            o[b, t] = scale * torch.einsum("hkv,hk->hv", S, qt)
+        finals.append(S.transpose(-1, -2) if state_v_first else S)
+    ht = torch.stack(finals) if finals else torch.zeros(0, HV, *((V, K) if state_v_first else (K, V)),
+                                                        dtype=torch.float64, device=dev)
+    return o, ht
+
+
+def rrmse(ref, x):
+    ref = ref.double()
+    x = x.double().to(ref.device)
+    if ref.numel() == 0:
+        return 0.0
+    if (ref - x).abs().max().item() <= 1e-6:
+        return 0.0
+    return ((ref - x).norm() / ref.norm().clamp_min(1e-30)).item()
+
+
+def make_inputs(*, B=1, T=64, H=2, HV=None, K=64, V=None, dtype=torch.bfloat16, cu_seqlens=None,
+                h0=None, state_v_first=False, g_mode="logsigmoid", g_dtype=torch.float32,
+                beta_dtype=None, l2norm=True, device="cpu", seed=0, cu_dtype=torch.int32):
+    """Random inputs; g is a negative log decay (``logsigmoid``, ``zero``, ``tiny`` or ``strong`` = -20).
+
+    Without in-kernel L2 norm, q and k are normalised here (unnormalised k makes the recurrence
+    itself unstable, as in fla's tests).
+    """
+    HV = HV or H
+    V = V or K
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+
+    def rn(*s):
+        return torch.randn(*s, generator=gen)
+
+    q = rn(B, T, H, K)
+    k = rn(B, T, H, K)
+    if not l2norm:
+        q = torch.nn.functional.normalize(q, dim=-1)
+        k = torch.nn.functional.normalize(k, dim=-1)
+    v = rn(B, T, HV, V)
+    if g_mode == "logsigmoid":
+        g = torch.nn.functional.logsigmoid(rn(B, T, HV))
+    elif g_mode == "zero":
+        g = torch.zeros(B, T, HV)
+    elif g_mode == "tiny":
+        g = -1e-4 * torch.rand(B, T, HV, generator=gen)
+    elif g_mode == "strong":
+        g = torch.full((B, T, HV), -20.0)
+    else:
+        raise ValueError(g_mode)
+    beta = torch.sigmoid(rn(B, T, HV))
+    N = B if cu_seqlens is None else len(cu_seqlens) - 1
+    init = None
+    if h0 is not None:
+        shape = (N, HV, V, K) if state_v_first else (N, HV, K, V)
+        init = rn(*shape).to(h0).to(device)
+    d = dict(
+        q=q.to(dtype).to(device), k=k.to(dtype).to(device), v=v.to(dtype).to(device),
+        g=g.to(g_dtype).to(device), beta=beta.to(beta_dtype or dtype).to(device),
+        scale=K ** -0.5, initial_state=init, state_v_first=state_v_first,
+        use_qk_l2norm_in_kernel=l2norm,
+        cu_seqlens=None if cu_seqlens is None else torch.tensor(cu_seqlens, dtype=cu_dtype, device=device),
+    )
+    return d
+
+
+# (id, make_inputs kwargs). Small enough for the CPU interpreter; the GPU tests add the big ones.
+SMALL_CASES = [
+    ("T1", dict(T=1, H=2, K=32)),
+    ("T63", dict(T=63, H=2, K=32, h0=torch.float32)),
+    ("T64", dict(T=64, H=1, HV=2, K=32, V=16, h0=torch.float32, state_v_first=True)),
+    ("T65_noL2", dict(T=65, H=2, K=32, l2norm=False)),
+    ("T130_B2_gva_bf16h0", dict(B=2, T=130, H=1, HV=2, K=64, V=32, h0=torch.bfloat16)),
+    ("varlen_0_1", dict(T=200, H=2, HV=4, K=32, cu_seqlens=[0, 0, 1, 64, 64, 130, 200],
+                        h0=torch.float32, state_v_first=True)),
+    ("varlen_i64_noh0", dict(T=70, H=1, K=32, cu_seqlens=[0, 1, 70], cu_dtype=torch.int64)),
+    ("K60_V100_fp16", dict(T=80, H=1, HV=1, K=60, V=100, dtype=torch.float16, g_dtype=torch.float16,
+                           h0=torch.float32)),
+    ("g_zero", dict(T=130, H=1, K=32, g_mode="zero", h0=torch.float32)),
+    ("g_strong", dict(T=100, H=1, K=32, g_mode="strong", h0=torch.float32)),
+]
+
+GPU_CASES = SMALL_CASES + [
+    ("qwen3next_T4224_vfirst", dict(T=4224, H=16, HV=32, K=128, h0=torch.float32, state_v_first=True)),
+    ("qwen3next_T1000_bf16h0", dict(T=1000, H=16, HV=32, K=128, h0=torch.bfloat16)),
+    ("qwen_varlen_mixed", dict(T=3000, H=4, HV=8, K=128, cu_seqlens=[0, 1, 1, 65, 1000, 1063, 2999, 3000],
+                               h0=torch.float32, state_v_first=True)),
+    ("hv48_T127", dict(T=127, H=16, HV=48, K=128, h0=torch.float32)),
+    ("hv64_T128_noL2", dict(T=128, H=16, HV=64, K=128, l2norm=False)),
+    ("fla_D100_fp16", dict(B=2, T=300, H=2, HV=4, K=100, dtype=torch.float16, h0=torch.float32)),
+    ("g_tiny_long", dict(T=2048, H=2, HV=4, K=128, g_mode="tiny", h0=torch.float32)),
+    ("beta_sigmoid_neg", dict(T=200, H=2, HV=4, K=64, h0=torch.float32)),
+]
+
+
+def bound_for(kw):
+    gva = (kw.get("HV") or kw.get("H", 2)) != kw.get("H", 2)
+    if kw.get("h0") is not None and gva and kw.get("dtype", torch.bfloat16) == torch.bfloat16:
+        return RRMSE_BOUND_GVA_BF16_H0
+    return RRMSE_BOUND
+
+
+def run_case(fwd, case_id, kw, device):
+    """Runs ``fwd`` (gdn_fwd-like) on one case, returns (rrmse_o, rrmse_state, bound)."""
+    kw = dict(kw)
+    beta_sig = case_id == "beta_sigmoid_neg"
+    inp = make_inputs(device=device, **kw)
+    if beta_sig:
+        inp["beta"] = (torch.randn(inp["beta"].shape) * 2).to(inp["beta"].dtype).to(device)
+    snap = {n: t.clone() for n, t in inp.items() if isinstance(t, torch.Tensor)}
+    o, ht = fwd(inp["q"], inp["k"], inp["v"], inp["g"], inp["beta"], scale=inp["scale"],
+                initial_state=inp["initial_state"], output_final_state=True,
+                use_qk_l2norm_in_kernel=inp["use_qk_l2norm_in_kernel"], state_v_first=inp["state_v_first"],
+                cu_seqlens=inp["cu_seqlens"], use_beta_sigmoid_in_kernel=beta_sig, allow_neg_eigval=beta_sig)
+    for n, t in snap.items():  # inputs never modified
+        assert torch.equal(t, inp[n]), f"{case_id}: input {n} was modified"
+    ro, rh = ref_recurrence(inp["q"], inp["k"], inp["v"], inp["g"], inp["beta"], scale=inp["scale"],
+                            initial_state=inp["initial_state"], state_v_first=inp["state_v_first"],
+                            use_qk_l2norm_in_kernel=inp["use_qk_l2norm_in_kernel"],
+                            cu_seqlens=inp["cu_seqlens"], use_beta_sigmoid_in_kernel=beta_sig,
+                            allow_neg_eigval=beta_sig)
+    assert o.dtype == inp["q"].dtype and o.shape == ro.shape
+    assert ht.dtype == torch.float32 and ht.shape == rh.shape, (ht.shape, rh.shape)
+    assert torch.isfinite(o.float()).all() and torch.isfinite(ht).all()
+    return rrmse(ro, o), rrmse(rh, ht), bound_for(kw)
+
+
+def graph_replay_check(fwd, device, H=2, HV=4, K=64, T=300):
+    """Capture once with one cu_seqlens content, replay with another (same shapes): must equal eager."""
+    inp = make_inputs(device=device, T=T, H=H, HV=HV, K=K, cu_seqlens=[0, 10, 150, 150, T],
+                      h0=torch.float32, state_v_first=True)
+    cu = inp["cu_seqlens"]
+
+    def call():
+        return fwd(inp["q"], inp["k"], inp["v"], inp["g"], inp["beta"], scale=inp["scale"],
+                   initial_state=inp["initial_state"], output_final_state=True,
+                   use_qk_l2norm_in_kernel=True, state_v_first=True, cu_seqlens=cu)
+
+    call()  # compile / warm up outside capture
+    torch.cuda.synchronize()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        call()
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        og, hg = call()
+    results = []
+    for new in ([0, 1, 1, 200, T], [0, 0, 64, 65, T], [0, 10, 150, 150, T]):
+        cu.copy_(torch.tensor(new, dtype=cu.dtype, device=device))
+        graph.replay()
+        torch.cuda.synchronize()
+        oe, he = call()
+        results.append((new, torch.equal(og, oe), torch.equal(hg, he)))
+        ro, rh = ref_recurrence(inp["q"], inp["k"], inp["v"], inp["g"], inp["beta"], scale=inp["scale"],
+                                initial_state=inp["initial_state"], state_v_first=True,
+                                use_qk_l2norm_in_kernel=True, cu_seqlens=cu)
+        assert rrmse(ro, og) <= RRMSE_BOUND and rrmse(rh, hg) <= RRMSE_BOUND, new
+    return results
+
+
+def split_carry_check(fwd, device, T=777, split=300):
+    """Running [0, split) then [split, T) with the carried state equals the unsplit run (C§4.3)."""
+    inp = make_inputs(device=device, T=T, H=2, HV=4, K=128, h0=torch.float32)
+    common = dict(scale=inp["scale"], output_final_state=True, use_qk_l2norm_in_kernel=True,
+                  state_v_first=False, cu_seqlens=None)
+    o, h = fwd(inp["q"], inp["k"], inp["v"], inp["g"], inp["beta"], initial_state=inp["initial_state"], **common)
+    sl = lambda x, a, b: x[:, a:b].contiguous()
+    o1, h1 = fwd(sl(inp["q"], 0, split), sl(inp["k"], 0, split), sl(inp["v"], 0, split),
+                 sl(inp["g"], 0, split), sl(inp["beta"], 0, split), initial_state=inp["initial_state"], **common)
+    o2, h2 = fwd(sl(inp["q"], split, T), sl(inp["k"], split, T), sl(inp["v"], split, T),
+                 sl(inp["g"], split, T), sl(inp["beta"], split, T), initial_state=h1, **common)
+    return rrmse(o, torch.cat([o1, o2], 1)), rrmse(h, h2)
+
+
+# ---- target-test bodies shared by test_chunk_gdn_sm{90,103,120}.py ----
+
+
+def device_capability():
+    if not torch.cuda.is_available():
+        return None
+    return torch.cuda.get_device_capability(0)
+
+
+def skip_unless(capability, label):
+    cap = device_capability()
+    if cap != capability:
+        pytest.skip(f"chunk_gdn {label} target test needs a CUDA device with compute capability "
+                    f"{capability} (found {cap if cap else 'no CUDA device'})", allow_module_level=True)
+
+
+def fwd():
+    from atrex_nvidia.chunk_gdn.sm90.launch import gdn_fwd
+    return gdn_fwd
+
+
+@pytest.mark.parametrize("case_id,kw", GPU_CASES, ids=[c[0] for c in GPU_CASES])
+def test_cases(case_id, kw):
+    eo, eh, bound = run_case(fwd(), case_id, kw, "cuda")
+    assert eo <= bound and eh <= bound, (case_id, eo, eh, bound)
+
+
+WY_CASES = [c for c in GPU_CASES if c[0] in ("T65_noL2", "varlen_0_1", "qwen3next_T1000_bf16h0")]
+
+
+@pytest.mark.parametrize("case_id,kw", WY_CASES, ids=[c[0] for c in WY_CASES])
+def test_cases_wy_form(case_id, kw, monkeypatch):
+    """The launcher's alternative WY form (W, U formed by the intra-chunk kernel)."""
+    from atrex_nvidia.chunk_gdn.sm90 import launch
+    monkeypatch.setattr(launch, "USE_WY", True)
+    eo, eh, bound = run_case(fwd(), case_id, kw, "cuda")
+    assert eo <= bound and eh <= bound, (case_id, eo, eh, bound)
+
+
+def test_graph_capture_replay_changed_cu_seqlens():
+    for new, same_o, same_h in graph_replay_check(fwd(), "cuda"):
+        assert same_o and same_h, new
+
+
+def test_split_and_carry():
+    eo, eh = split_carry_check(fwd(), "cuda")
+    assert eo <= RRMSE_BOUND and eh <= RRMSE_BOUND, (eo, eh)
+
+
+def test_kernel_names_in_profiler():
+    import torch.profiler as tp
+    inp = make_inputs(device="cuda", T=200, H=2, HV=4, K=64, cu_seqlens=[0, 3, 200])
+    gdn = fwd()
+    with tp.profile(activities=[tp.ProfilerActivity.CUDA]) as prof:
+        gdn(inp["q"], inp["k"], inp["v"], inp["g"], inp["beta"], scale=inp["scale"], initial_state=None,
+            output_final_state=True, use_qk_l2norm_in_kernel=True, state_v_first=False,
+            cu_seqlens=inp["cu_seqlens"])
+        torch.cuda.synchronize()
+    names = {e.key for e in prof.key_averages() if e.device_type == torch.autograd.DeviceType.CUDA}
+    kernels = {n for n in names if not n.lower().startswith(("memcpy", "memset"))}
+    assert kernels and all(n.startswith("atrex_sm90_gdn_") for n in kernels), kernels
+
+
+__all__ = [
+    "GPU_CASES",
+    "SMALL_CASES",
+    "bound_for",
+    "graph_replay_check",
+    "make_inputs",
+    "ref_recurrence",
+    "rrmse",
+    "run_case",
+    "split_carry_check",
+]

@@ -1,0 +1,17 @@
+"""Target test of ``the GDN Triton kernels`` (ATREX chunked Gated-DeltaNet, Triton) on SM103 hardware (same Triton kernels, not yet tuned there)."""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _gdn_cases as _t
+
+_t.skip_unless((10, 3), "sm103")
+
+from _gdn_cases import (  # noqa: E402,F401
+                         test_cases,
+                         test_cases_wy_form,
+                         test_graph_capture_replay_changed_cu_seqlens,
+                         test_kernel_names_in_profiler,
+                         test_split_and_carry,
+)

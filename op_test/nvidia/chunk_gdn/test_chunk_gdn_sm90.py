@@ -1,0 +1,17 @@
+"""Target test of ``nvidia.gdn_sm90`` (ATREX chunked Gated-DeltaNet, Triton) on SM90 hardware."""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _gdn_cases as _t
+
+_t.skip_unless((9, 0), "sm90")
+
+from _gdn_cases import (  # noqa: E402,F401
+                         test_cases,
+                         test_cases_wy_form,
+                         test_graph_capture_replay_changed_cu_seqlens,
+                         test_kernel_names_in_profiler,
+                         test_split_and_carry,
+)

@@ -1,0 +1,95 @@
+"""CPU test: ATREX's SM90 chunked Gated-DeltaNet Triton kernels under the Triton interpreter.
+
+Runs in a subprocess with ``TRITON_INTERPRET=1`` (the variable must be set before ``triton.jit``
+decorates, and must not leak into other tests), on small shapes, against the independent float64
+recurrence of ``_gdn_cases.py``. Two interpreter gaps are patched *inside that subprocess only* so
+that bf16 behaves as on the GPU: the interpreter hands bf16 bit patterns (stored as uint16) to
+``np.matmul`` and truncates fp32 -> bf16 instead of rounding to nearest even.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+SRC = os.path.join(ROOT, "packages", "nvidia", "src")
+
+pytest.importorskip("triton")
+pytest.importorskip("numpy")
+
+_SCRIPT = textwrap.dedent(r'''
+    import json, os, sys
+    assert os.environ.get("TRITON_INTERPRET") == "1"
+    sys.path[:0] = [HERE, SRC]
+    import numpy as np
+    import torch
+    import triton.language as tl
+    from triton.runtime import interpreter as _I
+
+    B_ = _I.InterpreterBuilder
+    _orig_dot, _orig_cast = B_.create_dot, B_.cast_impl
+
+    def _up(h):
+        if getattr(h.dtype, "scalar", h.dtype) == tl.bfloat16:
+            return _I.TensorHandle((h.data.astype(np.uint32) << 16).view(np.float32), tl.float32)
+        return h
+
+    def _dot(self, a, b, d, input_precision, max_num_imprecise_acc):
+        return _orig_dot(self, _up(a), _up(b), d, input_precision, max_num_imprecise_acc)
+
+    def _cast(self, src, dst_type):
+        if src.dtype.scalar == tl.float32 and dst_type.scalar == tl.bfloat16:
+            bits = np.ascontiguousarray(src.data, dtype=np.float32).view(np.uint32).astype(np.uint64)
+            out = ((bits + ((bits >> 16) & 1) + 0x7FFF) >> 16).astype(np.uint16)
+            out = np.where(np.isnan(src.data), np.uint16(0x7FC0), out)
+            return _I.TensorHandle(out, tl.bfloat16)
+        return _orig_cast(self, src, dst_type)
+
+    B_.create_dot, B_.cast_impl = _dot, _cast
+    B_.create_fp_trunc = lambda self, src, dst_type: self.cast_impl(src, dst_type)
+
+    import _gdn_cases as C
+    from atrex_nvidia.chunk_gdn.sm90.launch import gdn_fwd
+
+    torch.set_num_threads(2)
+    res = {}
+    for cid, kw in C.SMALL_CASES:
+        eo, eh, bound = C.run_case(gdn_fwd, cid, kw, "cpu")
+        res[cid] = [eo, eh, bound]
+    from atrex_nvidia.chunk_gdn.sm90 import launch
+    launch.USE_WY = True  # the alternative WY form, on two cases
+    for cid, kw in C.SMALL_CASES:
+        if cid in ("T65_noL2", "varlen_0_1"):
+            eo, eh, bound = C.run_case(gdn_fwd, cid, kw, "cpu")
+            res[cid + "_wy"] = [eo, eh, bound]
+    launch.USE_WY = False
+    eo, eh = C.split_carry_check(gdn_fwd, "cpu", T=150, split=70)
+    res["split_carry"] = [eo, eh, C.RRMSE_BOUND]
+    print("RESULT " + json.dumps(res))
+''').replace("HERE", repr(HERE)).replace("SRC", repr(SRC))
+
+
+@pytest.fixture(scope="module")
+def interpreted_results():
+    env = dict(os.environ)
+    env["TRITON_INTERPRET"] = "1"
+    env.pop("CUDA_VISIBLE_DEVICES", None)
+    p = subprocess.run([sys.executable, "-c", _SCRIPT], env=env, capture_output=True, text=True, timeout=600)
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
+    if p.returncode != 0 or not lines:
+        pytest.fail(f"interpreter subprocess failed (rc={p.returncode}):\n{p.stdout[-4000:]}\n{p.stderr[-8000:]}")
+    return json.loads(lines[-1][len("RESULT "):])
+
+
+def test_interpreted_kernels_match_fp64_recurrence(interpreted_results):
+    bad = {k: v for k, v in interpreted_results.items() if not (v[0] <= v[2] and v[1] <= v[2])}
+    assert not bad, f"rrmse (o, state, bound) out of bound: {bad}"
+
+
+def test_interpreter_env_did_not_leak():
+    assert os.environ.get("TRITON_INTERPRET") in (None, "", "0")

@@ -1,0 +1,1 @@
+"""Chunked Gated-DeltaNet (CONTRACTS.md §2) kernels for NVIDIA targets."""

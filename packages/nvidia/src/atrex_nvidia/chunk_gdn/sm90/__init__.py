@@ -1,0 +1,1 @@
+"""SM90 (Hopper) chunked Gated-DeltaNet forward: Triton kernels ``atrex_sm90_gdn_*``."""

@@ -1,0 +1,280 @@
+"""Benchmark: ATREX SM90 chunked Gated-DeltaNet vs fla-core 0.6 ``chunk_gated_delta_rule``, one run.
+
+    python -m atrex_nvidia.chunk_gdn.sm90.bench_gdn --out DIR [--sweep] [--no-ref]
+
+Cases are PERFORMANCE.md's GDN rows (bf16, K = V = 128, q/k L2 norm in kernel, g fp32 negative
+log decay, beta bf16 post-sigmoid, no initial state, final state returned). Each case is first
+checked for correctness (ATREX and fla against a float64 token-by-token recurrence on a subset of
+value heads, and ATREX against fla on all heads), then timed with ``triton.testing.do_bench``
+medians in the order ATREX, fla, fla, ATREX. Writes ``gdn_bench.json`` and ``gdn_bench.md``.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import sys
+
+import torch
+import triton
+from triton.testing import do_bench
+
+from . import launch as L
+from .launch import gdn_fwd
+
+CASES = [
+    # id, T or lens, H, HV
+    ("T4096_H16_HV32", 4096, 16, 32),
+    ("T8192_H16_HV32", 8192, 16, 32),
+    ("T32768_H16_HV32", 32768, 16, 32),
+    ("T8192_H32_HV32", 8192, 32, 32),
+    ("varlen16x1024_H32_HV32", [1024] * 16, 32, 32),
+]
+K = V = 128
+
+
+def make(case, device="cuda", seed=0):
+    cid, tl_, H, HV = case
+    lens = tl_ if isinstance(tl_, list) else [tl_]
+    T = sum(lens)
+    gen = torch.Generator(device=device).manual_seed(seed)
+    r = lambda *s: torch.randn(*s, device=device, generator=gen)
+    q = r(1, T, H, K).bfloat16()
+    k = r(1, T, H, K).bfloat16()
+    v = r(1, T, HV, V).bfloat16()
+    g = torch.nn.functional.logsigmoid(r(1, T, HV)).float()
+    beta = torch.sigmoid(r(1, T, HV)).bfloat16()
+    cu = None
+    if isinstance(tl_, list):
+        cu = torch.tensor([0] + list(torch.tensor(lens).cumsum(0).tolist()), dtype=torch.int32, device=device)
+    return dict(q=q, k=k, v=v, g=g, beta=beta, cu=cu)
+
+
+def atrex_call(x):
+    return lambda: gdn_fwd(x["q"], x["k"], x["v"], x["g"], x["beta"], scale=K ** -0.5, initial_state=None,
+                           output_final_state=True, use_qk_l2norm_in_kernel=True, state_v_first=False,
+                           cu_seqlens=x["cu"])
+
+
+def fla_call(x):
+    from fla.ops.gated_delta_rule import chunk_gated_delta_rule
+    cu = None if x["cu"] is None else x["cu"].long()
+    return lambda: chunk_gated_delta_rule(x["q"], x["k"], x["v"], x["g"], x["beta"], scale=K ** -0.5,
+                                          initial_state=None, output_final_state=True, cu_seqlens=cu,
+                                          use_qk_l2norm_in_kernel=True)
+
+
+def ref_subset(x, heads, max_tokens=None):
+    """float64 recurrence (C§2.3) on value heads ``heads`` only; returns (o [T, h, V], ht [N, h, K, V])."""
+    q, k, v, g, beta, cu = x["q"][0], x["k"][0], x["v"][0], x["g"][0], x["beta"][0], x["cu"]
+    T, H = q.shape[0], q.shape[1]
+    HV = v.shape[1]
+    G = HV // H
+
+    def nrm(t):
+        tf = t.float()
+        return (tf * torch.rsqrt((tf * tf).sum(-1, keepdim=True) + 1e-6)).to(t.dtype).double()
+    hq = torch.tensor([h // G for h in heads], device=q.device)
+    hv = torch.tensor(heads, device=q.device)
+    qn, kn = nrm(q)[:, hq], nrm(k)[:, hq]
+    vv, gg, bb = v[:, hv].double(), g[:, hv].double(), beta[:, hv].double()
+    bounds = [0, T] if cu is None else cu.tolist()
+    o = torch.zeros(T, len(heads), V, dtype=torch.float64, device=q.device)
+    hts = []
+    for s, e in zip(bounds[:-1], bounds[1:]):
+        S = torch.zeros(len(heads), K, V, dtype=torch.float64, device=q.device)
+        for t in range(s, e):
+            S = S * torch.exp(gg[t])[:, None, None]
+            u = bb[t][:, None] * (vv[t] - torch.einsum("hkv,hk->hv", S, kn[t]))
+            S = S + kn[t][:, :, None] * u[:, None, :]
+            o[t] = (K ** -0.5) * torch.einsum("hkv,hk->hv", S, qn[t])
+        hts.append(S)
+    return o, torch.stack(hts)
+
+
+def rrmse(ref, x):
+    return ((ref.double() - x.double()).norm() / ref.double().norm()).item()
+
+
+def check(case, x, have_fla, ref_heads):
+    oa, ha = atrex_call(x)()
+    res = {}
+    if have_fla:
+        of, hf = fla_call(x)()
+        res["atrex_vs_fla_o"] = rrmse(of, oa)
+        res["atrex_vs_fla_ht"] = rrmse(hf, ha)
+    if ref_heads:
+        ro, rh = ref_subset(x, ref_heads)
+        res["atrex_vs_ref_o"] = rrmse(ro, oa[0][:, ref_heads])
+        res["atrex_vs_ref_ht"] = rrmse(rh, ha[:, ref_heads])
+        if have_fla:
+            res["fla_vs_ref_o"] = rrmse(ro, of[0][:, ref_heads])
+            res["fla_vs_ref_ht"] = rrmse(rh, hf[:, ref_heads])
+    return res
+
+
+def bench_pair(fa, fb, rep=200):
+    ta1 = do_bench(fa, warmup=25, rep=rep, return_mode="median")
+    tb1 = do_bench(fb, warmup=25, rep=rep, return_mode="median") if fb else None
+    tb2 = do_bench(fb, warmup=25, rep=rep, return_mode="median") if fb else None
+    ta2 = do_bench(fa, warmup=25, rep=rep, return_mode="median")
+    return (ta1 + ta2) / 2, ((tb1 + tb2) / 2 if fb else None)
+
+
+def kernel_breakdown(x):
+    import torch.profiler as tp
+    f = atrex_call(x)
+    f()
+    torch.cuda.synchronize()
+    with tp.profile(activities=[tp.ProfilerActivity.CUDA]) as prof:
+        for _ in range(5):
+            f()
+        torch.cuda.synchronize()
+    out = {}
+    for e in prof.key_averages():
+        if e.device_type == torch.autograd.DeviceType.CUDA:
+            tot = getattr(e, "device_time_total", None)
+            if tot is None:
+                tot = getattr(e, "cuda_time_total", 0.0)
+            out[e.key] = dict(ms_per_fwd=tot / 5 / 1000.0, launches_per_fwd=e.count / 5)
+    return out
+
+
+VARIANTS = [
+    # name, launch overrides (state (BV, warps, stages), intra (warps, stages, product inverse), WY form)
+    ("default", {}),
+    ("state16x4", dict(state=(16, 4, 2))),
+    ("state32x4", dict(state=(32, 4, 2))),
+    ("state64x4", dict(state=(64, 4, 2))),
+    ("state32x8", dict(state=(32, 8, 2))),
+    ("state64x8", dict(state=(64, 8, 2))),
+    ("intra8w", dict(intra=(8, 2, True))),
+    ("intra2w", dict(intra=(2, 2, True))),
+    ("intra_subst", dict(intra=(4, 2, False))),
+    ("wy_state16", dict(wy=True, state=(16, 4, 2))),
+    ("wy_state32", dict(wy=True, state=(32, 4, 2))),
+    ("wy_state64", dict(wy=True, state=(64, 4, 2))),
+]
+
+
+class _Variant:
+    def __init__(self, ov):
+        self.ov = ov
+
+    def __enter__(self):
+        self.saved = (L.STATE_CFG_OVERRIDE, L.INTRA_CFG_OVERRIDE, L.USE_WY)
+        L.STATE_CFG_OVERRIDE = self.ov.get("state", L.STATE_CFG_OVERRIDE)
+        L.INTRA_CFG_OVERRIDE = self.ov.get("intra", L.INTRA_CFG_OVERRIDE)
+        L.USE_WY = self.ov.get("wy", L.USE_WY)
+
+    def __exit__(self, *exc):
+        L.STATE_CFG_OVERRIDE, L.INTRA_CFG_OVERRIDE, L.USE_WY = self.saved
+
+
+def write_report(out, meta, rows, sweeps):
+    with open(os.path.join(out, "gdn_bench.json"), "w") as f:
+        json.dump(dict(meta=meta, rows=rows, sweeps=sweeps), f, indent=1)
+    fmt = lambda v, p="%.3f": "-" if v is None else (p % v)
+    lines = [f"# GDN prefill: ATREX sm90 vs fla {meta['fla']}", "",
+             ", ".join(f"{k}: {v}" for k, v in meta.items()), "",
+             "| case | ATREX ms (default) | fla ms | speedup | o rrmse vs fp64 (ATREX / fla) "
+             "| ht rrmse vs fp64 (ATREX / fla) | ATREX vs fla o / ht |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['case']} | {fmt(r['atrex_ms'])} | {fmt(r['fla_ms'])} | {fmt(r['speedup'], '%.2fx')} | "
+                     f"{fmt(r.get('atrex_vs_ref_o'), '%.1e')} / {fmt(r.get('fla_vs_ref_o'), '%.1e')} | "
+                     f"{fmt(r.get('atrex_vs_ref_ht'), '%.1e')} / {fmt(r.get('fla_vs_ref_ht'), '%.1e')} | "
+                     f"{fmt(r.get('atrex_vs_fla_o'), '%.1e')} / {fmt(r.get('atrex_vs_fla_ht'), '%.1e')} |")
+    if sweeps:
+        lines += ["", "Variant sweep (same run; ms, and rrmse of o vs fla; fla ms of the row above):", "",
+                  "| case | variant | ms | speedup vs fla | o rrmse vs fla |", "|---|---|---|---|---|"]
+        for cid, sw in sweeps.items():
+            for name, d in sw.items():
+                lines.append(f"| {cid} | {name} | {fmt(d.get('ms'))} | {fmt(d.get('speedup'), '%.2fx')} | "
+                             f"{fmt(d.get('o_vs_fla'), '%.1e')} {d.get('error', '')} |")
+    md = "\n".join(lines) + "\n"
+    with open(os.path.join(out, "gdn_bench.md"), "w") as f:
+        f.write(md)
+    return md
+
+
+def main(argv=None):
+    import time
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--sweep", action="store_true", help="also time launch variants (see VARIANTS)")
+    ap.add_argument("--sweep-cases", default="T8192_H16_HV32,varlen16x1024_H32_HV32")
+    ap.add_argument("--ref-heads", default="0,5,31", help="value heads checked against the fp64 recurrence")
+    ap.add_argument("--cases", default="", help="comma-separated case ids (default all)")
+    ap.add_argument("--deadline", type=float, default=1e9, help="seconds; sweeps stop when exceeded")
+    a = ap.parse_args(argv)
+    t_start = time.time()
+    os.makedirs(a.out, exist_ok=True)
+    try:
+        import fla
+        from fla.ops.gated_delta_rule import chunk_gated_delta_rule  # noqa: F401
+        have_fla = True
+        fla_version = getattr(fla, "__version__", "?")
+    except Exception as e:
+        have_fla, fla_version = False, f"unavailable ({type(e).__name__}: {e})"
+    ref_heads = [int(h) for h in a.ref_heads.split(",") if h != ""]
+    meta = dict(device=torch.cuda.get_device_name(0), capability=list(torch.cuda.get_device_capability(0)),
+                torch=torch.__version__, cuda=torch.version.cuda, triton=triton.__version__, fla=fla_version,
+                python=platform.python_version(), date=datetime.datetime.now().isoformat(timespec="seconds"),
+                timing="triton.testing.do_bench median (ms), order ATREX fla fla ATREX, no L2 flush "
+                       "(each case's inputs exceed the 50 MB L2)",
+                default_cfg=dict(state_few=L._STATE_CFG_FEW, state_many=L._STATE_CFG_MANY, intra=L._INTRA_CFG,
+                                 wy=L.USE_WY))
+    cases = [c for c in CASES if not a.cases or c[0] in a.cases.split(",")]
+    rows, sweeps = [], {}
+    inputs = {}
+    for case in cases:
+        x = make(case)
+        row = dict(case=case[0])
+        row.update(check(case, x, have_fla, ref_heads))
+        ta, tf = bench_pair(atrex_call(x), fla_call(x) if have_fla else None)
+        row["atrex_ms"], row["fla_ms"] = ta, tf
+        row["speedup"] = (tf / ta) if tf else None
+        n_prog = x["v"].shape[2] * (1 if x["cu"] is None else x["cu"].numel() - 1)
+        row["state_cfg"] = list(L._state_cfg(n_prog, V))
+        try:
+            row["kernels_ms"] = kernel_breakdown(x)
+        except Exception as e:
+            row["kernels_ms"] = f"{type(e).__name__}: {e}"
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+        write_report(a.out, meta, rows, sweeps)
+        if case[0] in a.sweep_cases.split(","):
+            inputs[case[0]] = (x, row)
+        else:
+            del x
+    if a.sweep:
+        for cid, (x, row) in inputs.items():
+            of = fla_call(x)()[0] if have_fla else None
+            sw = sweeps.setdefault(cid, {})
+            for name, ov in VARIANTS:
+                if time.time() - t_start > a.deadline:
+                    sw[name] = dict(error="skipped (deadline)")
+                    continue
+                try:
+                    with _Variant(ov):
+                        f = atrex_call(x)
+                        oa = f()[0]
+                        d = dict(o_vs_fla=rrmse(of, oa) if of is not None else None)
+                        d["ms"] = do_bench(f, warmup=25, rep=100, return_mode="median")
+                        d["speedup"] = row["fla_ms"] / d["ms"] if row["fla_ms"] else None
+                        if name != "default":
+                            d["kernels_ms"] = kernel_breakdown(x)
+                except Exception as e:
+                    d = dict(error=f"{type(e).__name__}: {str(e)[:300]}")
+                sw[name] = d
+                print(cid, name, json.dumps(d), flush=True)
+                write_report(a.out, meta, rows, sweeps)
+    md = write_report(a.out, meta, rows, sweeps)
+    print(md)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

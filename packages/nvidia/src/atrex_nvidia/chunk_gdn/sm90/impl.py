@@ -1,0 +1,120 @@
+"""``nvidia.gdn_sm90``: ATREX's own chunked Gated-DeltaNet forward (Triton, chunk 64) for SM90.
+
+NOT REGISTERED YET (``atrex_nvidia._plugin`` does not list it): the last H200 run of this code's
+fast path hit an illegal memory access for fp16 K=60/V=100 (now routed to the earlier path, whose
+branching was not re-run on the GPU), and the speed goal (>= 3x fla) holds at T=4096 only. Dispatch
+must not send serving traffic here until ``test_chunk_gdn_sm90.py`` passes on the H200.
+
+Domain (TARGETS.md §2.2) is the data below; ``check`` is host-only (shapes, dtypes, strides, flags:
+no launch, no allocation, no ``.item()``). Capture-safe: the launcher never reads ``cu_seqlens`` on
+the host; the varlen chunk bookkeeping is a device prefix sum sized from ``T`` and ``N`` only
+(at most ``T // 64 + N`` chunk slots), so a captured graph replays correctly with new
+``cu_seqlens`` contents of the same shape. Triton specialisations must be compiled before capture
+(prewarm); that is the dispatcher's capture/prewarm step (CONTRACTS §3).
+"""
+
+import torch
+
+ARCHS = ("sm90",)
+QKV_DTYPES = (torch.bfloat16, torch.float16)
+GATE_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+STATE_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+CU_SEQLENS_DTYPES = (torch.int32, torch.int64)
+MAX_HEAD_K_DIM = 256
+MAX_HEAD_V_DIM = 256
+SUPPORTS_BETA_SIGMOID = True
+SUPPORTS_NEG_EIGVAL = True
+SUPPORTS_GATE_IN_KERNEL = False
+
+
+def _eligibility():
+    from atrex.eligibility import Eligibility, Reason
+    return Eligibility, Reason
+
+
+def _dt(dts):
+    return "{" + ", ".join(str(d).replace("torch.", "") for d in dts) + "}"
+
+
+def check(call):
+    """Eligibility of a normalized call record for this implementation (host-only)."""
+    Eligibility, Reason = _eligibility()
+    reasons = []
+
+    def no(code, arg, got, supported):
+        reasons.append(Reason(code, arg, got, supported))
+
+    target = call.target
+    if getattr(target, "family", None) != "nvidia" or getattr(target, "arch", None) not in ARCHS:
+        no("target", "q", f"{getattr(target, 'family', None)}/{getattr(target, 'arch', None)}",
+           "nvidia/" + "|".join(ARCHS))
+    if call.dtype not in QKV_DTYPES:
+        no("dtype", "q", call.dtype, _dt(QKV_DTYPES))
+    for name in ("k", "v"):
+        t = getattr(call, name)
+        if t.dtype != call.q.dtype:
+            no("dtype", name, t.dtype, f"same dtype as q ({call.q.dtype})")
+    for name in ("g", "beta"):
+        t = getattr(call, name)
+        if t.dtype not in GATE_DTYPES:
+            no("dtype", name, t.dtype, _dt(GATE_DTYPES))
+    for name in ("q", "k", "v", "g", "beta"):
+        t = getattr(call, name)
+        if not t.is_contiguous():
+            no("layout", name, f"strides {tuple(t.stride())}", "contiguous")
+        if t.device != call.q.device:
+            no("device", name, t.device, f"q's device ({call.q.device})")
+    if call.head_k_dim > MAX_HEAD_K_DIM or call.head_k_dim < 1:
+        no("head_dim", "k", call.head_k_dim, f"1..{MAX_HEAD_K_DIM}")
+    if call.head_v_dim > MAX_HEAD_V_DIM or call.head_v_dim < 1:
+        no("head_dim", "v", call.head_v_dim, f"1..{MAX_HEAD_V_DIM}")
+    if call.num_heads < 1 or call.num_v_heads % call.num_heads != 0:
+        no("heads", "v", f"HV={call.num_v_heads}, H={call.num_heads}", "HV % H == 0")
+    st = call.initial_state
+    if st is not None:
+        if st.dtype not in STATE_DTYPES:
+            no("dtype", "initial_state", st.dtype, _dt(STATE_DTYPES))
+        if st.device != call.q.device:
+            no("device", "initial_state", st.device, f"q's device ({call.q.device})")
+    cu = call.cu_seqlens
+    if cu is not None:
+        if cu.dtype not in CU_SEQLENS_DTYPES:
+            no("dtype", "cu_seqlens", cu.dtype, _dt(CU_SEQLENS_DTYPES))
+        if call.batch != 1:
+            no("batch", "cu_seqlens", f"B={call.batch}", "B == 1 with cu_seqlens")
+        if cu.device != call.q.device:
+            no("device", "cu_seqlens", cu.device, f"q's device ({call.q.device})")
+        if not cu.is_contiguous():
+            no("layout", "cu_seqlens", f"strides {tuple(cu.stride())}", "contiguous")
+    if call.use_beta_sigmoid_in_kernel and not SUPPORTS_BETA_SIGMOID:
+        no("option", "use_beta_sigmoid_in_kernel", True, "False")
+    if call.allow_neg_eigval and not (SUPPORTS_NEG_EIGVAL and call.use_beta_sigmoid_in_kernel):
+        no("option", "allow_neg_eigval", True, "only with use_beta_sigmoid_in_kernel=True")
+    if getattr(call, "use_gate_in_kernel", False) and not SUPPORTS_GATE_IN_KERNEL:
+        no("option", "use_gate_in_kernel", True, "False")
+    # call.capturing needs no exclusion: the launch path has no host sync (see module docstring).
+    return Eligibility.no(*reasons) if reasons else Eligibility.yes()
+
+
+def run(call):
+    """Runs an eligible call; returns ``(o, final_state_or_None)``."""
+    from .launch import gdn_fwd
+    return gdn_fwd(
+        call.q, call.k, call.v, call.g, call.beta,
+        scale=call.scale,
+        initial_state=call.initial_state,
+        output_final_state=call.output_final_state,
+        use_qk_l2norm_in_kernel=call.use_qk_l2norm_in_kernel,
+        state_v_first=call.state_v_first,
+        cu_seqlens=call.cu_seqlens,
+        cu_seqlens_cpu=call.cu_seqlens_cpu,
+        use_beta_sigmoid_in_kernel=call.use_beta_sigmoid_in_kernel,
+        allow_neg_eigval=call.allow_neg_eigval,
+    )
+
+
+def prewarm(call):
+    """Compiles the Triton specialisations this call needs (run it once, outside capture)."""
+    run(call)
+    if call.q.is_cuda:
+        torch.cuda.synchronize(call.q.device)

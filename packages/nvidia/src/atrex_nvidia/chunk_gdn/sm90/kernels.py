@@ -1,0 +1,460 @@
+"""Triton kernels of ATREX's chunked Gated-DeltaNet forward (SM90), chunk size 64.
+
+Math: CONTRACTS.md §2.3-2.4. Three kernels per call, all named ``atrex_sm90_gdn_*``:
+
+1. ``atrex_sm90_gdn_chunk_offsets`` (varlen only, one program): chunk prefix sum
+   ``co[n] = sum_{m<n} ceil(len_m / 64)`` computed on the device from ``cu_seqlens`` (no host read,
+   so the path is CUDA-graph capture-safe). The intra-chunk grid has ``T // 64 + N`` chunk slots
+   (an upper bound sized from shapes only); each program binary-searches ``co`` for its sequence.
+2. ``atrex_sm90_gdn_intra_chunk``: parallel over (chunk slot, q/k head). Loads q, k once per q/k
+   head (optionally L2-normalises them and writes the normalised copies for kernel 3), computes
+   ``K K^T`` (as 16x16 blocks) and ``Q K^T`` once and, for each of the ``G = HV / H`` value heads
+   sharing them: the chunk-local cumsum ``gamma`` (fp32), ``Aqk = (Q K^T) * Gamma * M`` and the UT
+   inverse ``A = (I + L)^-1`` (4 diagonal 16x16 blocks, by the product form
+   ``(I - L)(I + L^2)(I + L^4)(I + L^8)`` or by forward substitution, merged with fp32 ieee dots).
+   Writes ``A`` (or, in the WY form, ``W = A (beta e^gamma K)`` and ``U = A (beta V)``), ``Aqk`` in
+   the input dtype, token-indexed ``[HV, B*T, *]`` so that varlen chunks never overlap.
+3. ``atrex_sm90_gdn_state_output``: one program per (V-block, sequence, value head) walks the
+   sequence's chunks in order, carries the state ``S [K, BV]`` in fp32 registers and produces the
+   chunk output in the same step (the per-chunk state is never written to HBM):
+   ``U~ = A (beta V - beta e^gamma (K S))`` (or ``U - W S``); ``O = scale (e^gamma (Q S) + Aqk U~)``;
+   ``S <- e^{gamma_c} S + K^T (e^{gamma_c - gamma} U~)``. Diagonal scalings are applied to the
+   ``[64, BV]`` products, not to the ``[64, K]`` operands.
+
+Dot operands are rounded to the input dtype with fp32 accumulation (as fla does for A, W, U, h,
+v_new); the triangular inverse runs in fp32 with ieee dots. Masks are applied to exponents before
+``exp`` (no ``0 * inf``); padded rows of a partial chunk have zero k, beta and decay weight.
+"""
+
+import triton
+import triton.language as tl
+
+BT = 64  # chunk size, hard-wired in the kernels (the math does not depend on it, CONTRACTS §2.2)
+
+
+@triton.jit
+def atrex_sm90_gdn_chunk_offsets(cu, co, N, BLOCK: tl.constexpr):
+    """co[0] = 0, co[n + 1] = co[n] + ceil((cu[n + 1] - cu[n]) / 64), int32, for n < N."""
+    carry = tl.zeros([], dtype=tl.int32)
+    tl.store(co, carry)
+    for start in range(0, N, BLOCK):
+        idx = start + tl.arange(0, BLOCK)
+        m = idx < N
+        a = tl.load(cu + idx, mask=m, other=0).to(tl.int32)
+        b = tl.load(cu + idx + 1, mask=m, other=0).to(tl.int32)
+        nch = tl.where(m, (b - a + 63) // 64, 0)
+        cs = tl.cumsum(nch, 0) + carry
+        tl.store(co + idx + 1, cs, mask=m)
+        carry = carry + tl.sum(nch, 0)
+
+
+@triton.jit
+def _load_qk_tile(ptr, rows, mrow, offs_k, mk, s_t, USE_L2NORM: tl.constexpr):
+    """[len(rows), BK] tile in the input dtype, optionally L2-normalised in fp32 then rounded."""
+    x = tl.load(ptr + rows[:, None] * s_t + offs_k[None, :], mask=mrow[:, None] & mk[None, :], other=0.0)
+    if USE_L2NORM:
+        xf = x.to(tl.float32)
+        inv = tl.rsqrt(tl.sum(xf * xf, 1) + 1e-6)
+        x = (xf * inv[:, None]).to(x.dtype)
+    return x
+
+
+@triton.jit
+def _load_beta(ptr, rows, mrow, s_t, BETA_SIGMOID: tl.constexpr, NEG_EIGVAL: tl.constexpr):
+    b = tl.load(ptr + rows * s_t, mask=mrow, other=0.0).to(tl.float32)
+    if BETA_SIGMOID:
+        b = tl.sigmoid(b)
+        if NEG_EIGVAL:
+            b = b * 2.0
+        b = tl.where(mrow, b, 0.0)
+    return b
+
+
+@triton.jit
+def _inv_step(Lm, X, r, i):
+    # row i of (I + L)^-1 by forward substitution: X_i = e_i - sum_{j<i} L_ij X_j
+    li = tl.sum(tl.where(r[:, None] == i, Lm, 0.0), 0)
+    xi = tl.where(r == i, 1.0, 0.0) - tl.sum(li[:, None] * X, 0)
+    return tl.where(r[:, None] == i, xi[None, :], X)
+
+
+@triton.jit
+def _l_block(kk, b_r, g_r, g_c, DIAG: tl.constexpr, r, c):
+    """beta_r * exp(gamma_r - gamma_c) * (k_r . k_c), strictly lower on diagonal blocks."""
+    d = g_r[:, None] - g_c[None, :]
+    if DIAG:
+        m = r[:, None] > c[None, :]
+        d = tl.where(m, d, 0.0)
+        return tl.where(m, b_r[:, None] * tl.exp(d) * kk, 0.0)
+    else:
+        return b_r[:, None] * tl.exp(d) * kk
+
+
+@triton.jit
+def _inv16_product(Lm, eye):
+    # (I + L)^-1 = (I - L)(I + L^2)(I + L^4)(I + L^8) for strictly lower 16x16 L (L^16 = 0)
+    P = eye - Lm
+    L2 = tl.dot(Lm, Lm, input_precision="ieee")
+    P = P + tl.dot(P, L2, input_precision="ieee")
+    L4 = tl.dot(L2, L2, input_precision="ieee")
+    P = P + tl.dot(P, L4, input_precision="ieee")
+    L8 = tl.dot(L4, L4, input_precision="ieee")
+    P = P + tl.dot(P, L8, input_precision="ieee")
+    return P
+
+
+@triton.jit
+def _store_blk(ptr, rows, mrow, c0, x, r16):
+    tl.store(ptr + rows[:, None] * 64 + (c0 + r16)[None, :], x, mask=mrow[:, None])
+
+
+@triton.jit
+def atrex_sm90_gdn_intra_chunk(
+    q, k, v, g, beta, A, Aqk, gam, qn, kn, W, U, cu, co,
+    T, N, HV, K, V, n_search,
+    s_qb, s_qt, s_qh, s_kb, s_kt, s_kh, s_vb, s_vt, s_vh, s_gb, s_gt, s_gh, s_bb, s_bt, s_bh,
+    TOTAL_T,
+    IS_VARLEN: tl.constexpr, G: tl.constexpr, BK: tl.constexpr, BVA: tl.constexpr,
+    USE_L2NORM: tl.constexpr, BETA_SIGMOID: tl.constexpr, NEG_EIGVAL: tl.constexpr,
+    INV_PRODUCT: tl.constexpr, STORE_WY: tl.constexpr, STORE_QKN: tl.constexpr,
+):
+    slot = tl.program_id(0)
+    h = tl.program_id(1)
+    if IS_VARLEN:
+        total = tl.load(co + N)
+        if slot >= total:
+            return
+        # largest n in [0, N-1] with co[n] <= slot (skips empty sequences)
+        lo = tl.zeros([], dtype=tl.int32)
+        hi = lo + N - 1
+        for _ in range(n_search):
+            mid = (lo + hi + 1) // 2
+            ok = tl.load(co + mid) <= slot
+            lo = tl.where(ok, mid, lo)
+            hi = tl.where(ok, hi, mid - 1)
+        n = lo
+        c = slot - tl.load(co + n)
+        bos = tl.load(cu + n).to(tl.int32)
+        eos = tl.load(cu + n + 1).to(tl.int32)
+        b_idx = n * 0
+        tg0 = bos  # global token row of the sequence start in the [*, B*T, *] buffers
+    else:
+        NT = tl.cdiv(T, 64)
+        b_idx = slot // NT
+        c = slot % NT
+        bos = 0
+        eos = T
+        tg0 = b_idx * T
+    t0 = bos + c * 64
+    r16 = tl.arange(0, 16)
+    r64 = tl.arange(0, 64)
+    offs_k = tl.arange(0, BK)
+    mk = offs_k < K
+
+    q_base = q + b_idx.to(tl.int64) * s_qb + h * s_qh
+    k_base = k + b_idx.to(tl.int64) * s_kb + h * s_kh
+    rows0 = t0 + r16
+    rows1 = rows0 + 16
+    rows2 = rows0 + 32
+    rows3 = rows0 + 48
+    m0 = rows0 < eos
+    m1 = rows1 < eos
+    m2 = rows2 < eos
+    m3 = rows3 < eos
+    k0 = _load_qk_tile(k_base, rows0.to(tl.int64), m0, offs_k, mk, s_kt, USE_L2NORM)
+    k1 = _load_qk_tile(k_base, rows1.to(tl.int64), m1, offs_k, mk, s_kt, USE_L2NORM)
+    k2 = _load_qk_tile(k_base, rows2.to(tl.int64), m2, offs_k, mk, s_kt, USE_L2NORM)
+    k3 = _load_qk_tile(k_base, rows3.to(tl.int64), m3, offs_k, mk, s_kt, USE_L2NORM)
+    # K K^T blocks (shared by the G value heads of this q/k head)
+    kk00 = tl.dot(k0, tl.trans(k0))
+    kk10 = tl.dot(k1, tl.trans(k0))
+    kk11 = tl.dot(k1, tl.trans(k1))
+    kk20 = tl.dot(k2, tl.trans(k0))
+    kk21 = tl.dot(k2, tl.trans(k1))
+    kk22 = tl.dot(k2, tl.trans(k2))
+    kk30 = tl.dot(k3, tl.trans(k0))
+    kk31 = tl.dot(k3, tl.trans(k1))
+    kk32 = tl.dot(k3, tl.trans(k2))
+    kk33 = tl.dot(k3, tl.trans(k3))
+    # Q K^T on the full chunk
+    rows = t0 + r64
+    mrow = rows < eos
+    qf = _load_qk_tile(q_base, rows.to(tl.int64), mrow, offs_k, mk, s_qt, USE_L2NORM)
+    kf = _load_qk_tile(k_base, rows.to(tl.int64), mrow, offs_k, mk, s_kt, USE_L2NORM)
+    qk = tl.dot(qf, tl.trans(kf))
+    if STORE_QKN:
+        # normalised q, k for the state/output kernel: [B*T, H, K] in the input dtype
+        H = tl.num_programs(1)
+        rq = (tg0 + (rows - bos)).to(tl.int64)
+        p_n = rq[:, None] * H * K + h * K + offs_k[None, :]
+        mn = mrow[:, None] & mk[None, :]
+        tl.store(qn + p_n, qf, mask=mn)
+        tl.store(kn + p_n, kf, mask=mn)
+    causal = r64[:, None] >= r64[None, :]
+    zero16 = tl.zeros([16, 16], dtype=tl.float32)
+
+    for j in range(G):
+        hv = h * G + j
+        g_base = g + b_idx.to(tl.int64) * s_gb + hv * s_gh
+        b_base = beta + b_idx.to(tl.int64) * s_bb + hv * s_bh
+        gf = tl.load(g_base + rows.to(tl.int64) * s_gt, mask=mrow, other=0.0).to(tl.float32)
+        gc = tl.cumsum(gf, 0)
+        rows_g = (tg0 + (rows - bos)).to(tl.int64)
+        tl.store(gam + hv.to(tl.int64) * TOTAL_T + rows_g, gc, mask=mrow)
+        # Aqk = QK^T * exp(gamma_r - gamma_c) on and below the diagonal
+        d = tl.where(causal, gc[:, None] - gc[None, :], 0.0)
+        aqk = tl.where(causal, qk * tl.exp(d), 0.0)
+        aqk_base = Aqk + hv.to(tl.int64) * TOTAL_T * 64
+        tl.store(aqk_base + rows_g[:, None] * 64 + r64[None, :], aqk.to(Aqk.dtype.element_ty),
+                 mask=mrow[:, None])
+
+        # per-16-block gamma / beta (same cumsum as gc: reload g and extract via the full vector)
+        gs0 = tl.load(g_base + rows0.to(tl.int64) * s_gt, mask=m0, other=0.0).to(tl.float32)
+        gs1 = tl.load(g_base + rows1.to(tl.int64) * s_gt, mask=m1, other=0.0).to(tl.float32)
+        gs2 = tl.load(g_base + rows2.to(tl.int64) * s_gt, mask=m2, other=0.0).to(tl.float32)
+        gs3 = tl.load(g_base + rows3.to(tl.int64) * s_gt, mask=m3, other=0.0).to(tl.float32)
+        g0 = tl.cumsum(gs0, 0)
+        g1 = tl.cumsum(gs1, 0) + tl.sum(gs0, 0)
+        g2 = tl.cumsum(gs2, 0) + tl.sum(gs0, 0) + tl.sum(gs1, 0)
+        g3 = tl.cumsum(gs3, 0) + tl.sum(gs0, 0) + tl.sum(gs1, 0) + tl.sum(gs2, 0)
+        b0 = _load_beta(b_base, rows0.to(tl.int64), m0, s_bt, BETA_SIGMOID, NEG_EIGVAL)
+        b1 = _load_beta(b_base, rows1.to(tl.int64), m1, s_bt, BETA_SIGMOID, NEG_EIGVAL)
+        b2 = _load_beta(b_base, rows2.to(tl.int64), m2, s_bt, BETA_SIGMOID, NEG_EIGVAL)
+        b3 = _load_beta(b_base, rows3.to(tl.int64), m3, s_bt, BETA_SIGMOID, NEG_EIGVAL)
+
+        l00 = _l_block(kk00, b0, g0, g0, True, r16, r16)
+        l11 = _l_block(kk11, b1, g1, g1, True, r16, r16)
+        l22 = _l_block(kk22, b2, g2, g2, True, r16, r16)
+        l33 = _l_block(kk33, b3, g3, g3, True, r16, r16)
+        l10 = _l_block(kk10, b1, g1, g0, False, r16, r16)
+        l20 = _l_block(kk20, b2, g2, g0, False, r16, r16)
+        l21 = _l_block(kk21, b2, g2, g1, False, r16, r16)
+        l30 = _l_block(kk30, b3, g3, g0, False, r16, r16)
+        l31 = _l_block(kk31, b3, g3, g1, False, r16, r16)
+        l32 = _l_block(kk32, b3, g3, g2, False, r16, r16)
+
+        eye = tl.where(r16[:, None] == r16[None, :], 1.0, 0.0)
+        if INV_PRODUCT:
+            x00 = _inv16_product(l00, eye)
+            x11 = _inv16_product(l11, eye)
+            x22 = _inv16_product(l22, eye)
+            x33 = _inv16_product(l33, eye)
+        else:
+            x00 = eye
+            x11 = eye
+            x22 = eye
+            x33 = eye
+            for i in range(1, 16):
+                x00 = _inv_step(l00, x00, r16, i)
+                x11 = _inv_step(l11, x11, r16, i)
+                x22 = _inv_step(l22, x22, r16, i)
+                x33 = _inv_step(l33, x33, r16, i)
+        # off-diagonal blocks of the inverse: X_ij = -X_ii sum_{m=j}^{i-1} L_im X_mj
+        x10 = -tl.dot(x11, tl.dot(l10, x00, input_precision="ieee"), input_precision="ieee")
+        x21 = -tl.dot(x22, tl.dot(l21, x11, input_precision="ieee"), input_precision="ieee")
+        x32 = -tl.dot(x33, tl.dot(l32, x22, input_precision="ieee"), input_precision="ieee")
+        x20 = -tl.dot(x22, tl.dot(l20, x00, input_precision="ieee")
+                      + tl.dot(l21, x10, input_precision="ieee"), input_precision="ieee")
+        x31 = -tl.dot(x33, tl.dot(l31, x11, input_precision="ieee")
+                      + tl.dot(l32, x21, input_precision="ieee"), input_precision="ieee")
+        x30 = -tl.dot(x33, tl.dot(l30, x00, input_precision="ieee")
+                      + tl.dot(l31, x10, input_precision="ieee")
+                      + tl.dot(l32, x20, input_precision="ieee"), input_precision="ieee")
+
+        dt = Aqk.dtype.element_ty
+        rg0 = (tg0 + (rows0 - bos)).to(tl.int64)
+        rg1 = (tg0 + (rows1 - bos)).to(tl.int64)
+        rg2 = (tg0 + (rows2 - bos)).to(tl.int64)
+        rg3 = (tg0 + (rows3 - bos)).to(tl.int64)
+        if not STORE_WY:
+            a_base = A + hv.to(tl.int64) * TOTAL_T * 64
+            zb = zero16.to(dt)
+            _store_blk(a_base, rg0, m0, 0, x00.to(dt), r16)
+            _store_blk(a_base, rg0, m0, 16, zb, r16)
+            _store_blk(a_base, rg0, m0, 32, zb, r16)
+            _store_blk(a_base, rg0, m0, 48, zb, r16)
+            _store_blk(a_base, rg1, m1, 0, x10.to(dt), r16)
+            _store_blk(a_base, rg1, m1, 16, x11.to(dt), r16)
+            _store_blk(a_base, rg1, m1, 32, zb, r16)
+            _store_blk(a_base, rg1, m1, 48, zb, r16)
+            _store_blk(a_base, rg2, m2, 0, x20.to(dt), r16)
+            _store_blk(a_base, rg2, m2, 16, x21.to(dt), r16)
+            _store_blk(a_base, rg2, m2, 32, x22.to(dt), r16)
+            _store_blk(a_base, rg2, m2, 48, zb, r16)
+            _store_blk(a_base, rg3, m3, 0, x30.to(dt), r16)
+            _store_blk(a_base, rg3, m3, 16, x31.to(dt), r16)
+            _store_blk(a_base, rg3, m3, 32, x32.to(dt), r16)
+            _store_blk(a_base, rg3, m3, 48, x33.to(dt), r16)
+        if STORE_WY:
+            # W = A (beta e^gamma K), U = A (beta V), row block by row block (fla's recompute_w_u)
+            offs_va = tl.arange(0, BVA)
+            mva = offs_va < V
+            v_base = v + b_idx.to(tl.int64) * s_vb + hv * s_vh
+            eb0 = (b0 * tl.exp(g0))[:, None]
+            eb1 = (b1 * tl.exp(g1))[:, None]
+            eb2 = (b2 * tl.exp(g2))[:, None]
+            eb3 = (b3 * tl.exp(g3))[:, None]
+            kb0 = (k0.to(tl.float32) * eb0).to(dt)
+            kb1 = (k1.to(tl.float32) * eb1).to(dt)
+            kb2 = (k2.to(tl.float32) * eb2).to(dt)
+            kb3 = (k3.to(tl.float32) * eb3).to(dt)
+            vb0 = (tl.load(v_base + rows0.to(tl.int64)[:, None] * s_vt + offs_va[None, :],
+                           mask=m0[:, None] & mva[None, :], other=0.0).to(tl.float32) * b0[:, None]).to(dt)
+            vb1 = (tl.load(v_base + rows1.to(tl.int64)[:, None] * s_vt + offs_va[None, :],
+                           mask=m1[:, None] & mva[None, :], other=0.0).to(tl.float32) * b1[:, None]).to(dt)
+            vb2 = (tl.load(v_base + rows2.to(tl.int64)[:, None] * s_vt + offs_va[None, :],
+                           mask=m2[:, None] & mva[None, :], other=0.0).to(tl.float32) * b2[:, None]).to(dt)
+            vb3 = (tl.load(v_base + rows3.to(tl.int64)[:, None] * s_vt + offs_va[None, :],
+                           mask=m3[:, None] & mva[None, :], other=0.0).to(tl.float32) * b3[:, None]).to(dt)
+            y00 = x00.to(dt)
+            y10 = x10.to(dt)
+            y11 = x11.to(dt)
+            y20 = x20.to(dt)
+            y21 = x21.to(dt)
+            y22 = x22.to(dt)
+            y30 = x30.to(dt)
+            y31 = x31.to(dt)
+            y32 = x32.to(dt)
+            y33 = x33.to(dt)
+            w_base = W + hv.to(tl.int64) * TOTAL_T * K
+            u_base = U + hv.to(tl.int64) * TOTAL_T * V
+            mwk = mk[None, :]
+            mwv = mva[None, :]
+            w0 = tl.dot(y00, kb0)
+            u0 = tl.dot(y00, vb0)
+            tl.store(w_base + rg0[:, None] * K + offs_k[None, :], w0.to(dt), mask=m0[:, None] & mwk)
+            tl.store(u_base + rg0[:, None] * V + offs_va[None, :], u0.to(dt), mask=m0[:, None] & mwv)
+            w1 = tl.dot(y10, kb0) + tl.dot(y11, kb1)
+            u1 = tl.dot(y10, vb0) + tl.dot(y11, vb1)
+            tl.store(w_base + rg1[:, None] * K + offs_k[None, :], w1.to(dt), mask=m1[:, None] & mwk)
+            tl.store(u_base + rg1[:, None] * V + offs_va[None, :], u1.to(dt), mask=m1[:, None] & mwv)
+            w2 = tl.dot(y20, kb0) + tl.dot(y21, kb1) + tl.dot(y22, kb2)
+            u2 = tl.dot(y20, vb0) + tl.dot(y21, vb1) + tl.dot(y22, vb2)
+            tl.store(w_base + rg2[:, None] * K + offs_k[None, :], w2.to(dt), mask=m2[:, None] & mwk)
+            tl.store(u_base + rg2[:, None] * V + offs_va[None, :], u2.to(dt), mask=m2[:, None] & mwv)
+            w3 = tl.dot(y30, kb0) + tl.dot(y31, kb1) + tl.dot(y32, kb2) + tl.dot(y33, kb3)
+            u3 = tl.dot(y30, vb0) + tl.dot(y31, vb1) + tl.dot(y32, vb2) + tl.dot(y33, vb3)
+            tl.store(w_base + rg3[:, None] * K + offs_k[None, :], w3.to(dt), mask=m3[:, None] & mwk)
+            tl.store(u_base + rg3[:, None] * V + offs_va[None, :], u3.to(dt), mask=m3[:, None] & mwv)
+
+
+@triton.jit
+def atrex_sm90_gdn_state_output(
+    q, k, v, beta, gam, A, Aqk, W, U, h0, o, ht, cu, scale,
+    T, HV, K, V,
+    s_qb, s_qt, s_qh, s_kb, s_kt, s_kh, s_vb, s_vt, s_vh, s_bb, s_bt, s_bh, s_ob, s_ot, s_oh,
+    s_h0n, s_h0h, s_h0k, s_h0v,
+    TOTAL_T,
+    IS_VARLEN: tl.constexpr, G: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
+    USE_H0: tl.constexpr, STORE_HT: tl.constexpr, STATE_V_FIRST: tl.constexpr,
+    USE_L2NORM: tl.constexpr, BETA_SIGMOID: tl.constexpr, NEG_EIGVAL: tl.constexpr,
+    USE_WY: tl.constexpr, FAST: tl.constexpr,
+):
+    i_v = tl.program_id(0)
+    i_nh = tl.program_id(1)
+    n = i_nh // HV
+    hv = i_nh % HV
+    h = hv // G
+    if IS_VARLEN:
+        bos = tl.load(cu + n).to(tl.int32)
+        eos = tl.load(cu + n + 1).to(tl.int32)
+        b_idx = n * 0
+        tg0 = bos
+    else:
+        bos = 0
+        eos = T
+        b_idx = n
+        tg0 = n * T
+    L = eos - bos
+    NT = tl.cdiv(L, 64)
+
+    offs_k = tl.arange(0, BK)
+    offs_v = i_v * BV + tl.arange(0, BV)
+    mk = offs_k < K
+    mv = offs_v < V
+    r64 = tl.arange(0, 64)
+
+    n64 = n.to(tl.int64)
+    if USE_H0:
+        p_h0 = h0 + n64 * s_h0n + hv * s_h0h + offs_k[:, None] * s_h0k + offs_v[None, :] * s_h0v
+        S = tl.load(p_h0, mask=mk[:, None] & mv[None, :], other=0.0).to(tl.float32)
+    else:
+        S = tl.zeros([BK, BV], dtype=tl.float32)
+
+    q_base = q + b_idx.to(tl.int64) * s_qb + h * s_qh
+    k_base = k + b_idx.to(tl.int64) * s_kb + h * s_kh
+    v_base = v + b_idx.to(tl.int64) * s_vb + hv * s_vh
+    b_base = beta + b_idx.to(tl.int64) * s_bb + hv * s_bh
+    o_base = o + b_idx.to(tl.int64) * s_ob + hv * s_oh
+    a_base = A + hv.to(tl.int64) * TOTAL_T * 64
+    aq_base = Aqk + hv.to(tl.int64) * TOTAL_T * 64
+    gm_base = gam + hv.to(tl.int64) * TOTAL_T
+    w_base = W + hv.to(tl.int64) * TOTAL_T * K
+    u_base = U + hv.to(tl.int64) * TOTAL_T * V
+    dt = q.dtype.element_ty
+
+    for c in range(NT):
+        t0 = bos + c * 64
+        rows = t0 + r64
+        mrow = rows < eos
+        rows64 = rows.to(tl.int64)
+        rg = (tg0 + (rows - bos)).to(tl.int64)
+        if FAST:
+            kt = _load_qk_tile(k_base, rows64, mrow, offs_k, mk, s_kt, USE_L2NORM)
+            qt = _load_qk_tile(q_base, rows64, mrow, offs_k, mk, s_qt, USE_L2NORM)
+            gm = tl.load(gm_base + rg, mask=mrow, other=0.0)
+            nvalid = tl.minimum(eos - t0, 64)
+            gl = tl.sum(tl.where(r64 == nvalid - 1, gm, 0.0), 0)
+            aq_t = tl.load(aq_base + rg[:, None] * 64 + r64[None, :], mask=mrow[:, None], other=0.0)
+            eg = tl.exp(gm)
+            Sb = S.to(dt)
+            if USE_WY:
+                # U~ = U - W S with W = A (beta e^gamma K), U = A (beta V) from the intra-chunk kernel
+                wt = tl.load(w_base + rg[:, None] * K + offs_k[None, :], mask=mrow[:, None] & mk[None, :], other=0.0)
+                ut = tl.load(u_base + rg[:, None] * V + offs_v[None, :], mask=mrow[:, None] & mv[None, :],
+                             other=0.0).to(tl.float32)
+                Ut = ut - tl.dot(wt, Sb)
+            else:
+                vt = tl.load(v_base + rows64[:, None] * s_vt + offs_v[None, :],
+                             mask=mrow[:, None] & mv[None, :], other=0.0).to(tl.float32)
+                bt = _load_beta(b_base, rows64, mrow, s_bt, BETA_SIGMOID, NEG_EIGVAL)
+                a_t = tl.load(a_base + rg[:, None] * 64 + r64[None, :], mask=mrow[:, None], other=0.0)
+                # diagonal scalings applied to [64, BV] results rather than to [64, K] operands
+                X = bt[:, None] * vt - (bt * eg)[:, None] * tl.dot(kt, Sb)
+                Ut = tl.dot(a_t, X.to(dt))
+            O = eg[:, None] * tl.dot(qt, Sb) + tl.dot(aq_t, Ut.to(dt))
+            tl.store(o_base + rows64[:, None] * s_ot + offs_v[None, :], (O * scale).to(o.dtype.element_ty),
+                     mask=mrow[:, None] & mv[None, :])
+            dk = tl.where(mrow, tl.exp(gl - gm), 0.0)
+            S = S * tl.exp(gl) + tl.dot(tl.trans(kt), (Ut * dk[:, None]).to(dt))
+        else:
+            # operand-scaled path (the one verified on the H200 for every test shape)
+            kn = _load_qk_tile(k_base, rows64, mrow, offs_k, mk, s_kt, USE_L2NORM)
+            qn = _load_qk_tile(q_base, rows64, mrow, offs_k, mk, s_qt, USE_L2NORM)
+            vt = tl.load(v_base + rows64[:, None] * s_vt + offs_v[None, :],
+                         mask=mrow[:, None] & mv[None, :], other=0.0).to(tl.float32)
+            bt = _load_beta(b_base, rows64, mrow, s_bt, BETA_SIGMOID, NEG_EIGVAL)
+            gm = tl.load(gm_base + rg, mask=mrow, other=0.0)
+            nvalid = tl.minimum(eos - t0, 64)
+            gl = tl.sum(tl.where(r64 == nvalid - 1, gm, 0.0), 0)
+            a_t = tl.load(a_base + rg[:, None] * 64 + r64[None, :], mask=mrow[:, None], other=0.0)
+            aq_t = tl.load(aq_base + rg[:, None] * 64 + r64[None, :], mask=mrow[:, None], other=0.0)
+            eg = tl.exp(gm)
+            Sb = S.to(dt)
+            kb = (kn.to(tl.float32) * (bt * eg)[:, None]).to(dt)
+            X = bt[:, None] * vt - tl.dot(kb, Sb)
+            Ut = tl.dot(a_t, X.to(dt)).to(dt)
+            qg = (qn.to(tl.float32) * eg[:, None]).to(dt)
+            O = tl.dot(qg, Sb) + tl.dot(aq_t, Ut)
+            tl.store(o_base + rows64[:, None] * s_ot + offs_v[None, :], (O * scale).to(o.dtype.element_ty),
+                     mask=mrow[:, None] & mv[None, :])
+            dk = tl.where(mrow, tl.exp(gl - gm), 0.0)
+            kd = (kn.to(tl.float32) * dk[:, None]).to(dt)
+            S = S * tl.exp(gl) + tl.dot(tl.trans(kd), Ut)
+
+    if STORE_HT:
+        if STATE_V_FIRST:
+            p_ht = ht + n64 * HV * K * V + hv * K * V + offs_v[None, :] * K + offs_k[:, None]
+        else:
+            p_ht = ht + n64 * HV * K * V + hv * K * V + offs_k[:, None] * V + offs_v[None, :]
+        tl.store(p_ht, S, mask=mk[:, None] & mv[None, :])

@@ -1,0 +1,176 @@
+"""Launcher of ATREX's SM90 chunked Gated-DeltaNet forward (Triton).
+
+``gdn_fwd`` is a pure function: it allocates its outputs and an invocation-local workspace
+(``A``, ``Aqk`` in the input dtype, ``[HV, B*T, 64]`` each, and fp32 ``gamma`` ``[HV, B*T]``), never
+mutates its inputs and never reads device values on the host (``cu_seqlens`` is consumed on the
+device only), so it is CUDA-graph capture-safe once its Triton specialisations are compiled.
+Validation belongs to ``impl.check``; this module trusts its caller.
+"""
+
+import math
+
+import torch
+import triton
+
+from . import kernels as _k
+
+# Tuned on H200 for K = V = 128 (see bench_gdn.py); (BV, num_warps, num_stages) of the
+# sequential state/output kernel, chosen from the number of (sequence, value head) programs.
+_STATE_CFG_FEW = (32, 4, 2)   # few sequences x heads: more V-blocks for more CTAs
+_STATE_CFG_MANY = (64, 4, 2)  # plenty of (sequence, head) programs already
+_INTRA_CFG = (4, 2, True)     # (num_warps, num_stages, product-form 16x16 inverse) of the intra kernel
+# WY form: the intra kernel also forms W = A (beta e^g K) and U = A (beta V) (as fla does), which takes
+# one dependent dot off the sequential state kernel's per-chunk chain at the cost of more HBM traffic.
+USE_WY = False
+# Fast path (q/k normalised once by the intra kernel, diagonal scalings on [64, BV] results, product-form
+# inverse, optional WY). Measured on the H200 (2026-12-02) for bf16 K = V = 128 and passing the first 7
+# small cases (K 32/64, V 16-64, bf16); one run with K = 60, V = 100, fp16 hit an illegal memory access
+# that was not diagnosed. "auto" therefore takes it only for bf16 with K % 16 == V % 16 == 0 and uses the
+# operand-scaled path (H200-verified on every test case) otherwise. True / False force it.
+FAST_PATH = "auto"
+
+
+def _use_fast(q, K, V):
+    if FAST_PATH == "auto":
+        return q.dtype == torch.bfloat16 and K % 16 == 0 and V % 16 == 0
+    return bool(FAST_PATH)
+
+# Override hooks for the benchmark sweep only: None or a tuple like the defaults above.
+STATE_CFG_OVERRIDE = None
+INTRA_CFG_OVERRIDE = None
+
+
+def _state_cfg(n_programs, V):
+    if STATE_CFG_OVERRIDE is not None:
+        return STATE_CFG_OVERRIDE
+    cfg = _STATE_CFG_FEW if n_programs < 4 * 132 else _STATE_CFG_MANY
+    bv = min(cfg[0], max(16, triton.next_power_of_2(V)))
+    return (bv,) + cfg[1:]
+
+
+def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_qk_l2norm_in_kernel,
+            state_v_first, cu_seqlens, cu_seqlens_cpu=None, use_beta_sigmoid_in_kernel=False,
+            allow_neg_eigval=False):
+    """Chunked Gated-DeltaNet forward (CONTRACTS.md §2), chunk 64.
+
+    Parameters
+    ----------
+    q, k : ``[B, T, H, K]`` bf16/fp16, ``stride(-1) == 1``.
+    v : ``[B, T, HV, V]`` same dtype, ``HV % H == 0`` (value head ``hv`` uses q/k head ``hv // (HV/H)``).
+    g, beta : ``[B, T, HV]`` fp32/bf16/fp16; ``g`` per-token log decay, ``beta`` write strength.
+    scale : float (already resolved).
+    initial_state : None or ``[N, HV, K, V]`` (``[N, HV, V, K]`` if ``state_v_first``), any float dtype,
+        read only (upcast to fp32).
+    output_final_state : return the fp32 final state in the same layout.
+    use_qk_l2norm_in_kernel : L2-normalise q and k (fp32, eps 1e-6 inside the sqrt, rounded back).
+    cu_seqlens : None or ``[N+1]`` int32/int64 on q's device (requires ``B == 1``).
+    cu_seqlens_cpu : unused (the chunk bookkeeping is built on the device).
+
+    Returns
+    -------
+    ``(o, final_state)``: ``o`` ``[B, T, HV, V]`` in q's dtype; ``final_state`` fp32 or None.
+    """
+    B, T, H, K = q.shape
+    HV, V = v.shape[2], v.shape[3]
+    G = HV // H
+    dev = q.device
+    if q.stride(-1) != 1:
+        q = q.contiguous()
+    if k.stride(-1) != 1:
+        k = k.contiguous()
+    if v.stride(-1) != 1:
+        v = v.contiguous()
+    is_varlen = cu_seqlens is not None
+    N = cu_seqlens.shape[0] - 1 if is_varlen else B
+    total_t = B * T
+    BK = max(16, triton.next_power_of_2(K))
+
+    o = torch.empty((B, T, HV, V), dtype=q.dtype, device=dev)
+    ht = None
+    if output_final_state:
+        shape = (N, HV, V, K) if state_v_first else (N, HV, K, V)
+        ht = torch.empty(shape, dtype=torch.float32, device=dev)
+    if N == 0:
+        return o, ht
+    if total_t == 0:
+        # every sequence is empty: the final state is the initial state
+        if ht is not None:
+            if initial_state is None:
+                ht.zero_()
+            else:
+                ht.copy_(initial_state)
+        return o, ht
+
+    fast = _use_fast(q, K, V)
+    if fast and use_qk_l2norm_in_kernel:
+        # L2-normalised q, k written once by the intra-chunk kernel, read by the state kernel
+        qn = torch.empty((B, T, H, K), dtype=q.dtype, device=dev)
+        kn = torch.empty((B, T, H, K), dtype=q.dtype, device=dev)
+    else:
+        qn, kn = q, k
+    use_wy = bool(USE_WY) and fast
+    if use_wy:
+        A = q  # not formed in HBM
+        W = torch.empty((HV, total_t, K), dtype=q.dtype, device=dev)
+        U = torch.empty((HV, total_t, V), dtype=q.dtype, device=dev)
+    else:
+        A = torch.empty((HV, total_t, 64), dtype=q.dtype, device=dev)
+        W = U = q
+    Aqk = torch.empty((HV, total_t, 64), dtype=q.dtype, device=dev)
+    gam = torch.empty((HV, total_t), dtype=torch.float32, device=dev)
+
+    if is_varlen:
+        cu = cu_seqlens
+        co = torch.empty((N + 1,), dtype=torch.int32, device=dev)
+        _k.atrex_sm90_gdn_chunk_offsets[(1,)](cu, co, N, BLOCK=1024, num_warps=4)
+        n_slots = T // 64 + N
+        n_search = max(1, math.ceil(math.log2(N + 1)) + 1)
+    else:
+        cu = q  # unused placeholder pointer
+        co = q
+        n_slots = B * triton.cdiv(T, 64)
+        n_search = 0
+
+    iw, ist, inv_product = INTRA_CFG_OVERRIDE or _INTRA_CFG
+    inv_product = bool(inv_product) and fast
+    _k.atrex_sm90_gdn_intra_chunk[(n_slots, H)](
+        q, k, v, g, beta, A, Aqk, gam, qn, kn, W, U, cu, co,
+        T, N, HV, K, V, n_search,
+        q.stride(0), q.stride(1), q.stride(2), k.stride(0), k.stride(1), k.stride(2),
+        v.stride(0), v.stride(1), v.stride(2), g.stride(0), g.stride(1), g.stride(2), beta.stride(0), beta.stride(1), beta.stride(2),
+        total_t,
+        IS_VARLEN=is_varlen, G=G, BK=BK, BVA=max(16, triton.next_power_of_2(V)),
+        USE_L2NORM=bool(use_qk_l2norm_in_kernel), BETA_SIGMOID=bool(use_beta_sigmoid_in_kernel),
+        NEG_EIGVAL=bool(allow_neg_eigval), INV_PRODUCT=inv_product, STORE_WY=use_wy,
+        STORE_QKN=bool(fast and use_qk_l2norm_in_kernel),
+        num_warps=iw, num_stages=ist,
+    )
+
+    BV, sw, sst = _state_cfg(N * HV, V)
+    use_h0 = initial_state is not None
+    if use_h0:
+        h0 = initial_state
+        if state_v_first:
+            s_k, s_v = h0.stride(3), h0.stride(2)
+        else:
+            s_k, s_v = h0.stride(2), h0.stride(3)
+        h0_strides = (h0.stride(0), h0.stride(1), s_k, s_v)
+    else:
+        h0 = q
+        h0_strides = (0, 0, 0, 0)
+    grid = (triton.cdiv(V, BV), N * HV)
+    _k.atrex_sm90_gdn_state_output[grid](
+        qn, kn, v, beta, gam, A, Aqk, W, U, h0, o, ht if ht is not None else o, cu, float(scale),
+        T, HV, K, V,
+        qn.stride(0), qn.stride(1), qn.stride(2), kn.stride(0), kn.stride(1), kn.stride(2),
+        v.stride(0), v.stride(1), v.stride(2), beta.stride(0), beta.stride(1), beta.stride(2),
+        o.stride(0), o.stride(1), o.stride(2),
+        *h0_strides,
+        total_t,
+        IS_VARLEN=is_varlen, G=G, BK=BK, BV=BV,
+        USE_H0=use_h0, STORE_HT=ht is not None, STATE_V_FIRST=bool(state_v_first),
+        USE_L2NORM=bool(use_qk_l2norm_in_kernel and not fast), BETA_SIGMOID=bool(use_beta_sigmoid_in_kernel),
+        NEG_EIGVAL=bool(allow_neg_eigval), USE_WY=use_wy, FAST=fast,
+        num_warps=sw, num_stages=sst,
+    )
+    return o, ht
