@@ -1,9 +1,5 @@
 """Target test of ``the GDN Triton kernels`` (ATREX chunked Gated-DeltaNet, Triton) on SM120 hardware (same Triton kernels, not yet tuned there)."""
 
-import os
-import sys
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _gdn_cases as _t
 
 _t.skip_unless((12, 0), "sm120")

@@ -1,9 +1,5 @@
 """Target test of ``nvidia.gdn_sm90`` (ATREX chunked Gated-DeltaNet, Triton) on SM90 hardware."""
 
-import os
-import sys
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _gdn_cases as _t
 
 _t.skip_unless((9, 0), "sm90")

@@ -4,10 +4,6 @@ Skips at module level without a CUDA device of capability (9, 0) or without flas
 The cases live in ``_fa_cases.py`` (shared by the four arch files).
 """
 
-import os
-import sys
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _fa_cases as _c
 
 _c.skip_unless((9, 0), "sm90")
