@@ -3,8 +3,6 @@ plus can_use/call agreement and fast-path/detailed-path agreement of the validat
 
 from __future__ import annotations
 
-import math
-
 import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
@@ -15,6 +13,7 @@ from atrex.api.flash_attn import _normalize_fast, normalize_flash_attn_call
 from atrex.errors import AtrexError
 from atrex.inputs import attn_inputs
 from atrex.reference.oracle import attention_oracle
+from atrex.validation.verify import poison_pages
 
 FP8 = torch.float8_e4m3fn
 # CONTRACTS 4.1: properties of the output dtype (fp8 inputs produce bf16), never loosened.
@@ -81,34 +80,15 @@ def test_reference_matches_float64_oracle(kw):
     assert_matches_oracle(kw, res)
 
 
-def _poison(kw):
-    """NaN in every page slot beyond seqused_k and in every block no sequence references."""
-    k, v = kw["k"].clone(), kw["v"].clone()
-    page = k.shape[1]
-    used = set()
-    for b, n in enumerate(kw["seqused_k"].tolist()):
-        for i in range(math.ceil(n / page)):
-            blk = int(kw["block_table"][b, i])
-            used.add(blk)
-            lo = n - i * page
-            if lo < page:
-                k[blk, lo:] = float("nan")
-                v[blk, lo:] = float("nan")
-    for blk in range(k.shape[0]):
-        if blk not in used:
-            k[blk] = float("nan")
-            v[blk] = float("inf")
-    return dict(kw, k=k, v=v)
-
-
 @pytest.mark.parametrize("window", [None, (4, 0), (2, 2)])
 @pytest.mark.parametrize("q_lens,k_lens", [([1, 1, 1], [5, 17, 33]), ([3, 5], [3, 21]), ([4], [2])])
 def test_nan_beyond_lengths_and_in_unreferenced_pages_never_leaks(q_lens, k_lens, window):
     kw = attn_inputs(q_lens, k_lens, num_heads_q=4, num_heads_k=2, head_dim=16, page_size=8, causal=True,
                      window_size=list(window) if window else None, sinks=True, return_lse=True, seed=11)
     clean_out, clean_lse = atrex.flash_attn_varlen_func(**kw)
-    out, lse = atrex.flash_attn_varlen_func(**_poison(kw))
-    assert torch.equal(out, clean_out) and torch.equal(lse, clean_lse)
+    for fill in (float("nan"), float("inf")):
+        out, lse = atrex.flash_attn_varlen_func(**poison_pages(kw, fill))
+        assert torch.equal(out, clean_out) and torch.equal(lse, clean_lse)
 
 
 def test_nan_in_keys_outside_the_window_never_leaks():

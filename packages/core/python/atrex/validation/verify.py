@@ -127,15 +127,16 @@ def compare(op: str, kw: dict, got, ref) -> tuple[bool, str]:
 
 # ---- probes ------------------------------------------------------------------------------------
 
-def poison_pages(kw: dict) -> dict | None:
-    """NaN in page slots beyond seqused_k and in blocks no sequence references (paged calls only)."""
+def poison_pages(kw: dict, fill: float = float("nan")) -> dict | None:
+    """``fill`` (NaN by default) in page slots beyond seqused_k and in blocks no sequence references
+    (paged calls only)."""
     if kw.get("block_table") is None:
         return None
     k, v = kw["k"].clone(), kw["v"].clone()
     page = k.shape[1]
     used = set()
     table = kw["block_table"].cpu()
-    nan = float("nan")
+    nan = fill
     for b, n in enumerate(kw["seqused_k"].cpu().tolist()):
         for i in range(math.ceil(n / page)):
             blk = int(table[b, i])
