@@ -155,6 +155,13 @@ VARIANTS = [
     ("wy_state16", dict(wy=True, state=(16, 4, 2))),
     ("wy_state32", dict(wy=True, state=(32, 4, 2))),
     ("wy_state64", dict(wy=True, state=(64, 4, 2))),
+    ("state32x4s3", dict(state=(32, 4, 3))),
+    ("state64x8s3", dict(state=(64, 8, 3))),
+    ("state128x8", dict(state=(128, 8, 2))),
+    ("intra8w_s3", dict(intra=(8, 3, True))),
+    ("intra8w_state64x8", dict(intra=(8, 2, True), state=(64, 8, 2))),
+    ("intra8w_wy_state32", dict(intra=(8, 2, True), wy=True, state=(32, 4, 2))),
+    ("intra8w_wy_state64x8", dict(intra=(8, 2, True), wy=True, state=(64, 8, 2))),
 ]
 
 

@@ -1,0 +1,24 @@
+"""H200 debugging aid for the SM90 GDN launcher: runs one small-case id of the target tests with the
+fast path forced on or off, synchronising after each call so a device fault names its case.
+
+    python3 scripts/gdn_debug.py K60_V100_fp16 [fast|slow|auto] [wy]
+(run it under ``compute-sanitizer --tool memcheck`` to get the faulting kernel and address)."""
+
+import sys
+
+import torch
+
+sys.path.insert(0, "op_test/nvidia/chunk_gdn")
+import _gdn_cases as C  # noqa: E402
+
+from atrex_nvidia.chunk_gdn.sm90 import launch  # noqa: E402
+
+case_id = sys.argv[1]
+mode = sys.argv[2] if len(sys.argv) > 2 else "auto"
+launch.FAST_PATH = {"fast": True, "slow": False}.get(mode, "auto")
+launch.USE_WY = "wy" in sys.argv[3:]
+kw = dict(C.GPU_CASES)[case_id]
+eo, eh, bound = C.run_case(launch.gdn_fwd, case_id, kw, "cuda")
+torch.cuda.synchronize()
+print(f"{case_id} mode={mode} wy={launch.USE_WY}: o rrmse {eo:.2e}, ht rrmse {eh:.2e}, bound {bound:.1e}",
+      "PASS" if eo <= bound and eh <= bound else "FAIL", flush=True)
