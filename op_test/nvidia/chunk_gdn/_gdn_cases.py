@@ -287,6 +287,56 @@ def test_kernel_names_in_profiler():
     assert kernels and all(n.startswith("atrex_sm90_gdn_") for n in kernels), kernels
 
 
+def _api_kwargs(inp):
+    return dict(q=inp["q"], k=inp["k"], v=inp["v"], g=inp["g"], beta=inp["beta"], scale=inp["scale"],
+                initial_state=inp["initial_state"], output_final_state=True,
+                use_qk_l2norm_in_kernel=inp["use_qk_l2norm_in_kernel"], state_v_first=inp["state_v_first"],
+                cu_seqlens=inp["cu_seqlens"])
+
+
+def test_dispatch_selects_gdn_sm90_and_matches_launcher():
+    """The public operator picks nvidia.gdn_sm90 on this device and returns the launcher's bits."""
+    import atrex
+    from atrex.api.chunk_gdn import explain_chunk_gated_delta_rule
+
+    inp = make_inputs(device="cuda", T=300, H=2, HV=4, K=64, cu_seqlens=[0, 1, 100, 300], h0=torch.float32)
+    kw = _api_kwargs(inp)
+    assert explain_chunk_gated_delta_rule(**kw).chosen == "nvidia.gdn_sm90"
+    assert atrex.can_use_chunk_gated_delta_rule(**kw)
+    o, ht = atrex.chunk_gated_delta_rule(**kw)
+    o2, ht2 = fwd()(inp["q"], inp["k"], inp["v"], inp["g"], inp["beta"], scale=inp["scale"],
+                    initial_state=inp["initial_state"], output_final_state=True,
+                    use_qk_l2norm_in_kernel=True, state_v_first=False, cu_seqlens=inp["cu_seqlens"])
+    assert torch.equal(o, o2) and torch.equal(ht, ht2)
+
+
+def test_capture_unwarmed_raises_then_prewarm_captures():
+    """Graph policy: an unwarmed specialisation raises AtrexCaptureError under capture before any
+    launch; after atrex.prewarm the same call captures, and replay equals eager bitwise."""
+    import atrex
+    from atrex.errors import AtrexCaptureError
+    from atrex_nvidia.chunk_gdn.sm90 import launch
+
+    # K=48, V=80, H=3, HV=6: a specialisation no other test launches
+    inp = make_inputs(device="cuda", T=211, H=3, HV=6, K=48, V=80, cu_seqlens=[0, 5, 211], h0=torch.float32)
+    kw = _api_kwargs(inp)
+    n_warm = launch.warmed_count()
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with pytest.raises(AtrexCaptureError, match="prewarm"), torch.cuda.graph(g):
+        atrex.chunk_gated_delta_rule(**kw)
+    torch.cuda.synchronize()
+    assert launch.warmed_count() == n_warm
+    assert atrex.prewarm("chunk_gated_delta_rule", [kw]) == [("nvidia.gdn_sm90", "compiled")]
+    g2 = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g2):
+        o_g, ht_g = atrex.chunk_gated_delta_rule(**kw)
+    g2.replay()
+    torch.cuda.synchronize()
+    o_e, ht_e = atrex.chunk_gated_delta_rule(**kw)
+    assert torch.equal(o_g, o_e) and torch.equal(ht_g, ht_e)
+
+
 __all__ = [
     "GPU_CASES",
     "SMALL_CASES",

@@ -1,16 +1,17 @@
 """``nvidia.gdn_sm90``: ATREX's own chunked Gated-DeltaNet forward (Triton, chunk 64) for SM90.
 
-NOT REGISTERED YET (``atrex_nvidia._plugin`` does not list it): the last H200 run of this code's
-fast path hit an illegal memory access for fp16 K=60/V=100 (now routed to the earlier path, whose
-branching was not re-run on the GPU), and the speed goal (>= 3x fla) holds at T=4096 only. Dispatch
-must not send serving traffic here until ``test_chunk_gdn_sm90.py`` passes on the H200.
+Registered by :mod:`atrex_nvidia._plugin` (priority 100, archs ``nvidia/sm90``). Verified on the H200
+by ``op_test/nvidia/chunk_gdn/test_chunk_gdn_sm90.py``; speed against fla is recorded in
+``chunk_gdn/sm90/BENCH_H200.md`` (it does not yet meet issue #6's 3x goal at every shape).
 
 Domain (TARGETS.md §2.2) is the data below; ``check`` is host-only (shapes, dtypes, strides, flags:
-no launch, no allocation, no ``.item()``). Capture-safe: the launcher never reads ``cu_seqlens`` on
-the host; the varlen chunk bookkeeping is a device prefix sum sized from ``T`` and ``N`` only
-(at most ``T // 64 + N`` chunk slots), so a captured graph replays correctly with new
-``cu_seqlens`` contents of the same shape. Triton specialisations must be compiled before capture
-(prewarm); that is the dispatcher's capture/prewarm step (CONTRACTS §3).
+no launch, no allocation, no ``.item()``); the core has already checked devices, shapes and GVA.
+Graph policy: capture-safe after prewarm. The launcher never reads ``cu_seqlens`` on the host (the
+varlen chunk bookkeeping is a device prefix sum sized from ``T`` and ``N`` only, at most
+``T // 64 + N`` chunk slots), so a captured graph replays correctly with new ``cu_seqlens``
+contents of the same shape. A call whose Triton specialisation has not run in this process raises
+:class:`atrex.errors.AtrexCaptureError` under capture before any launch (``atrex.prewarm`` or one
+eager call with the same shapes, dtypes and flags warms it).
 """
 
 import torch
@@ -62,8 +63,6 @@ def check(call):
         t = getattr(call, name)
         if not t.is_contiguous():
             no("layout", name, f"strides {tuple(t.stride())}", "contiguous")
-        if t.device != call.q.device:
-            no("device", name, t.device, f"q's device ({call.q.device})")
     if call.head_k_dim > MAX_HEAD_K_DIM or call.head_k_dim < 1:
         no("head_dim", "k", call.head_k_dim, f"1..{MAX_HEAD_K_DIM}")
     if call.head_v_dim > MAX_HEAD_V_DIM or call.head_v_dim < 1:
@@ -74,16 +73,12 @@ def check(call):
     if st is not None:
         if st.dtype not in STATE_DTYPES:
             no("dtype", "initial_state", st.dtype, _dt(STATE_DTYPES))
-        if st.device != call.q.device:
-            no("device", "initial_state", st.device, f"q's device ({call.q.device})")
     cu = call.cu_seqlens
     if cu is not None:
         if cu.dtype not in CU_SEQLENS_DTYPES:
             no("dtype", "cu_seqlens", cu.dtype, _dt(CU_SEQLENS_DTYPES))
         if call.batch != 1:
             no("batch", "cu_seqlens", f"B={call.batch}", "B == 1 with cu_seqlens")
-        if cu.device != call.q.device:
-            no("device", "cu_seqlens", cu.device, f"q's device ({call.q.device})")
         if not cu.is_contiguous():
             no("layout", "cu_seqlens", f"strides {tuple(cu.stride())}", "contiguous")
     if call.use_beta_sigmoid_in_kernel and not SUPPORTS_BETA_SIGMOID:
@@ -92,7 +87,7 @@ def check(call):
         no("option", "allow_neg_eigval", True, "only with use_beta_sigmoid_in_kernel=True")
     if getattr(call, "use_gate_in_kernel", False) and not SUPPORTS_GATE_IN_KERNEL:
         no("option", "use_gate_in_kernel", True, "False")
-    # call.capturing needs no exclusion: the launch path has no host sync (see module docstring).
+    # call.capturing needs no exclusion: no host sync; unwarmed specialisations raise in the launcher.
     return Eligibility.no(*reasons) if reasons else Eligibility.yes()
 
 
@@ -114,7 +109,10 @@ def run(call):
 
 
 def prewarm(call):
-    """Compiles the Triton specialisations this call needs (run it once, outside capture)."""
+    """Compiles the Triton specialisations this call needs (one eager run, outside capture)."""
+    if call.capturing:
+        from atrex.errors import AtrexCaptureError
+        raise AtrexCaptureError("nvidia.gdn_sm90: prewarm during CUDA-graph capture; prewarm before capturing")
     run(call)
     if call.q.is_cuda:
         torch.cuda.synchronize(call.q.device)

@@ -8,11 +8,41 @@ Validation belongs to ``impl.check``; this module trusts its caller.
 """
 
 import math
+import threading
 
 import torch
 import triton
 
+from atrex.errors import AtrexCaptureError
+
 from . import kernels as _k
+
+# Specialisations launched at least once in this process (see ``_spec_key``): the record that lets a
+# CUDA-graph capture refuse, before any launch, a call whose Triton kernels would compile inside it.
+_warmed: set[tuple] = set()
+_warm_lock = threading.Lock()
+
+
+def _spec(x):
+    """What Triton's specialisation of one launch argument depends on (conservatively): the dtype and
+    16-byte alignment of a pointer, whether an int is 1 or a multiple of 16, a constexpr's value."""
+    if isinstance(x, torch.Tensor):
+        return (x.dtype, x.data_ptr() % 16 == 0)
+    if isinstance(x, bool) or x is None:
+        return x
+    if isinstance(x, int):
+        return (x == 1, x % 16 == 0)
+    if isinstance(x, float):
+        return float
+    return x
+
+
+def _spec_key(name, args, meta):
+    return (name, tuple(_spec(a) for a in args), tuple(sorted(meta.items())))
+
+
+def warmed_count() -> int:
+    return len(_warmed)
 
 # Tuned on H200 for K = V = 128 (see bench_gdn.py); (BV, num_warps, num_stages) of the
 # sequential state/output kernel, chosen from the number of (sequence, value head) programs.
@@ -119,10 +149,11 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     Aqk = torch.empty((HV, total_t, 64), dtype=q.dtype, device=dev)
     gam = torch.empty((HV, total_t), dtype=torch.float32, device=dev)
 
+    launches = []  # (kernel, grid, args, meta), all keyed and checked before the first launch
     if is_varlen:
         cu = cu_seqlens
         co = torch.empty((N + 1,), dtype=torch.int32, device=dev)
-        _k.atrex_sm90_gdn_chunk_offsets[(1,)](cu, co, N, BLOCK=1024, num_warps=4)
+        launches.append((_k.atrex_sm90_gdn_chunk_offsets, (1,), (cu, co, N), dict(BLOCK=1024, num_warps=4)))
         n_slots = T // 64 + N
         n_search = max(1, math.ceil(math.log2(N + 1)) + 1)
     else:
@@ -133,18 +164,18 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
 
     iw, ist, inv_product = INTRA_CFG_OVERRIDE or _INTRA_CFG
     inv_product = bool(inv_product) and fast
-    _k.atrex_sm90_gdn_intra_chunk[(n_slots, H)](
+    launches.append((_k.atrex_sm90_gdn_intra_chunk, (n_slots, H), (
         q, k, v, g, beta, A, Aqk, gam, qn, kn, W, U, cu, co,
         T, N, HV, K, V, n_search,
         q.stride(0), q.stride(1), q.stride(2), k.stride(0), k.stride(1), k.stride(2),
         v.stride(0), v.stride(1), v.stride(2), g.stride(0), g.stride(1), g.stride(2), beta.stride(0), beta.stride(1), beta.stride(2),
-        total_t,
+        total_t), dict(
         IS_VARLEN=is_varlen, G=G, BK=BK, BVA=max(16, triton.next_power_of_2(V)),
         USE_L2NORM=bool(use_qk_l2norm_in_kernel), BETA_SIGMOID=bool(use_beta_sigmoid_in_kernel),
         NEG_EIGVAL=bool(allow_neg_eigval), INV_PRODUCT=inv_product, STORE_WY=use_wy,
         STORE_QKN=bool(fast and use_qk_l2norm_in_kernel),
         num_warps=iw, num_stages=ist,
-    )
+    )))
 
     BV, sw, sst = _state_cfg(N * HV, V)
     use_h0 = initial_state is not None
@@ -159,18 +190,28 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
         h0 = q
         h0_strides = (0, 0, 0, 0)
     grid = (triton.cdiv(V, BV), N * HV)
-    _k.atrex_sm90_gdn_state_output[grid](
+    launches.append((_k.atrex_sm90_gdn_state_output, grid, (
         qn, kn, v, beta, gam, A, Aqk, W, U, h0, o, ht if ht is not None else o, cu, float(scale),
         T, HV, K, V,
         qn.stride(0), qn.stride(1), qn.stride(2), kn.stride(0), kn.stride(1), kn.stride(2),
         v.stride(0), v.stride(1), v.stride(2), beta.stride(0), beta.stride(1), beta.stride(2),
         o.stride(0), o.stride(1), o.stride(2),
         *h0_strides,
-        total_t,
+        total_t), dict(
         IS_VARLEN=is_varlen, G=G, BK=BK, BV=BV,
         USE_H0=use_h0, STORE_HT=ht is not None, STATE_V_FIRST=bool(state_v_first),
         USE_L2NORM=bool(use_qk_l2norm_in_kernel and not fast), BETA_SIGMOID=bool(use_beta_sigmoid_in_kernel),
         NEG_EIGVAL=bool(allow_neg_eigval), USE_WY=use_wy, FAST=fast,
         num_warps=sw, num_stages=sst,
-    )
+    )))
+    keys = [_spec_key(kern.__name__, args, meta) for kern, _, args, meta in launches]
+    if dev.type == "cuda" and any(k_ not in _warmed for k_ in keys) and torch.cuda.is_current_stream_capturing():
+        raise AtrexCaptureError(
+            "nvidia.gdn_sm90: this call's Triton specialisation has not run in this process, so it would "
+            "compile during CUDA-graph capture; call atrex.prewarm('chunk_gdn', ...) (or run one eager call "
+            "with the same shapes, dtypes and flags) before capturing")
+    for kern, grid_, args, meta in launches:
+        kern[grid_](*args, **meta)
+    with _warm_lock:
+        _warmed.update(keys)
     return o, ht
