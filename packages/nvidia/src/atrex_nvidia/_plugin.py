@@ -5,6 +5,7 @@ from __future__ import annotations
 from atrex.plugin import PLUGIN_API, ImplSpec, PluginManifest
 
 _FA4 = "atrex_nvidia.flash_attn.fa4"
+_DECODE_SM90 = "atrex_nvidia.flash_attn.sm90.decode_splitkv.impl"
 _GDN90 = "atrex_nvidia.chunk_gdn.sm90.impl"
 
 IMPLS: tuple[ImplSpec, ...] = (
@@ -18,6 +19,19 @@ IMPLS: tuple[ImplSpec, ...] = (
         prewarm=f"{_FA4}:prewarm",
         summary="FlashAttention-4 b19 (flash-attn-4==4.0.0b19, CuTe DSL) adapter; cached compiled kernels, "
                 "num_splits=1 on SM90",
+    ),
+    # Lower priority wins: FA4 (100) is asked first; on sm90 its check hands paged decode shapes
+    # (max_seqlen_q <= 16) to this kernel, which also takes what FA4 b19 cannot (fp8, fp32 sinks, D 40/72).
+    ImplSpec(
+        op="flash_attn_varlen",
+        id="nvidia.decode_splitkv",
+        archs=("nvidia/sm90",),
+        priority=110,
+        check=f"{_DECODE_SM90}:check",
+        run=f"{_DECODE_SM90}:run",
+        prewarm=f"{_DECODE_SM90}:prewarm",
+        summary="ATREX split-KV paged decode (Triton, atrex_sm90_decode_*): max_seqlen_q <= 16, fp16/bf16/fp8, "
+                "graph-static split count, deterministic",
     ),
     ImplSpec(
         op="chunk_gated_delta_rule",
