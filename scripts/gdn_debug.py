@@ -9,9 +9,9 @@ import sys
 import torch
 
 sys.path.insert(0, "op_test/nvidia/chunk_gdn")
-import _gdn_cases as C  # noqa: E402
+import _gdn_cases as C
 
-from atrex_nvidia.chunk_gdn.sm90 import launch  # noqa: E402
+from atrex_nvidia.chunk_gdn.sm90 import launch
 
 case_id = sys.argv[1]
 mode = sys.argv[2] if len(sys.argv) > 2 else "auto"

@@ -17,10 +17,15 @@ for s in $STEP; do
     gdn-tests) timeout 200 python3 -m pytest op_test/nvidia/chunk_gdn -q -p no:cacheprovider -x > "$OUT/gdn_tests.log" 2>&1 ;;
     gdn-bench) timeout 150 python3 -m atrex bench run chunk_gdn --size perf --out "$OUT" --history "$hist" --no-progress > "$OUT/gdn_bench.log" 2>&1 ;;
     fa-bench-prefill) timeout 150 python3 -m atrex bench run flash_attn --match prefill/ --out "$OUT" --history "$hist" --no-progress > "$OUT/fa_bench.log" 2>&1 ;;
+    decode-tests) timeout 240 python3 -m pytest op_test/nvidia/flash_attn/test_flash_attn_sm90.py -q -p no:cacheprovider -k decode > "$OUT/decode_tests.log" 2>&1 ;;
+    decode-bench) timeout 300 python3 -m atrex_nvidia.flash_attn.sm90.decode_splitkv.bench_decode --out "$OUT" ${DECODE_ARGS:-} > "$OUT/decode_bench.log" 2>&1 ;;
+    gdn-dispatch) timeout 120 python3 -m pytest op_test/nvidia/chunk_gdn/test_chunk_gdn_sm90.py -q -p no:cacheprovider -k "dispatch or capture_unwarmed or kernel_names" > "$OUT/gdn_dispatch.log" 2>&1 ;;
+    fa-tests) timeout 300 python3 -m pytest op_test/nvidia/flash_attn/test_flash_attn_sm90.py -q -p no:cacheprovider -k "not decode" > "$OUT/fa_tests.log" 2>&1 ;;
     fa-host) timeout 120 python3 -m atrex_nvidia.flash_attn.bench_fa4 --skip prefill,decode --out "$OUT" > "$OUT/fa_host.log" 2>&1 ;;
   esac
   echo "step $s: exit $?"
 done
-tail -n 3 "$OUT"/gdn_tests.log 2>/dev/null
+for f in gdn_tests gdn_dispatch decode_tests fa_tests; do [ -f "$OUT/$f.log" ] && echo "$f: $(tail -n 1 "$OUT/$f.log")"; done
 grep -h "^|" "$OUT"/bench_*.md 2>/dev/null | cut -c1-150
+grep -h "^|" "$OUT"/bench_decode.md 2>/dev/null | cut -c1-170
 grep -h "us" "$OUT/fa_host.log" 2>/dev/null | tail -n 12

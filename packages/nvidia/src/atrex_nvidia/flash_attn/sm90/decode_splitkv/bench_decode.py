@@ -53,6 +53,27 @@ def _ref_ok(kw, out) -> str:
     return f"ok ({err:.1e})" if err <= 1.5e-2 + 1e-2 * ref.float().abs().max().item() else f"FAIL ({err:.2e})"
 
 
+def _write(out_dir, rows, meta) -> str:
+    """Writes bench_decode.json / .md (after every row, so a timed-out run keeps what it measured)."""
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, "bench_decode.json"), "w") as f:
+        json.dump(dict(meta=meta, rows=rows), f, indent=1)
+    md = [f"# nvidia.decode_splitkv vs FA4 direct (num_splits=1): {meta}", "",
+          "bf16, Hq 32 / Hk 8, D 128, causal; us are CUDA-graph replay medians; TB/s = K+V bytes / time", "",
+          "| B | Lk | page | q | splits | ATREX us | ATREX TB/s | FA4 us | FA4 TB/s | FA4/ATREX | check | best sweep |",
+          "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        fa = (f"{r['fa4_graph_us']:.1f} | {r['fa4_tbps']:.2f} | {r['fa4_graph_us'] / r['atrex_graph_us']:.2f}x"
+              if "fa4_graph_us" in r else "- | - | -")
+        best = r.get("sweep", [{}])[0]
+        best = f"{best['cfg']} s={best['splits']}: {best['graph_us']:.1f}" if best else "-"
+        md.append(f"| {r['B']} | {r['Lk']} | {r['page']} | {r['q']} | {r['plan']['splits']} | "
+                  f"{r['atrex_graph_us']:.1f} | {r['atrex_tbps']:.2f} | {fa} | {r['check']} | {best} |")
+    with open(os.path.join(out_dir, "bench_decode.md"), "w") as f:
+        f.write("\n".join(md) + "\n")
+    return "\n".join(md)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
@@ -76,6 +97,7 @@ def main(argv=None):
     except Exception:
         have_fa4 = False
     rows = []
+    meta = _versions()
     for b, lk in MATRIX[:3] if a.quick else MATRIX:
         for page in PAGES:
             for q in QS:
@@ -104,26 +126,10 @@ def main(argv=None):
                     row["sweep"] = sorted(sweep, key=lambda r: r["graph_us"])[:5]
                 print(json.dumps(row), flush=True)
                 rows.append(row)
+                _write(a.out, rows, meta)
                 del sets
                 torch.cuda.empty_cache()
-    os.makedirs(a.out, exist_ok=True)
-    meta = _versions()
-    with open(os.path.join(a.out, "bench_decode.json"), "w") as f:
-        json.dump(dict(meta=meta, rows=rows), f, indent=1)
-    md = [f"# nvidia.decode_splitkv vs FA4 direct (num_splits=1): {meta}", "",
-          "bf16, Hq 32 / Hk 8, D 128, causal; us are CUDA-graph replay medians; TB/s = K+V bytes / time", "",
-          "| B | Lk | page | q | splits | ATREX us | ATREX TB/s | FA4 us | FA4 TB/s | FA4/ATREX | check | best sweep |",
-          "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        fa = (f"{r['fa4_graph_us']:.1f} | {r['fa4_tbps']:.2f} | {r['fa4_graph_us'] / r['atrex_graph_us']:.2f}x"
-              if "fa4_graph_us" in r else "- | - | -")
-        best = r.get("sweep", [{}])[0]
-        best = f"{best['cfg']} s={best['splits']}: {best['graph_us']:.1f}" if best else "-"
-        md.append(f"| {r['B']} | {r['Lk']} | {r['page']} | {r['q']} | {r['plan']['splits']} | "
-                  f"{r['atrex_graph_us']:.1f} | {r['atrex_tbps']:.2f} | {fa} | {r['check']} | {best} |")
-    with open(os.path.join(a.out, "bench_decode.md"), "w") as f:
-        f.write("\n".join(md) + "\n")
-    print("\n".join(md))
+    print(_write(a.out, rows, meta))
 
 
 if __name__ == "__main__":
