@@ -25,6 +25,11 @@ def check_no(call) -> Eligibility:
     return Eligibility.no(Reason("fake.never", "q", "anything", "nothing (a fake that always declines)"))
 
 
+def check_policy_only(call) -> Eligibility:
+    CALLS.append(("check", "policy"))
+    return Eligibility.no(Reason("policy.fake_shape", "max_seqlen_q", 1, "> 16 (a fake preference)"))
+
+
 def check_two_reasons(call) -> Eligibility:
     CALLS.append(("check", "two"))
     return Eligibility.of([

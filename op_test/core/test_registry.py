@@ -205,6 +205,19 @@ def test_forced_ineligible_fails_loudly(monkeypatch, attn_call, attn_kw):
     assert reg.explain(OP, attn_call).chosen is None
 
 
+def test_forced_overrides_a_policy_reason_only(monkeypatch, attn_call):
+    """policy.* reasons are preferences: unforced dispatch skips the impl, forcing runs it; a forced
+    impl with any domain reason still refuses (previous test)."""
+    env.reload()
+    reg = install(record("beta", spec("beta.p", 5, "check_policy_only"), spec("beta.y", 6)))
+    assert reg.select(OP, attn_call).id == "beta.y"
+    setenv(monkeypatch, ATREX_IMPL_FLASH_ATTN_VARLEN="beta.p")
+    reg = install(record("beta", spec("beta.p", 5, "check_policy_only"), spec("beta.y", 6)))
+    assert reg.select(OP, attn_call).id == "beta.p"
+    trace = reg.explain(OP, attn_call)
+    assert trace.chosen == "beta.p" and "forced over its policy" in str(trace)
+
+
 def test_forced_unknown_fails_loudly(monkeypatch, attn_call):
     setenv(monkeypatch, ATREX_IMPL_FLASH_ATTN_VARLEN="nvidia.nope")
     reg = ordered_registry()

@@ -39,6 +39,19 @@ def skip_unless(capability, arch):
     ARCH = arch
 
 
+@pytest.fixture(autouse=True)
+def force_fa4(monkeypatch):
+    """These cases test ``nvidia.fa4`` itself: force it (on sm90 its decode policy would otherwise hand
+    paged max_seqlen_q <= 16 calls to nvidia.decode_splitkv; forcing overrides policy.* reasons only)."""
+    from atrex import env
+
+    monkeypatch.setenv("ATREX_IMPL_FLASH_ATTN_VARLEN", "nvidia.fa4")
+    env.reload()
+    yield
+    monkeypatch.delenv("ATREX_IMPL_FLASH_ATTN_VARLEN")
+    env.reload()
+
+
 # ---- inputs -----------------------------------------------------------------------------------------
 
 def _inputs(case: dict) -> dict:

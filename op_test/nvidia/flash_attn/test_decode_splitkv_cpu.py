@@ -110,9 +110,10 @@ def test_every_reason_listed():
 # ---- the split rule ---------------------------------------------------------------------------------
 
 def test_split_rule_table():
-    assert launch.split_count(1, 8, 1, 8192, 132, 0) == 32  # 256 CTAs, 256 keys each
-    assert launch.split_count(1, 8, 1, 131072, 132, 0) == 33
-    assert launch.split_count(8, 8, 1, 8192, 132, 0) == 4
+    assert launch.split_count(1, 8, 1, 8192, 132, 0) == 32  # 256 CTAs, 256 keys each (key floor)
+    assert launch.split_count(1, 8, 1, 131072, 132, 0) == 64  # MAX_SPLITS
+    assert launch.split_count(8, 8, 1, 8192, 132, 0) == 8  # 512 CTAs: 4 per SM
+    assert launch.split_count(32, 8, 1, 4096, 132, 0) == 2
     assert launch.split_count(64, 8, 1, 4096, 132, 0) == 1
     assert launch.split_count(1, 8, 1, 300, 132, 0) == 1  # too few keys to split
     assert launch.split_count(1, 8, 1, 8192, 132, 1) == 1  # 1 honoured

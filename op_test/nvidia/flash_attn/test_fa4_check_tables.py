@@ -38,7 +38,8 @@ def fa4_importable(monkeypatch):
     monkeypatch.setattr(fa4_domain, "_probe_reason", None)
 
 
-def mk(arch="sm90", q_lens=(3, 5), k_lens=(40, 70), **kw):
+def mk(arch="sm90", q_lens=(17, 20), k_lens=(40, 70), **kw):
+    # q lengths above 16: sm90's decode policy (tested on its own below) stays out of the table tests
     kw.setdefault("head_dim", 64)
     kw.setdefault("page_size", None)
     call = normalize_flash_attn_call(**attn_inputs(list(q_lens), list(k_lens), **kw))
@@ -293,7 +294,7 @@ def test_deterministic_accepted():
 # ---- layouts and alignment (stricter than FA4) -----------------------------------------------------
 
 def test_hnd_permuted_and_interleaved_kv_accepted():
-    kw = attn_inputs([3, 5], [40, 70], head_dim=64, page_size=16)
+    kw = attn_inputs([17, 20], [40, 70], head_dim=64, page_size=16)
     hnd = kw["k"].permute(0, 2, 1, 3).contiguous().permute(0, 2, 1, 3)
     kv = torch.stack([kw["k"], kw["v"]], dim=2)  # [nb, bs, 2, hk, d]: interleaved K/V rows
     for k, v in ((hnd, hnd.clone()), (kv[:, :, 0], kv[:, :, 1])):
@@ -319,13 +320,39 @@ def test_misaligned_views_declined():
     assert codes(call) == ["alignment"]
 
 
-# ---- SM90 decode-shape policy (declared, disabled until nvidia.decode_splitkv exists) ---------------
+# ---- SM90 decode-shape policy: paged max_seqlen_q <= 16 goes to nvidia.decode_splitkv -------------
 
-def test_sm90_decode_policy_declared_but_disabled():
+def test_sm90_decode_policy_hands_decode_to_splitkv():
     pol = fa4.DOMAINS["sm90"].decode_policy
-    assert pol is not None and pol.enabled is False and pol.max_seqlen_q == 16
+    assert pol is not None and pol.enabled and pol.max_seqlen_q == 16
     assert pol.goes_to == "nvidia.decode_splitkv"
-    ok(mk("sm90", q_lens=(1, 1), page_size=16))  # decode goes to FA4 today
+    call = mk("sm90", q_lens=(1, 1), page_size=16)
+    assert codes(call) == ["policy.decode_shape"]
+    from atrex.dispatch.registry import get_registry
+    assert get_registry().select("flash_attn_varlen", call).id == "nvidia.decode_splitkv"
+    ok(mk("sm90", q_lens=(17, 3), page_size=16))  # prefill shapes stay with FA4
+
+
+def test_sm90_decode_policy_keeps_fa4_when_splitkv_disabled_or_declines(monkeypatch):
+    from atrex import env
+    from atrex.dispatch.registry import get_registry
+
+    call = mk("sm90", q_lens=(1, 1), page_size=16)
+    monkeypatch.setenv("ATREX_DISABLE", "nvidia.decode_splitkv")
+    env.reload()
+    get_registry()._cands.clear()
+    try:
+        ok(call)
+        assert get_registry().select("flash_attn_varlen", call).id == "nvidia.fa4"
+    finally:
+        monkeypatch.delenv("ATREX_DISABLE")
+        env.reload()
+        get_registry()._cands.clear()
+    from atrex.eligibility import Eligibility, Reason
+    (dimpl,) = [i for i in get_registry().impls if i.id == "nvidia.decode_splitkv"]
+    assert dimpl.check(call).ok
+    monkeypatch.setattr(dimpl, "_check", lambda c: Eligibility.no(Reason("x", "q", 1, "2")))
+    ok(call)
 
 
 def test_sm90_decode_policy_when_enabled():

@@ -9,6 +9,7 @@ import _fa_cases as _c
 _c.skip_unless((10, 0), "sm100")
 
 from _fa_cases import (  # noqa: E402,F401
+                       force_fa4,
                        test_bitwise_equal_to_fa4_direct,
                        test_boundary_sweep,
                        test_capture_unwarmed_raises_before_launch,

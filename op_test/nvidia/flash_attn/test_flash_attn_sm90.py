@@ -26,6 +26,7 @@ except pytest.skip.Exception as exc:  # no sm90 device or no FA4: skip the FA4 c
 
 if FA4_SKIP is None:
     from _fa_cases import (  # noqa: F401
+                           force_fa4,
                            test_bitwise_equal_to_fa4_direct,
                            test_boundary_sweep,
                            test_capture_unwarmed_raises_before_launch,

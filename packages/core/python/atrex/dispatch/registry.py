@@ -155,7 +155,7 @@ class Registry:
                     f"(it serves {', '.join(impl.spec.archs)})", op=op, target=target.id,
                     failed_plugins=self.failed_plugins)
             elig = impl.safe_check(call)
-            if not elig.ok:
+            if not _forcible(elig):
                 raise AtrexNotSupportedError(
                     f"{op}: forced implementation {forced!r} (ATREX_IMPL_{op.upper()}) is not eligible "
                     f"for this call on {target.describe()}", op=op, target=target.id,
@@ -192,7 +192,9 @@ class Registry:
                 continue
             elig = impl.safe_check(call)
             note = ""
-            if forced is not None and impl.id != forced:
+            if forced is not None and impl.id == forced and not elig.ok and _forcible(elig):
+                note = "CHOSEN (forced over its policy.* preference)"
+            elif forced is not None and impl.id != forced:
                 note = f"skipped: ATREX_IMPL_{op.upper()}={forced}"
             elif elig.ok and chosen is None:
                 chosen = impl.id
@@ -201,9 +203,15 @@ class Registry:
         if forced is not None:  # mirror select(): the forced one must exist, serve the target and pass
             impl = self.find(op, forced)
             serves = impl is not None and (target.id in impl.spec.archs or "*" in impl.spec.archs)
-            chosen = forced if serves and impl.safe_check(call).ok else None
+            chosen = forced if serves and _forcible(impl.safe_check(call)) else None
         return Trace(op=op, target=target, rows=rows, chosen=chosen, forced=forced,
                      failed_plugins=self.failed_plugins)
+
+
+def _forcible(elig: Eligibility) -> bool:
+    """A forced implementation runs when eligible or when it declines only by preference (``policy.*``
+    reasons, e.g. FA4 handing decode shapes to a split-KV kernel); a domain reason always refuses."""
+    return elig.ok or all(r.code.startswith("policy.") for r in elig.reasons)
 
 
 @dataclass

@@ -42,10 +42,12 @@ def provenance(device_str: str) -> dict:
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
     from atrex import env
 
-    commit = _git("rev-parse", "--short=12", "HEAD")
-    dirty = _git("status", "--porcelain", "--untracked-files=no") if commit else None
-    if commit is None and env.settings().bench_commit:
-        commit = env.settings().bench_commit  # a copied tree on a test host: the caller says which commit
+    # A copied tree on a test host may carry a stale .git: the caller's ATREX_BENCH_COMMIT wins.
+    commit = env.settings().bench_commit
+    dirty = None
+    if commit is None:
+        commit = _git("rev-parse", "--short=12", "HEAD")
+        dirty = _git("status", "--porcelain", "--untracked-files=no") if commit else None
     try:
         import triton
 

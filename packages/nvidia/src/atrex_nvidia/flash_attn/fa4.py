@@ -43,7 +43,25 @@ def check(call) -> Eligibility:
     verdict = _verdicts.get(key)
     if verdict is None:
         verdict = _verdicts[key] = check_fa4(call, dom)
+    if not verdict.ok and dom.decode_policy is not None and verdict.reasons[0].code == _POLICY \
+            and len(verdict.reasons) == 1 and not _taken_over(call, dom.decode_policy.goes_to):
+        return _YES  # the split-KV kernel is disabled or declines this call: FA4 keeps it
     return verdict
+
+
+_POLICY = "policy.decode_shape"
+_YES = Eligibility.yes()
+
+
+def _taken_over(call, impl_id: str) -> bool:
+    """Whether ``impl_id`` is an enabled candidate on the call's target and accepts the call (the decode
+    policy hands a call over only to an implementation that will run it)."""
+    from atrex.dispatch.registry import get_registry
+
+    for impl in get_registry().candidates("flash_attn_varlen", call.target.id):
+        if impl.id == impl_id:
+            return impl.safe_check(call).ok
+    return False
 
 
 def run(call, out: torch.Tensor):

@@ -41,10 +41,13 @@ DOMAIN = Fa4Domain(
     window=True,
     fp8_dtypes=(),  # b19: "FP8 is only supported on SM100 (compute capability 10.x)"
     hd256_dedicated=False,  # SM90 runs D=256 in its generic kernel (tile 128x80, 128x64 if local)
-    # TARGETS §2.1 policy: paged calls with max_seqlen_q <= 16 belong to nvidia.decode_splitkv.
-    # DISABLED until that implementation is registered: today FA4 with num_splits=1 is the only SM90
-    # path, and declining decode shapes would leave vLLM's decode with no implementation at all.
-    decode_policy=DecodePolicy(enabled=False, max_seqlen_q=16, goes_to="nvidia.decode_splitkv"),
+    # TARGETS §2.1 policy: paged calls with max_seqlen_q <= 16 belong to nvidia.decode_splitkv, which
+    # fa4.check confirms is enabled and accepts the call before declining it (else FA4 keeps it).
+    # Measured on the H200 (2026-12-02, bench_decode, bf16 32q/8kv d128, CUDA-graph replay, same run):
+    # nvidia.decode_splitkv / FA4 (num_splits=1) speedup 5.6-11.7x at B=1 (Lk 8k-128k), 1.2-1.55x at B=8,
+    # 1.15-1.56x at B=64-256, and 0.91-0.95x at B=32 Lk=4096 with 1 split (the split rule now gives that
+    # shape 2 splits; see decode_splitkv/BENCH_H200.md for the run that checks it).
+    decode_policy=DecodePolicy(enabled=True, max_seqlen_q=16, goes_to="nvidia.decode_splitkv"),
     notes=(
         "num_splits: always 1 (b19 has no split-KV on SM90)",
         "cp.async paged KV only for tile_n == 128 (D <= 64; D <= 96 causal/local; D <= 128): D > 128 paged "

@@ -79,6 +79,7 @@ def main(argv=None):
     ap.add_argument("--out", required=True)
     ap.add_argument("--sweep", action="store_true", help="also try a few tile/split configurations per shape")
     ap.add_argument("--quick", action="store_true", help="first three shapes only")
+    ap.add_argument("--shapes", default="", help="comma list of BxLk (e.g. 1x8192,32x4096); default all")
     a = ap.parse_args(argv)
     if not torch.cuda.is_available():
         raise SystemExit("bench_decode needs a CUDA device")
@@ -98,7 +99,10 @@ def main(argv=None):
         have_fa4 = False
     rows = []
     meta = _versions()
-    for b, lk in MATRIX[:3] if a.quick else MATRIX:
+    matrix = MATRIX[:3] if a.quick else MATRIX
+    if a.shapes:
+        matrix = [tuple(int(x) for x in sh.split("x")) for sh in a.shapes.split(",")]
+    for b, lk in matrix:
         for page in PAGES:
             for q in QS:
                 sets, nbytes = _sets(b, lk, page, q)

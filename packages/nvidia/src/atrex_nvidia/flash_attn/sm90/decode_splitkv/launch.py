@@ -22,8 +22,10 @@ LOG2E = 1.4426950408889634
 
 #: a split gets at least this many keys (fewer make the combine and the per-CTA prologue dominate)
 MIN_KEYS_PER_SPLIT = 256
-#: aim for this many CTAs per SM over (sequence, KV head, M block, split)
-CTAS_PER_SM = 2
+#: aim for this many CTAs per SM over (sequence, KV head, M block, split). H200, 2026-12-02 (bench_decode,
+#: bf16 32q/8kv d128): with 2, B=32 Lk=4096 ran 1 split (256 CTAs, 2 per SM) at 3.1-3.6 TB/s, 0.91-0.95x
+#: FA4, while 512 CTAs (B=64) reached 4.3-4.5 TB/s; 4 per SM gives both 512 CTAs.
+CTAS_PER_SM = 4
 MAX_SPLITS = 64
 #: SM count used where the target reports none (CPU interpreter runs)
 DEFAULT_SM_COUNT = 132
