@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import torch
 
+from atrex.dispatch.registry import get_registry
 from atrex.eligibility import Eligibility, Reason
 
 from .common_utils.fa4_domain import Fa4Domain, check_fa4, check_key, fa4_requirement
@@ -53,15 +54,20 @@ _POLICY = "policy.decode_shape"
 _YES = Eligibility.yes()
 
 
+_handover: dict[tuple, tuple] = {}  # (target id, impl id) -> (registry, enabled Impl or None)
+
+
 def _taken_over(call, impl_id: str) -> bool:
     """Whether ``impl_id`` is an enabled candidate on the call's target and accepts the call (the decode
-    policy hands a call over only to an implementation that will run it)."""
-    from atrex.dispatch.registry import get_registry
-
-    for impl in get_registry().candidates("flash_attn_varlen", call.target.id):
-        if impl.id == impl_id:
-            return impl.safe_check(call).ok
-    return False
+    policy hands a call over only to an implementation that will run it). The candidate lookup is cached
+    per registry (a new registry, e.g. after ``env.reload()`` with another ATREX_DISABLE, looks again)."""
+    reg = get_registry()
+    key = (call.target.id, impl_id)
+    hit = _handover.get(key)
+    if hit is None or hit[0] is not reg:
+        found = [i for i in reg.candidates("flash_attn_varlen", call.target.id) if i.id == impl_id]
+        hit = _handover[key] = (reg, found[0] if found else None)
+    return hit[1] is not None and hit[1].safe_check(call).ok
 
 
 def run(call, out: torch.Tensor):
