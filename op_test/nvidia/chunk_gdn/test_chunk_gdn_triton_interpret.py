@@ -19,8 +19,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 SRC = os.path.join(ROOT, "packages", "nvidia", "src")
 
-pytest.importorskip("triton")
+triton = pytest.importorskip("triton")
 pytest.importorskip("numpy")
+if tuple(int(x) for x in triton.__version__.split(".")[:2]) < (3, 7):
+    # seen on the H200 host (triton 3.6, numpy 2.x): its interpreter cannot use a loaded scalar as a
+    # range() bound ("only 0-dimensional arrays can be converted"); the GPU tests cover that host
+    pytest.skip(f"Triton {triton.__version__}'s interpreter cannot run these kernels; needs >= 3.7",
+                allow_module_level=True)
 
 _SCRIPT = textwrap.dedent(r'''
     import json, os, sys
