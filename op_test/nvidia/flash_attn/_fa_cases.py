@@ -39,16 +39,17 @@ def skip_unless(capability, arch):
     ARCH = arch
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture
 def force_fa4(monkeypatch):
-    """These cases test ``nvidia.fa4`` itself: force it (on sm90 its decode policy would otherwise hand
-    paged max_seqlen_q <= 16 calls to nvidia.decode_splitkv; forcing overrides policy.* reasons only)."""
+    """These cases test ``nvidia.fa4`` itself. On sm90 its decode policy hands paged max_seqlen_q <= 16
+    calls to nvidia.decode_splitkv while that is enabled: disable it for the FA4 cases (FA4 then keeps
+    them), without touching how the CPU reference is selected."""
     from atrex import env
 
-    monkeypatch.setenv("ATREX_IMPL_FLASH_ATTN_VARLEN", "nvidia.fa4")
+    monkeypatch.setenv("ATREX_DISABLE", "nvidia.decode_splitkv")
     env.reload()
     yield
-    monkeypatch.delenv("ATREX_IMPL_FLASH_ATTN_VARLEN")
+    monkeypatch.delenv("ATREX_DISABLE")
     env.reload()
 
 
@@ -224,6 +225,7 @@ KNOWN_GAPS = {
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(reason=KNOWN_GAPS[n], strict=False))
                                   if n in KNOWN_GAPS else n for n in CASES])
+@pytest.mark.usefixtures("force_fa4")
 def test_cases(name):
     run_case(CASES[name], must_accept=ARCH == "sm90")
 
@@ -238,6 +240,7 @@ SWEEP = [
 ]
 
 
+@pytest.mark.usefixtures("force_fa4")
 @pytest.mark.parametrize("i", range(len(SWEEP)))
 def test_boundary_sweep(i):
     import atrex
@@ -256,6 +259,7 @@ def test_boundary_sweep(i):
 
 @pytest.mark.parametrize("name", ["paged16_d128", "sinks_paged", "softcap10_lse", "window_encoder",
                                   "qwen3next_full_attn_varlen"])
+@pytest.mark.usefixtures("force_fa4")
 def test_bitwise_equal_to_fa4_direct(name):
     from flash_attn.cute.interface import _flash_attn_fwd
 
@@ -291,6 +295,7 @@ def _decode_static(seed=0):
     return kw
 
 
+@pytest.mark.usefixtures("force_fa4")
 def test_graph_decode_replay_changed_seqused_and_table():
     import atrex
 
@@ -318,6 +323,7 @@ def test_graph_decode_replay_changed_seqused_and_table():
             assert_attn_close(kw["out"], lse_g, r_out, r_lse)
 
 
+@pytest.mark.usefixtures("force_fa4")
 def test_graph_prefill_replay_changed_cu_seqlens():
     import atrex
 
@@ -342,6 +348,7 @@ def test_graph_prefill_replay_changed_cu_seqlens():
     assert_attn_close(kw["out"], None, reference(cpu), None)
 
 
+@pytest.mark.usefixtures("force_fa4")
 def test_capture_unwarmed_raises_before_launch():
     import atrex
     from atrex.errors import AtrexCaptureError
@@ -372,6 +379,7 @@ def test_capture_unwarmed_raises_before_launch():
 
 # ---- profiler: FA4's own kernel names, listed as third-party -----------------------------------------
 
+@pytest.mark.usefixtures("force_fa4")
 def test_profiler_kernel_names():
     from torch.profiler import ProfilerActivity, profile
 
