@@ -2,9 +2,8 @@
 
 Runs in a subprocess with ``TRITON_INTERPRET=1`` (the variable must be set before ``triton.jit``
 decorates, and must not leak into other tests), on small shapes, against the independent float64
-recurrence of ``_gdn_cases.py``. Two interpreter gaps are patched *inside that subprocess only* so
-that bf16 behaves as on the GPU: the interpreter hands bf16 bit patterns (stored as uint16) to
-``np.matmul`` and truncates fp32 -> bf16 instead of rounding to nearest even.
+recurrence of ``_gdn_cases.py``. ``op_test/triton_interp_bf16.py`` patches the interpreter's bf16
+handling inside that subprocess only.
 """
 
 import json
@@ -18,6 +17,7 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 SRC = os.path.join(ROOT, "packages", "nvidia", "src")
+OPTEST = os.path.join(ROOT, "op_test")  # triton_interp_bf16
 
 triton = pytest.importorskip("triton")
 pytest.importorskip("numpy")
@@ -30,33 +30,10 @@ if tuple(int(x) for x in triton.__version__.split(".")[:2]) < (3, 7):
 _SCRIPT = textwrap.dedent(r'''
     import json, os, sys
     assert os.environ.get("TRITON_INTERPRET") == "1"
-    sys.path[:0] = [HERE, SRC]
-    import numpy as np
+    sys.path[:0] = [HERE, SRC, OPTEST]
     import torch
-    import triton.language as tl
-    from triton.runtime import interpreter as _I
-
-    B_ = _I.InterpreterBuilder
-    _orig_dot, _orig_cast = B_.create_dot, B_.cast_impl
-
-    def _up(h):
-        if getattr(h.dtype, "scalar", h.dtype) == tl.bfloat16:
-            return _I.TensorHandle((h.data.astype(np.uint32) << 16).view(np.float32), tl.float32)
-        return h
-
-    def _dot(self, a, b, d, input_precision, max_num_imprecise_acc):
-        return _orig_dot(self, _up(a), _up(b), d, input_precision, max_num_imprecise_acc)
-
-    def _cast(self, src, dst_type):
-        if src.dtype.scalar == tl.float32 and dst_type.scalar == tl.bfloat16:
-            bits = np.ascontiguousarray(src.data, dtype=np.float32).view(np.uint32).astype(np.uint64)
-            out = ((bits + ((bits >> 16) & 1) + 0x7FFF) >> 16).astype(np.uint16)
-            out = np.where(np.isnan(src.data), np.uint16(0x7FC0), out)
-            return _I.TensorHandle(out, tl.bfloat16)
-        return _orig_cast(self, src, dst_type)
-
-    B_.create_dot, B_.cast_impl = _dot, _cast
-    B_.create_fp_trunc = lambda self, src, dst_type: self.cast_impl(src, dst_type)
+    import triton_interp_bf16
+    triton_interp_bf16.install()
 
     import _gdn_cases as C
     from atrex_nvidia.chunk_gdn.sm90.launch import gdn_fwd
@@ -76,7 +53,7 @@ _SCRIPT = textwrap.dedent(r'''
     eo, eh = C.split_carry_check(gdn_fwd, "cpu", T=150, split=70)
     res["split_carry"] = [eo, eh, C.RRMSE_BOUND]
     print("RESULT " + json.dumps(res))
-''').replace("HERE", repr(HERE)).replace("SRC", repr(SRC))
+''').replace("HERE", repr(HERE)).replace("SRC", repr(SRC)).replace("OPTEST", repr(OPTEST))
 
 
 @pytest.fixture(scope="module")

@@ -153,35 +153,15 @@ def test_unwarmed_capture_raises_before_any_tensor_op(monkeypatch):
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
+OPTEST = os.path.abspath(os.path.join(HERE, "..", ".."))  # triton_interp_bf16
+
 _SCRIPT = textwrap.dedent(r'''
-    import json, os
+    import json, os, sys
     assert os.environ.get("TRITON_INTERPRET") == "1"
-    import numpy as np
+    sys.path.insert(0, OPTEST)
     import torch
-    import triton.language as tl
-    from triton.runtime import interpreter as _I
-
-    B_ = _I.InterpreterBuilder
-    _orig_dot, _orig_cast = B_.create_dot, B_.cast_impl
-
-    def _up(h):
-        if getattr(h.dtype, "scalar", h.dtype) == tl.bfloat16:
-            return _I.TensorHandle((h.data.astype(np.uint32) << 16).view(np.float32), tl.float32)
-        return h
-
-    def _dot(self, a, b, d, input_precision, max_num_imprecise_acc):
-        return _orig_dot(self, _up(a), _up(b), d, input_precision, max_num_imprecise_acc)
-
-    def _cast(self, src, dst_type):
-        if src.dtype.scalar == tl.float32 and dst_type.scalar == tl.bfloat16:
-            bits = np.ascontiguousarray(src.data, dtype=np.float32).view(np.uint32).astype(np.uint64)
-            out = ((bits + ((bits >> 16) & 1) + 0x7FFF) >> 16).astype(np.uint16)
-            out = np.where(np.isnan(src.data), np.uint16(0x7FC0), out)
-            return _I.TensorHandle(out, tl.bfloat16)
-        return _orig_cast(self, src, dst_type)
-
-    B_.create_dot, B_.cast_impl = _dot, _cast
-    B_.create_fp_trunc = lambda self, src, dst_type: self.cast_impl(src, dst_type)
+    import triton_interp_bf16
+    triton_interp_bf16.install()
 
     from atrex.api.flash_attn import normalize_flash_attn_call
     from atrex.inputs import attn_inputs
@@ -265,7 +245,7 @@ _SCRIPT = textwrap.dedent(r'''
             item["deterministic"] &= bool(torch.equal(lse, lse2))
         res[cid] = item
     print("RESULT " + json.dumps(res))
-''')
+''').replace("OPTEST", repr(OPTEST))
 
 
 @pytest.fixture(scope="module")
