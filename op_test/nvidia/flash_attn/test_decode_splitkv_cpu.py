@@ -24,6 +24,7 @@ from atrex.inputs import attn_inputs
 from atrex.plugin import validate_manifest
 from atrex_nvidia import _plugin
 from atrex_nvidia.flash_attn.sm90.decode_splitkv import impl, launch
+from atrex_nvidia.triton_warm import WarmRecord
 from testlib import OpRecorder
 
 SM90 = DeviceTarget("nvidia", "sm90", "NVIDIA H200", (9, 0), "cuda 13.0", 132, False, 0)
@@ -138,7 +139,7 @@ def test_block_m_covers_group_and_queries():
 # ---- capture guard ----------------------------------------------------------------------------------
 
 def test_unwarmed_capture_raises_before_any_tensor_op(monkeypatch):
-    monkeypatch.setattr(launch, "_compiled", set())
+    monkeypatch.setattr(launch, "WARM", WarmRecord())
     call = mk(return_lse=True)._replace(capturing=True)
     out = torch.empty(call.total_q, call.num_heads_q, call.head_dim, dtype=call.out_dtype)
     rec = OpRecorder()

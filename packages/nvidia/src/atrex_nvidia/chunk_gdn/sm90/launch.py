@@ -8,41 +8,22 @@ Validation belongs to ``impl.check``; this module trusts its caller.
 """
 
 import math
-import threading
 
 import torch
 import triton
 
 from atrex.errors import AtrexCaptureError
+from atrex_nvidia.triton_warm import WarmRecord, launch_key
 
 from . import kernels as _k
 
-# Specialisations launched at least once in this process (see ``_spec_key``): the record that lets a
-# CUDA-graph capture refuse, before any launch, a call whose Triton kernels would compile inside it.
-_warmed: set[tuple] = set()
-_warm_lock = threading.Lock()
-
-
-def _spec(x):
-    """What Triton's specialisation of one launch argument depends on (conservatively): the dtype and
-    16-byte alignment of a pointer, whether an int is 1 or a multiple of 16, a constexpr's value."""
-    if isinstance(x, torch.Tensor):
-        return (x.dtype, x.data_ptr() % 16 == 0)
-    if isinstance(x, bool) or x is None:
-        return x
-    if isinstance(x, int):
-        return (x == 1, x % 16 == 0)
-    if isinstance(x, float):
-        return float
-    return x
-
-
-def _spec_key(name, args, meta):
-    return (name, tuple(_spec(a) for a in args), tuple(sorted(meta.items())))
+# Launch keys of this process (atrex_nvidia.triton_warm): lets a CUDA-graph capture refuse, before any
+# launch, a call whose Triton kernels would compile inside it.
+WARM = WarmRecord()
 
 
 def warmed_count() -> int:
-    return len(_warmed)
+    return len(WARM)
 
 # Tuned on H200 for K = V = 128 (see bench_gdn.py); (BV, num_warps, num_stages) of the
 # sequential state/output kernel, chosen from the number of (sequence, value head) programs.
@@ -204,14 +185,13 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
         NEG_EIGVAL=bool(allow_neg_eigval), USE_WY=use_wy, FAST=fast,
         num_warps=sw, num_stages=sst,
     )))
-    keys = [_spec_key(kern.__name__, args, meta) for kern, _, args, meta in launches]
-    if dev.type == "cuda" and any(k_ not in _warmed for k_ in keys) and torch.cuda.is_current_stream_capturing():
+    missing = WARM.missing([launch_key(kern, args, meta) for kern, _, args, meta in launches])
+    if missing and dev.type == "cuda" and torch.cuda.is_current_stream_capturing():
         raise AtrexCaptureError(
             "nvidia.gdn_sm90: this call's Triton specialisation has not run in this process, so it would "
             "compile during CUDA-graph capture; call atrex.prewarm('chunk_gdn', ...) (or run one eager call "
             "with the same shapes, dtypes and flags) before capturing")
     for kern, grid_, args, meta in launches:
         kern[grid_](*args, **meta)
-    with _warm_lock:
-        _warmed.update(keys)
+    WARM.add(missing)
     return o, ht

@@ -9,12 +9,12 @@ Validation belongs to ``impl.check``; this module trusts its caller.
 """
 
 import math
-import threading
 
 import torch
 import triton
 
 from atrex.errors import AtrexCaptureError
+from atrex_nvidia.triton_warm import WarmRecord, launch_key
 
 from . import kernels as _k
 
@@ -85,48 +85,27 @@ def plan(call) -> dict:
 
 # ---- record of compiled specialisations -----------------------------------------------------------
 
-_lock = threading.Lock()
-_compiled: set = set()
+WARM = WarmRecord()
 
 
 def warmed_keys() -> tuple:
-    return tuple(_compiled)
+    return WARM.keys()
 
 
 def clear_compiled() -> None:
-    with _lock:
-        _compiled.clear()
-
-
-def _spec(a):
-    """What Triton specialises a runtime argument on (a superset: dtype, 16-byte alignment of
-    pointers; ints equal to 1, divisible by 16, fitting int32). None for floats and absent tensors;
-    buffers this module allocates are passed as their dtype (always aligned)."""
-    if isinstance(a, torch.Tensor):
-        return a.dtype, a.data_ptr() % 16 == 0
-    if isinstance(a, bool):
-        return a
-    if isinstance(a, int):
-        return a == 1, a % 16 == 0, -(1 << 31) <= a < (1 << 31)
-    if isinstance(a, torch.dtype):
-        return a
-    return None
+    WARM.clear()
 
 
 def _require_compiled(call, specs) -> list:
-    """The keys among ``specs`` ((kernel, args, meta) triples) not compiled yet; under capture any
+    """The keys among ``specs`` ((kernel, args, meta) triples) not launched yet; under capture any
     such key raises :class:`AtrexCaptureError` (before allocation or launch)."""
-    missing = []
-    for kernel, args, meta in specs:
-        key = (kernel.__name__, tuple(_spec(a) for a in args), tuple(sorted(meta.items())))
-        if key not in _compiled:
-            if call.capturing:
-                raise AtrexCaptureError(
-                    f"nvidia.decode_splitkv: the Triton specialisation of {kernel.__name__} for this call is not "
-                    "compiled and CUDA-graph capture is active; prewarm first (atrex.prewarm("
-                    "'flash_attn_varlen', [call kwargs]) or one eager call with the same static shape) before "
-                    "capturing")
-            missing.append(key)
+    missing = WARM.missing([launch_key(kernel, args, meta) for kernel, args, meta in specs])
+    if missing and call.capturing:
+        raise AtrexCaptureError(
+            f"nvidia.decode_splitkv: the Triton specialisation {missing[0][0]} for this call is not "
+            "compiled and CUDA-graph capture is active; prewarm first (atrex.prewarm("
+            "'flash_attn_varlen', [call kwargs]) or one eager call with the same static shape) before "
+            "capturing")
     return missing
 
 
@@ -204,7 +183,5 @@ def decode(call, out: torch.Tensor):
     _k.atrex_sm90_decode_splitkv[(call.batch * hk * p["m_blocks"], splits)](*main_args(), **meta)
     if split:
         _k.atrex_sm90_decode_combine[(tq, hq)](*combine_args(), **cmeta)
-    if missing:
-        with _lock:
-            _compiled.update(missing)
+    WARM.add(missing)
     return lse

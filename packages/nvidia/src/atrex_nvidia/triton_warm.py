@@ -1,0 +1,62 @@
+"""Which Triton specialisations ATREX's own kernels have launched in this process.
+
+A Triton kernel compiles on the first launch of each specialisation; inside CUDA-graph capture that
+compile fails in the runtime. The launchers of ``nvidia.decode_splitkv`` and ``nvidia.gdn_sm90`` key
+every launch conservatively (a superset of what Triton specialises on), ask :meth:`WarmRecord.missing`
+before allocating or launching, raise :class:`atrex.errors.AtrexCaptureError` under capture when a key
+is missing, and :meth:`WarmRecord.add` the keys after an eager launch.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import torch
+
+__all__ = ["WarmRecord", "launch_key"]
+
+
+def _spec(a):
+    """What Triton may specialise one runtime argument on: a tensor's dtype and 16-byte alignment; an
+    int being 1, a multiple of 16, or fitting int32. A dtype stands for a buffer the launcher allocates
+    itself (always aligned). Floats and None contribute nothing."""
+    if isinstance(a, torch.Tensor):
+        return a.dtype, a.data_ptr() % 16 == 0
+    if isinstance(a, bool):
+        return a
+    if isinstance(a, int):
+        return a == 1, a % 16 == 0, -(1 << 31) <= a < (1 << 31)
+    if isinstance(a, torch.dtype):
+        return a
+    return None
+
+
+def launch_key(kernel, args, meta: dict) -> tuple:
+    """Key of one launch: kernel name, per-argument specialisation, constexprs and launch options."""
+    return kernel.__name__, tuple(_spec(a) for a in args), tuple(sorted(meta.items()))
+
+
+class WarmRecord:
+    """A thread-safe set of launch keys (one per launcher module)."""
+
+    def __init__(self):
+        self._keys: set = set()
+        self._lock = threading.Lock()
+
+    def missing(self, keys) -> list:
+        return [k for k in keys if k not in self._keys]
+
+    def add(self, keys) -> None:
+        if keys:
+            with self._lock:
+                self._keys.update(keys)
+
+    def keys(self) -> tuple:
+        return tuple(self._keys)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._keys.clear()
+
+    def __len__(self) -> int:
+        return len(self._keys)
