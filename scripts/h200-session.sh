@@ -25,6 +25,14 @@ for s in $STEP; do
     gdn-sweep) timeout 300 python3 -m atrex_nvidia.chunk_gdn.sm90.bench_gdn --out "$OUT/gdn" --sweep --deadline 240 --cases T8192_H16_HV32,varlen16x1024_H32_HV32 > "$OUT/gdn_sweep.log" 2>&1 ;;
     chunk-gdn-bench) timeout 150 python3 -m atrex bench run chunk_gdn --size perf --out "$OUT" --history "$hist" --no-progress > "$OUT/chunk_gdn_bench.log" 2>&1 ;;
     fa-bench-decode) timeout 200 python3 -m atrex bench run flash_attn --match decode/ --out "$OUT" --history "$hist" --no-progress > "$OUT/fa_bench_decode.log" 2>&1 ;;
+    gdn-variants) timeout 480 python3 -m atrex_nvidia.chunk_gdn.sm90.bench_gdn --out "$OUT/gdnv" --sweep --ref-heads "" --deadline 420 \
+        --cases "${GDN_CASES:-T8192_H16_HV32,T32768_H16_HV32,varlen16x1024_H32_HV32}" --sweep-cases "${GDN_CASES:-T8192_H16_HV32,T32768_H16_HV32,varlen16x1024_H32_HV32}" \
+        --variants "${GDN_VARIANTS:-default,state32x4s3,v2,v2_pf,v3_64x4,v3_64x4s3,v3_64x8,v3_32x4,v3_16x4,v3_128x8,v3_64x4_pf}" > "$OUT/gdn_variants.log" 2>&1 ;;
+    gdn-i2-probe)  # intra v2 in separate processes (a device fault must not hide the other cases)
+      for c in T1 T64 qwen3next_T4224_vfirst varlen_0_1; do timeout 60 python3 scripts/gdn_debug.py "$c" fast INTRA_IMPL=v2 >> "$OUT/gdn_i2_probe.log" 2>&1 || echo "$c: exit $?" >> "$OUT/gdn_i2_probe.log"; done
+      command -v compute-sanitizer >/dev/null && timeout 120 compute-sanitizer --tool memcheck python3 scripts/gdn_debug.py T1 fast INTRA_IMPL=v2 > "$OUT/gdn_i2_memcheck.log" 2>&1 ;;
+    gdn-variant-tests)  # one pytest process per launcher variant
+      for v in state_v2 state_v3 intra_v2; do timeout 150 python3 -m pytest op_test/nvidia/chunk_gdn/test_chunk_gdn_sm90.py -q -p no:cacheprovider -k "variants and $v" > "$OUT/gdn_vtests_$v.log" 2>&1; echo "variant $v: $(tail -n 1 "$OUT/gdn_vtests_$v.log")"; done ;;
     fa-host) timeout 120 python3 -m atrex_nvidia.flash_attn.bench_fa4 --skip prefill,decode --out "$OUT" > "$OUT/fa_host.log" 2>&1 ;;
   esac
   echo "step $s: exit $?"
@@ -32,5 +40,6 @@ done
 for f in gdn_tests gdn_dispatch decode_tests fa_tests; do [ -f "$OUT/$f.log" ] && echo "$f: $(tail -n 1 "$OUT/$f.log")"; done
 grep -h "^|" "$OUT"/bench_*.md 2>/dev/null | cut -c1-150
 grep -h "^|" "$OUT"/bench_decode.md "$OUT"/sweep/bench_decode.md 2>/dev/null | cut -c1-170
-grep -h "^|" "$OUT"/gdn/gdn_bench.md 2>/dev/null | cut -c1-140
+grep -h "^|" "$OUT"/gdn/gdn_bench.md "$OUT"/gdnv/gdn_bench.md 2>/dev/null | cut -c1-200
+tail -n 8 "$OUT/gdn_i2_probe.log" 2>/dev/null; grep -m 5 -h "Invalid\|ERROR SUMMARY\|at .*atrex" "$OUT/gdn_i2_memcheck.log" 2>/dev/null
 grep -h "us" "$OUT/fa_host.log" 2>/dev/null | tail -n 12

@@ -263,6 +263,26 @@ def test_cases_wy_form(case_id, kw, monkeypatch):
     assert eo <= bound and eh <= bound, (case_id, eo, eh, bound)
 
 
+VARIANT_HOOKS = {  # launcher variants measured by bench_gdn's sweep: the ones a default may switch to
+    "intra_v2": dict(INTRA_IMPL="v2"),
+    "state_v2": dict(STATE_IMPL="v2"),
+    "state_v3": dict(STATE_IMPL="v3"),
+}
+VARIANT_CASES = [c for c in GPU_CASES if c[0] in ("T1", "T64", "varlen_0_1", "qwen3next_T4224_vfirst",
+                                                  "qwen_varlen_mixed", "hv48_T127", "g_tiny_long")]
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANT_HOOKS))
+@pytest.mark.parametrize("case_id,kw", VARIANT_CASES, ids=[c[0] for c in VARIANT_CASES])
+def test_cases_variants(case_id, kw, variant, monkeypatch):
+    """The launcher's alternative kernels (intra v2, state v2/v3) against the float64 recurrence."""
+    from atrex_nvidia.chunk_gdn.sm90 import launch
+    for name, value in VARIANT_HOOKS[variant].items():
+        monkeypatch.setattr(launch, name, value)
+    eo, eh, bound = run_case(fwd(), case_id, kw, "cuda")
+    assert eo <= bound and eh <= bound, (case_id, variant, eo, eh, bound)
+
+
 def test_graph_capture_replay_changed_cu_seqlens():
     for new, same_o, same_h in graph_replay_check(fwd(), "cuda"):
         assert same_o and same_h, new

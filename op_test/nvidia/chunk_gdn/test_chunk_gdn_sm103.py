@@ -6,6 +6,7 @@ _t.skip_unless((10, 3), "sm103")
 
 from _gdn_cases import (  # noqa: E402,F401
                          test_cases,
+                         test_cases_variants,
                          test_cases_wy_form,
                          test_graph_capture_replay_changed_cu_seqlens,
                          test_kernel_names_in_profiler,

@@ -7,6 +7,7 @@ _t.skip_unless((9, 0), "sm90")
 from _gdn_cases import (  # noqa: E402,F401
                          test_capture_unwarmed_raises_then_prewarm_captures,
                          test_cases,
+                         test_cases_variants,
                          test_cases_wy_form,
                          test_dispatch_selects_gdn_sm90_and_matches_launcher,
                          test_graph_capture_replay_changed_cu_seqlens,

@@ -52,6 +52,31 @@ _SCRIPT = textwrap.dedent(r'''
     launch.USE_WY = False
     eo, eh = C.split_carry_check(gdn_fwd, "cpu", T=150, split=70)
     res["split_carry"] = [eo, eh, C.RRMSE_BOUND]
+    # alternative kernels (bench_gdn.VARIANTS): every small case for intra v2 + state v2 / v3, a subset for
+    # the other knobs; each asserts that the variant's kernels actually ran
+    variants = [
+        ("v2", dict(STATE_IMPL="v2"), None, "atrex_sm90_gdn_state_output_v2"),
+        ("v2pf", dict(STATE_IMPL="v2", STATE_PREFETCH=True), ("T63", "varlen_0_1", "g_strong"),
+         "atrex_sm90_gdn_state_output_v2"),
+        ("v3", dict(STATE_IMPL="v3"), None, "atrex_sm90_gdn_state_output_v3"),
+        ("v3pf", dict(STATE_IMPL="v3", STATE_PREFETCH=True, STATE_CFG_OVERRIDE=(32, 4, 2)),
+         ("T63", "varlen_0_1", "g_strong"), "atrex_sm90_gdn_state_output_v3"),
+        ("i2", dict(INTRA_IMPL="v2", INTRA_V2_PREC="tf32x3"), ("T130_B2_gva_bf16h0", "varlen_0_1"),
+         "atrex_sm90_gdn_intra_chunk_v2"),
+    ]
+    for tag, cfg, only, kname in variants:
+        saved = {a: getattr(launch, a) for a in cfg}
+        for a, val in cfg.items():
+            setattr(launch, a, val)
+        launch.WARM.clear()
+        for cid, kw in C.SMALL_CASES:
+            if only is None or cid in only:
+                eo, eh, bound = C.run_case(gdn_fwd, cid, kw, "cpu")
+                res[cid + "_" + tag] = [eo, eh, bound]
+        ran = {key[0] for key in launch.WARM.keys()}
+        res["ran_" + tag] = [0.0 if kname in ran else 1.0, 0.0, 0.5]
+        for a, val in saved.items():
+            setattr(launch, a, val)
     print("RESULT " + json.dumps(res))
 ''').replace("HERE", repr(HERE)).replace("SRC", repr(SRC)).replace("OPTEST", repr(OPTEST))
 

@@ -1,6 +1,6 @@
 """Benchmark: ATREX SM90 chunked Gated-DeltaNet vs fla-core 0.6 ``chunk_gated_delta_rule``, one run.
 
-    python -m atrex_nvidia.chunk_gdn.sm90.bench_gdn --out DIR [--sweep] [--no-ref]
+    python -m atrex_nvidia.chunk_gdn.sm90.bench_gdn --out DIR [--sweep [--variants 'default,v3*']] [--no-ref]
 
 Cases are PERFORMANCE.md's GDN rows (bf16, K = V = 128, q/k L2 norm in kernel, g fp32 negative
 log decay, beta bf16 post-sigmoid, no initial state, final state returned). Each case is first
@@ -162,7 +162,46 @@ VARIANTS = [
     ("intra8w_state64x8", dict(intra=(8, 2, True), state=(64, 8, 2))),
     ("intra8w_wy_state32", dict(intra=(8, 2, True), wy=True, state=(32, 4, 2))),
     ("intra8w_wy_state64x8", dict(intra=(8, 2, True), wy=True, state=(64, 8, 2))),
+    # intra v2: grid over (chunk, value head), one Q K^T dot, UT inverse by recursive doubling with batched
+    # dots (fp32 dot precision ieee or tf32x3; plain tf32 is NOT offered: on correlated keys it gave 0.16-0.42
+    # rrmse in the CPU emulation); state kernel unchanged (default config)
+    ("intra_v2", dict(intra_impl="v2")),
+    ("intra_v2_8w", dict(intra_impl="v2", intra=(8, 2, True))),
+    ("intra_v2_2w", dict(intra_impl="v2", intra=(2, 2, True))),
+    ("intra_v2_tf32x3", dict(intra_impl="v2", prec="tf32x3")),
+    # state v2: per-row factors precomputed by the intra kernel (no strided beta load / exp / reduction in the
+    # loop); _pf: v block and factors loaded one chunk ahead by hand instead of by Triton's pipeliner
+    ("v2", dict(state_impl="v2")),
+    ("v2_pf", dict(state_impl="v2", prefetch=True)),
+    ("v2_state32x4s3", dict(state_impl="v2", state=(32, 4, 3))),
+    ("v2_state16x4", dict(state_impl="v2", state=(16, 4, 2))),
+    # state v3: transposed step, register A operands (wgmma needs BV >= 64 per warpgroup)
+    ("v3_64x4", dict(state_impl="v3", state=(64, 4, 2))),
+    ("v3_64x4s3", dict(state_impl="v3", state=(64, 4, 3))),
+    ("v3_64x8", dict(state_impl="v3", state=(64, 8, 2))),
+    ("v3_32x4", dict(state_impl="v3", state=(32, 4, 2))),
+    ("v3_32x4s3", dict(state_impl="v3", state=(32, 4, 3))),
+    ("v3_16x4", dict(state_impl="v3", state=(16, 4, 2))),
+    ("v3_128x8", dict(state_impl="v3", state=(128, 8, 2))),
+    ("v3_64x4_pf", dict(state_impl="v3", state=(64, 4, 2), prefetch=True)),
+    ("v3_32x4_pf", dict(state_impl="v3", state=(32, 4, 2), prefetch=True)),
+    # with intra v2 (separately, since intra v2 faulted once on the H200 at T = 1)
+    ("i2_v3_64x4", dict(intra_impl="v2", state_impl="v3", state=(64, 4, 2))),
+    ("i2_v3_32x4", dict(intra_impl="v2", state_impl="v3", state=(32, 4, 2))),
+    ("i2tf_v3_64x4", dict(intra_impl="v2", prec="tf32x3", state_impl="v3", state=(64, 4, 2))),
 ]
+
+# launch-module attributes a variant may set (key in VARIANTS -> attribute of launch.py)
+_HOOKS = dict(state="STATE_CFG_OVERRIDE", intra="INTRA_CFG_OVERRIDE", wy="USE_WY", intra_impl="INTRA_IMPL",
+              prec="INTRA_V2_PREC", state_impl="STATE_IMPL", prefetch="STATE_PREFETCH")
+
+
+def _select_variants(spec):
+    pats = [p for p in spec.split(",") if p]
+    if not pats:
+        return VARIANTS
+    ok = lambda n: any(n == p or (p.endswith("*") and n.startswith(p[:-1])) for p in pats)
+    return [(n, ov) for n, ov in VARIANTS if ok(n)]
 
 
 class _Variant:
@@ -170,13 +209,13 @@ class _Variant:
         self.ov = ov
 
     def __enter__(self):
-        self.saved = (L.STATE_CFG_OVERRIDE, L.INTRA_CFG_OVERRIDE, L.USE_WY)
-        L.STATE_CFG_OVERRIDE = self.ov.get("state", L.STATE_CFG_OVERRIDE)
-        L.INTRA_CFG_OVERRIDE = self.ov.get("intra", L.INTRA_CFG_OVERRIDE)
-        L.USE_WY = self.ov.get("wy", L.USE_WY)
+        self.saved = {a: getattr(L, a) for a in _HOOKS.values()}
+        for key, val in self.ov.items():
+            setattr(L, _HOOKS[key], val)
 
     def __exit__(self, *exc):
-        L.STATE_CFG_OVERRIDE, L.INTRA_CFG_OVERRIDE, L.USE_WY = self.saved
+        for a, val in self.saved.items():
+            setattr(L, a, val)
 
 
 def write_report(out, meta, rows, sweeps):
@@ -195,11 +234,15 @@ def write_report(out, meta, rows, sweeps):
                      f"{fmt(r.get('atrex_vs_fla_o'), '%.1e')} / {fmt(r.get('atrex_vs_fla_ht'), '%.1e')} |")
     if sweeps:
         lines += ["", "Variant sweep (same run; ms, and rrmse of o vs fla; fla ms of the row above):", "",
-                  "| case | variant | ms | speedup vs fla | o rrmse vs fla |", "|---|---|---|---|---|"]
+                  "| case | variant | ms | speedup vs fla | o rrmse vs fla | ATREX kernels (ms per call) |",
+                  "|---|---|---|---|---|---|"]
         for cid, sw in sweeps.items():
             for name, d in sw.items():
+                km = d.get("kernels_ms")
+                kern = "; ".join(f"{k.replace('atrex_sm90_gdn_', '')} {v['ms_per_fwd']:.3f}"
+                                 for k, v in km.items() if "atrex" in k) if isinstance(km, dict) else ""
                 lines.append(f"| {cid} | {name} | {fmt(d.get('ms'))} | {fmt(d.get('speedup'), '%.2fx')} | "
-                             f"{fmt(d.get('o_vs_fla'), '%.1e')} {d.get('error', '')} |")
+                             f"{fmt(d.get('o_vs_fla'), '%.1e')} {d.get('error', '')} | {kern} |")
     md = "\n".join(lines) + "\n"
     with open(os.path.join(out, "gdn_bench.md"), "w") as f:
         f.write(md)
@@ -215,6 +258,8 @@ def main(argv=None):
     ap.add_argument("--ref-heads", default="0,5,31", help="value heads checked against the fp64 recurrence")
     ap.add_argument("--cases", default="", help="comma-separated case ids (default all)")
     ap.add_argument("--deadline", type=float, default=1e9, help="seconds; sweeps stop when exceeded")
+    ap.add_argument("--variants", default="", help="comma-separated VARIANTS names or name prefixes ending in '*' "
+                    "(default all), e.g. 'default,intra_v2*,v2*,v3*'")
     a = ap.parse_args(argv)
     t_start = time.time()
     os.makedirs(a.out, exist_ok=True)
@@ -232,7 +277,7 @@ def main(argv=None):
                 timing="triton.testing.do_bench median (ms), order ATREX fla fla ATREX, no L2 flush "
                        "(each case's inputs exceed the 50 MB L2)",
                 default_cfg=dict(state_few=L._STATE_CFG_FEW, state_many=L._STATE_CFG_MANY, intra=L._INTRA_CFG,
-                                 wy=L.USE_WY))
+                                 wy=L.USE_WY, intra_impl=L.INTRA_IMPL, state_impl=L.STATE_IMPL))
     cases = [c for c in CASES if not a.cases or c[0] in a.cases.split(",")]
     rows, sweeps = [], {}
     inputs = {}
@@ -260,7 +305,7 @@ def main(argv=None):
         for cid, (x, row) in inputs.items():
             of = fla_call(x)()[0] if have_fla else None
             sw = sweeps.setdefault(cid, {})
-            for name, ov in VARIANTS:
+            for name, ov in _select_variants(a.variants):
                 if time.time() - t_start > a.deadline:
                     sw[name] = dict(error="skipped (deadline)")
                     continue
@@ -271,8 +316,7 @@ def main(argv=None):
                         d = dict(o_vs_fla=rrmse(of, oa) if of is not None else None)
                         d["ms"] = do_bench(f, warmup=25, rep=100, return_mode="median")
                         d["speedup"] = row["fla_ms"] / d["ms"] if row["fla_ms"] else None
-                        if name != "default":
-                            d["kernels_ms"] = kernel_breakdown(x)
+                        d["kernels_ms"] = kernel_breakdown(x)
                 except Exception as e:
                     d = dict(error=f"{type(e).__name__}: {str(e)[:300]}")
                 sw[name] = d

@@ -21,6 +21,13 @@ Math: CONTRACTS.md §2.3-2.4. Three kernels per call, all named ``atrex_sm90_gdn
    ``S <- e^{gamma_c} S + K^T (e^{gamma_c - gamma} U~)``. Diagonal scalings are applied to the
    ``[64, BV]`` products, not to the ``[64, K]`` operands.
 
+Alternative variants (launch.INTRA_IMPL / STATE_IMPL, swept by bench_gdn.VARIANTS; fast path only):
+``atrex_sm90_gdn_intra_chunk_v2`` (grid over (chunk slot, value head), UT inverse by recursive
+doubling with batched dots, optionally writing the per-row factors of the state kernels below),
+``atrex_sm90_gdn_state_output_v2`` (factors precomputed, no strided load / exp / reduction in the
+loop) and ``atrex_sm90_gdn_state_output_v3`` (v2 transposed: the state is carried as ``S^T`` so that
+every dependent product takes its register operand on the left, no shared-memory round trip).
+
 Dot operands are rounded to the input dtype with fp32 accumulation (as fla does for A, W, U, h,
 v_new); the triangular inverse runs in fp32 with ieee dots. Masks are applied to exponents before
 ``exp`` (no ``0 * inf``); padded rows of a partial chunk have zero k, beta and decay weight.
@@ -110,13 +117,13 @@ def _store_blk(ptr, rows, mrow, c0, x, r16):
 
 @triton.jit
 def atrex_sm90_gdn_intra_chunk(
-    q, k, v, g, beta, A, Aqk, gam, qn, kn, W, U, cu, co,
+    q, k, v, g, beta, A, Aqk, gam, qn, kn, W, U, cu, co, fac,
     T, N, HV, K, V, n_search,
     s_qb, s_qt, s_qh, s_kb, s_kt, s_kh, s_vb, s_vt, s_vh, s_gb, s_gt, s_gh, s_bb, s_bt, s_bh,
     TOTAL_T,
     IS_VARLEN: tl.constexpr, G: tl.constexpr, BK: tl.constexpr, BVA: tl.constexpr,
     USE_L2NORM: tl.constexpr, BETA_SIGMOID: tl.constexpr, NEG_EIGVAL: tl.constexpr,
-    INV_PRODUCT: tl.constexpr, STORE_WY: tl.constexpr, STORE_QKN: tl.constexpr,
+    INV_PRODUCT: tl.constexpr, STORE_WY: tl.constexpr, STORE_QKN: tl.constexpr, STORE_FAC: tl.constexpr,
 ):
     slot = tl.program_id(0)
     h = tl.program_id(1)
@@ -201,6 +208,18 @@ def atrex_sm90_gdn_intra_chunk(
         gc = tl.cumsum(gf, 0)
         rows_g = (tg0 + (rows - bos)).to(tl.int64)
         tl.store(gam + hv.to(tl.int64) * TOTAL_T + rows_g, gc, mask=mrow)
+        if STORE_FAC:
+            # per-row factors of the state kernels v2/v3 (planes 1-4 of fac [5, HV, TOTAL_T]; plane 0 is gam)
+            plane = HV.to(tl.int64) * TOTAL_T
+            f_base = fac + hv.to(tl.int64) * TOTAL_T
+            bf = _load_beta(b_base, rows.to(tl.int64), mrow, s_bt, BETA_SIGMOID, NEG_EIGVAL)
+            nvalid = tl.minimum(eos - t0, 64)
+            gl = tl.sum(tl.where(r64 == nvalid - 1, gc, 0.0), 0)
+            eg = tl.exp(gc)
+            tl.store(f_base + plane + rows_g, bf, mask=mrow)
+            tl.store(f_base + 2 * plane + rows_g, bf * eg, mask=mrow)
+            tl.store(f_base + 3 * plane + rows_g, eg, mask=mrow)
+            tl.store(f_base + 4 * plane + rows_g, tl.where(mrow, tl.exp(gl - gc), 0.0), mask=mrow)
         # Aqk = QK^T * exp(gamma_r - gamma_c) on and below the diagonal
         d = tl.where(causal, gc[:, None] - gc[None, :], 0.0)
         aqk = tl.where(causal, qk * tl.exp(d), 0.0)
@@ -458,3 +477,465 @@ def atrex_sm90_gdn_state_output(
         else:
             p_ht = ht + n64 * HV * K * V + hv * K * V + offs_k[:, None] * V + offs_v[None, :]
         tl.store(p_ht, S, mask=mk[:, None] & mv[None, :])
+
+
+# ---------------------------------------------------------------------------------------------------
+# Alternative variants (selected by launch.INTRA_IMPL / launch.STATE_IMPL; see bench_gdn.VARIANTS).
+# ---------------------------------------------------------------------------------------------------
+
+
+@triton.jit
+def _load_qk_3d(ptr, rows, mrow, offs_k, mk, s_t, USE_L2NORM: tl.constexpr):
+    """[B, R, BK] tile (``rows``/``mrow`` are [B, R]), optionally L2-normalised like _load_qk_tile."""
+    x = tl.load(ptr + rows[:, :, None] * s_t + offs_k[None, None, :],
+                mask=mrow[:, :, None] & mk[None, None, :], other=0.0)
+    if USE_L2NORM:
+        xf = x.to(tl.float32)
+        inv = tl.rsqrt(tl.sum(xf * xf, 2) + 1e-6)
+        x = (xf * inv[:, :, None]).to(x.dtype)
+    return x
+
+
+@triton.jit
+def _split_batch2(x):
+    """[2 * B, M, N] -> ([B, M, N] even batches, [B, M, N] odd batches)."""
+    B2: tl.constexpr = x.shape[0]
+    M: tl.constexpr = x.shape[1]
+    N: tl.constexpr = x.shape[2]
+    y = tl.reshape(x, (B2 // 2, 2, M, N))
+    y = tl.permute(y, (0, 2, 3, 1))
+    return tl.split(y)
+
+
+@triton.jit
+def atrex_sm90_gdn_intra_chunk_v2(
+    q, k, g, beta, A, Aqk, gam, fac, qn, kn, cu, co,
+    T, N, HV, K, n_search,
+    s_qb, s_qt, s_qh, s_kb, s_kt, s_kh, s_gb, s_gt, s_gh, s_bb, s_bt, s_bh,
+    TOTAL_T,
+    IS_VARLEN: tl.constexpr, G: tl.constexpr, BK: tl.constexpr,
+    USE_L2NORM: tl.constexpr, BETA_SIGMOID: tl.constexpr, NEG_EIGVAL: tl.constexpr,
+    STORE_QKN: tl.constexpr, STORE_FAC: tl.constexpr, DOT_PREC: tl.constexpr,
+):
+    """Intra-chunk kernel, one program per (chunk slot, value head) (no loop over the G value heads).
+
+    ``Q K^T`` is one 64x64 dot; the UT inverse ``A = (I + L)^-1`` is built by recursive doubling
+    with batched (3D) dots: the four 16x16 diagonal blocks at once (product form
+    ``(I - L)(I + L^2)(I + L^4)(I + L^8)``, exact for strictly lower 16x16 blocks), then the two
+    16x16 sub-diagonal blocks ``X_{i+1,i} = -X_{i+1,i+1} L_{i+1,i} X_ii`` at once, then the 32x32
+    off-diagonal block ``Z = -Y_1 L_{10} Y_0``. The L blocks are formed from ``K K^T`` products of
+    the needed row blocks (k rows re-read from L1/L2) and block-local gamma cumsums (exponents are
+    differences of sums of g over (c, r], never positive). fp32 dots at ``DOT_PREC``.
+    With ``STORE_FAC`` also writes the per-row factors of the state kernel v2 into
+    ``fac [5, HV, TOTAL_T]`` (plane 0 is ``gam``): beta, beta e^gamma, e^gamma, e^(gamma_last - gamma).
+    """
+    pid = tl.program_id(0)
+    hv = pid % HV
+    slot = pid // HV
+    h = hv // G
+    if IS_VARLEN:
+        total = tl.load(co + N)
+        if slot >= total:
+            return
+        lo = tl.zeros([], dtype=tl.int32)
+        hi = lo + N - 1
+        for _ in range(n_search):
+            mid = (lo + hi + 1) // 2
+            ok = tl.load(co + mid) <= slot
+            lo = tl.where(ok, mid, lo)
+            hi = tl.where(ok, hi, mid - 1)
+        n = lo
+        c = slot - tl.load(co + n)
+        bos = tl.load(cu + n).to(tl.int32)
+        eos = tl.load(cu + n + 1).to(tl.int32)
+        b_idx = n * 0
+        tg0 = bos
+    else:
+        NT = tl.cdiv(T, 64)
+        b_idx = slot // NT
+        c = slot % NT
+        bos = 0
+        eos = T
+        tg0 = b_idx * T
+    t0 = bos + c * 64
+    r2 = tl.arange(0, 2)
+    r4 = tl.arange(0, 4)
+    r16 = tl.arange(0, 16)
+    r32 = tl.arange(0, 32)
+    r64 = tl.arange(0, 64)
+    offs_k = tl.arange(0, BK)
+    mk = offs_k < K
+    dt = Aqk.dtype.element_ty
+    bi64 = b_idx.to(tl.int64)
+    q_base = q + bi64 * s_qb + h * s_qh
+    k_base = k + bi64 * s_kb + h * s_kh
+    g_base = g + bi64 * s_gb + hv * s_gh
+    b_base = beta + bi64 * s_bb + hv * s_bh
+
+    # ---- full chunk: Q K^T, gamma, Aqk (and the normalised q, k once per q/k head)
+    rows = t0 + r64
+    mrow = rows < eos
+    rows64 = rows.to(tl.int64)
+    rg = (tg0 + (rows - bos)).to(tl.int64)
+    qf = _load_qk_tile(q_base, rows64, mrow, offs_k, mk, s_qt, USE_L2NORM)
+    kf = _load_qk_tile(k_base, rows64, mrow, offs_k, mk, s_kt, USE_L2NORM)
+    qk = tl.dot(qf, tl.trans(kf))
+    if STORE_QKN:
+        if hv % G == 0:
+            H = HV // G
+            p_n = rg[:, None] * H * K + h * K + offs_k[None, :]
+            mn = mrow[:, None] & mk[None, :]
+            tl.store(qn + p_n, qf, mask=mn)
+            tl.store(kn + p_n, kf, mask=mn)
+    gf = tl.load(g_base + rows64 * s_gt, mask=mrow, other=0.0).to(tl.float32)
+    gc = tl.cumsum(gf, 0)
+    plane = HV.to(tl.int64) * TOTAL_T
+    f_base = gam + hv.to(tl.int64) * TOTAL_T
+    tl.store(f_base + rg, gc, mask=mrow)
+    causal = r64[:, None] >= r64[None, :]
+    d = tl.where(causal, gc[:, None] - gc[None, :], 0.0)
+    aqk = tl.where(causal, qk * tl.exp(d), 0.0)
+    aqk_base = Aqk + hv.to(tl.int64) * TOTAL_T * 64
+    tl.store(aqk_base + rg[:, None] * 64 + r64[None, :], aqk.to(dt), mask=mrow[:, None])
+    if STORE_FAC:
+        bf = _load_beta(b_base, rows64, mrow, s_bt, BETA_SIGMOID, NEG_EIGVAL)
+        nvalid = tl.minimum(eos - t0, 64)
+        gl = tl.sum(tl.where(r64 == nvalid - 1, gc, 0.0), 0)
+        eg = tl.exp(gc)
+        tl.store(f_base + plane + rg, bf, mask=mrow)
+        tl.store(f_base + 2 * plane + rg, bf * eg, mask=mrow)
+        tl.store(f_base + 3 * plane + rg, eg, mask=mrow)
+        tl.store(f_base + 4 * plane + rg, tl.where(mrow, tl.exp(gl - gc), 0.0), mask=mrow)
+
+    # ---- level 0 operand: the four 16x16 diagonal blocks of L, batched [4, 16, 16]
+    rows4 = t0 + r4[:, None] * 16 + r16[None, :]
+    m4 = rows4 < eos
+    r4_64 = rows4.to(tl.int64)
+    k4 = _load_qk_3d(k_base, r4_64, m4, offs_k, mk, s_kt, USE_L2NORM)
+    kk4 = tl.dot(k4, tl.permute(k4, (0, 2, 1)))
+    g4 = tl.load(g_base + r4_64 * s_gt, mask=m4, other=0.0).to(tl.float32)
+    lc4 = tl.cumsum(g4, 1)
+    b4 = _load_beta(b_base, r4_64, m4, s_bt, BETA_SIGMOID, NEG_EIGVAL)
+    strict = (r16[:, None] > r16[None, :])[None, :, :]
+    d4 = tl.where(strict, lc4[:, :, None] - lc4[:, None, :], 0.0)
+    L4 = tl.where(strict, b4[:, :, None] * tl.exp(d4) * kk4, 0.0)
+
+    # ---- level 1 operand: L_10, L_32 batched [2, 16, 16]
+    rowsE = t0 + r2[:, None] * 32 + r16[None, :]
+    rowsO = rowsE + 16
+    mE = rowsE < eos
+    mO = rowsO < eos
+    rE64 = rowsE.to(tl.int64)
+    rO64 = rowsO.to(tl.int64)
+    kE = _load_qk_3d(k_base, rE64, mE, offs_k, mk, s_kt, USE_L2NORM)
+    kO = _load_qk_3d(k_base, rO64, mO, offs_k, mk, s_kt, USE_L2NORM)
+    kk1 = tl.dot(kO, tl.permute(kE, (0, 2, 1)))
+    gE = tl.load(g_base + rE64 * s_gt, mask=mE, other=0.0).to(tl.float32)
+    gO = tl.load(g_base + rO64 * s_gt, mask=mO, other=0.0).to(tl.float32)
+    lcE = tl.cumsum(gE, 1)
+    lcO = tl.cumsum(gO, 1)
+    totE = tl.sum(gE, 1)
+    bO = _load_beta(b_base, rO64, mO, s_bt, BETA_SIGMOID, NEG_EIGVAL)
+    # gamma_r - gamma_c = sum of g over (c, r] <= 0
+    L1 = bO[:, :, None] * tl.exp(lcO[:, :, None] + totE[:, None, None] - lcE[:, None, :]) * kk1
+
+    # ---- level 2 operand: L[32:64, 0:32]
+    rowsL = t0 + r32
+    rowsH = rowsL + 32
+    mL = rowsL < eos
+    mH = rowsH < eos
+    rL64 = rowsL.to(tl.int64)
+    rH64 = rowsH.to(tl.int64)
+    kL = _load_qk_tile(k_base, rL64, mL, offs_k, mk, s_kt, USE_L2NORM)
+    kH = _load_qk_tile(k_base, rH64, mH, offs_k, mk, s_kt, USE_L2NORM)
+    kk2 = tl.dot(kH, tl.trans(kL))
+    gL = tl.load(g_base + rL64 * s_gt, mask=mL, other=0.0).to(tl.float32)
+    gH = tl.load(g_base + rH64 * s_gt, mask=mH, other=0.0).to(tl.float32)
+    lcL = tl.cumsum(gL, 0)
+    lcH = tl.cumsum(gH, 0)
+    totL = tl.sum(gL, 0)
+    bH = _load_beta(b_base, rH64, mH, s_bt, BETA_SIGMOID, NEG_EIGVAL)
+    L2 = bH[:, None] * tl.exp(lcH[:, None] + totL - lcL[None, :]) * kk2
+
+    # ---- inverse (all K K^T products are formed above: the k tiles are dead before the fp32 chain)
+    # level 0: product form on the four diagonal blocks; level 1: X10, X32; level 2: the 32x32 block
+    eye = tl.where((r16[:, None] == r16[None, :])[None, :, :], 1.0, 0.0)
+    P = eye - L4
+    Lp = tl.dot(L4, L4, input_precision=DOT_PREC)
+    P = P + tl.dot(P, Lp, input_precision=DOT_PREC)
+    Lp = tl.dot(Lp, Lp, input_precision=DOT_PREC)
+    P = P + tl.dot(P, Lp, input_precision=DOT_PREC)
+    Lp = tl.dot(Lp, Lp, input_precision=DOT_PREC)
+    P = P + tl.dot(P, Lp, input_precision=DOT_PREC)
+    XE, XO = _split_batch2(P)  # (X00, X22), (X11, X33)
+    X1 = -tl.dot(XO, tl.dot(L1, XE, input_precision=DOT_PREC), input_precision=DOT_PREC)
+    # Z = X[32:64, 0:32] = -Y1 L[32:64, 0:32] Y0 with Y_b = [[X_2b, 0], [X_2b+1,2b, X_2b+1]]
+    top = tl.join(XE, tl.zeros_like(XE))          # [b, r, c, ch]
+    bot = tl.join(X1, XO)
+    Y = tl.permute(tl.join(top, bot), (0, 4, 1, 3, 2))  # [b, rh, r, ch, c]
+    Y = tl.reshape(Y, (2, 32, 32))
+    Y0, Y1 = tl.split(tl.permute(Y, (1, 2, 0)))
+    Z = -tl.dot(Y1, tl.dot(L2, Y0, input_precision=DOT_PREC), input_precision=DOT_PREC)
+
+    # ---- store A [64, 64]: diag 32x32 blocks Y_b, Z below, zeros above
+    a_base = A + hv.to(tl.int64) * TOTAL_T * 64
+    rowsY = t0 + r2[:, None] * 32 + r32[None, :]   # [2, 32]
+    rgY = (tg0 + (rowsY - bos)).to(tl.int64)
+    colY = r2[:, None, None] * 32 + r32[None, None, :]
+    tl.store(a_base + rgY[:, :, None] * 64 + colY, Y.to(dt), mask=(rowsY < eos)[:, :, None])
+    rgL = (tg0 + (rowsL - bos)).to(tl.int64)
+    rgH = (tg0 + (rowsH - bos)).to(tl.int64)
+    tl.store(a_base + rgH[:, None] * 64 + r32[None, :], Z.to(dt), mask=mH[:, None])
+    tl.store(a_base + rgL[:, None] * 64 + 32 + r32[None, :], tl.zeros([32, 32], dtype=dt), mask=mL[:, None])
+
+
+@triton.jit
+def atrex_sm90_gdn_state_output_v2(
+    q, k, v, fac, A, Aqk, h0, o, ht, cu, scale,
+    T, HV, K, V,
+    s_qb, s_qt, s_qh, s_kb, s_kt, s_kh, s_vb, s_vt, s_vh, s_ob, s_ot, s_oh,
+    s_h0n, s_h0h, s_h0k, s_h0v,
+    TOTAL_T,
+    IS_VARLEN: tl.constexpr, G: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
+    USE_H0: tl.constexpr, STORE_HT: tl.constexpr, STATE_V_FIRST: tl.constexpr, PREFETCH: tl.constexpr,
+):
+    """State/output kernel v2 (the fast path's math, same grid): the per-row factors beta,
+    beta e^gamma, e^gamma, e^(gamma_last - gamma) come precomputed and contiguous from
+    ``atrex_sm90_gdn_intra_chunk_v2`` (no strided beta loads, no exp and no cross-thread reduction
+    in the loop). With ``PREFETCH`` the small per-chunk operands (v block, factors, e^gamma_last) are
+    loaded one chunk ahead into registers by hand; otherwise Triton's pipeliner handles them like the
+    q/k/A/Aqk tiles. The state update accumulates into the dot."""
+    i_v = tl.program_id(0)
+    i_nh = tl.program_id(1)
+    n = i_nh // HV
+    hv = i_nh % HV
+    h = hv // G
+    if IS_VARLEN:
+        bos = tl.load(cu + n).to(tl.int32)
+        eos = tl.load(cu + n + 1).to(tl.int32)
+        b_idx = n * 0
+        tg0 = bos
+    else:
+        bos = 0
+        eos = T
+        b_idx = n
+        tg0 = n * T
+    L = eos - bos
+    NT = tl.cdiv(L, 64)
+
+    offs_k = tl.arange(0, BK)
+    offs_v = i_v * BV + tl.arange(0, BV)
+    mk = offs_k < K
+    mv = offs_v < V
+    r64 = tl.arange(0, 64)
+
+    n64 = n.to(tl.int64)
+    if USE_H0:
+        p_h0 = h0 + n64 * s_h0n + hv * s_h0h + offs_k[:, None] * s_h0k + offs_v[None, :] * s_h0v
+        S = tl.load(p_h0, mask=mk[:, None] & mv[None, :], other=0.0).to(tl.float32)
+    else:
+        S = tl.zeros([BK, BV], dtype=tl.float32)
+
+    bi64 = b_idx.to(tl.int64)
+    q_base = q + bi64 * s_qb + h * s_qh
+    k_base = k + bi64 * s_kb + h * s_kh
+    v_base = v + bi64 * s_vb + hv * s_vh
+    o_base = o + bi64 * s_ob + hv * s_oh
+    a_base = A + hv.to(tl.int64) * TOTAL_T * 64
+    aq_base = Aqk + hv.to(tl.int64) * TOTAL_T * 64
+    plane = HV.to(tl.int64) * TOTAL_T
+    f_base = fac + hv.to(tl.int64) * TOTAL_T + tg0.to(tl.int64)  # token-local index below
+    dt = q.dtype.element_ty
+
+    if PREFETCH:
+        mrow_n = r64 < L
+        vt_n = tl.load(v_base + (bos + r64).to(tl.int64)[:, None] * s_vt + offs_v[None, :],
+                       mask=mrow_n[:, None] & mv[None, :], other=0.0)
+        bt_n = tl.load(f_base + plane + r64, mask=mrow_n, other=0.0)
+        be_n = tl.load(f_base + 2 * plane + r64, mask=mrow_n, other=0.0)
+        eg_n = tl.load(f_base + 3 * plane + r64, mask=mrow_n, other=0.0)
+        dk_n = tl.load(f_base + 4 * plane + r64, mask=mrow_n, other=0.0)
+        egl_n = tl.load(f_base + 3 * plane + tl.minimum(L, 64) - 1, mask=L > 0, other=1.0)
+    else:
+        vt_n = tl.zeros([64, BV], dtype=dt)
+        bt_n = tl.zeros([64], dtype=tl.float32)
+        be_n = bt_n
+        eg_n = bt_n
+        dk_n = bt_n
+        egl_n = tl.zeros([], dtype=tl.float32)
+    for c in range(NT):
+        l0 = c * 64
+        rl = l0 + r64
+        mrow = rl < L
+        rows64 = (bos + rl).to(tl.int64)
+        rg = (tg0 + rl).to(tl.int64)
+        if PREFETCH:
+            vt = vt_n.to(tl.float32)
+            bt = bt_n
+            be = be_n
+            eg = eg_n
+            dk = dk_n
+            egl = egl_n
+            rl_n = rl + 64
+            mrow_n = rl_n < L
+            vt_n = tl.load(v_base + (bos + rl_n).to(tl.int64)[:, None] * s_vt + offs_v[None, :],
+                           mask=mrow_n[:, None] & mv[None, :], other=0.0)
+            bt_n = tl.load(f_base + plane + rl_n, mask=mrow_n, other=0.0)
+            be_n = tl.load(f_base + 2 * plane + rl_n, mask=mrow_n, other=0.0)
+            eg_n = tl.load(f_base + 3 * plane + rl_n, mask=mrow_n, other=0.0)
+            dk_n = tl.load(f_base + 4 * plane + rl_n, mask=mrow_n, other=0.0)
+            egl_n = tl.load(f_base + 3 * plane + tl.minimum(L, l0 + 128) - 1, mask=l0 + 64 < L, other=1.0)
+        else:
+            vt = tl.load(v_base + rows64[:, None] * s_vt + offs_v[None, :],
+                         mask=mrow[:, None] & mv[None, :], other=0.0).to(tl.float32)
+            bt = tl.load(f_base + plane + rl, mask=mrow, other=0.0)
+            be = tl.load(f_base + 2 * plane + rl, mask=mrow, other=0.0)
+            eg = tl.load(f_base + 3 * plane + rl, mask=mrow, other=0.0)
+            dk = tl.load(f_base + 4 * plane + rl, mask=mrow, other=0.0)
+            egl = tl.load(f_base + 3 * plane + tl.minimum(L, l0 + 64) - 1)
+        kt = tl.load(k_base + rows64[:, None] * s_kt + offs_k[None, :], mask=mrow[:, None] & mk[None, :], other=0.0)
+        qt = tl.load(q_base + rows64[:, None] * s_qt + offs_k[None, :], mask=mrow[:, None] & mk[None, :], other=0.0)
+        a_t = tl.load(a_base + rg[:, None] * 64 + r64[None, :], mask=mrow[:, None], other=0.0)
+        aq_t = tl.load(aq_base + rg[:, None] * 64 + r64[None, :], mask=mrow[:, None], other=0.0)
+        Sb = S.to(dt)
+        X = bt[:, None] * vt - be[:, None] * tl.dot(kt, Sb)
+        Ut = tl.dot(a_t, X.to(dt))
+        O = eg[:, None] * tl.dot(qt, Sb) + tl.dot(aq_t, Ut.to(dt))
+        tl.store(o_base + rows64[:, None] * s_ot + offs_v[None, :], (O * scale).to(o.dtype.element_ty),
+                 mask=mrow[:, None] & mv[None, :])
+        S = tl.dot(tl.trans(kt), (Ut * dk[:, None]).to(dt), S * egl)
+
+    if STORE_HT:
+        if STATE_V_FIRST:
+            p_ht = ht + n64 * HV * K * V + hv * K * V + offs_v[None, :] * K + offs_k[:, None]
+        else:
+            p_ht = ht + n64 * HV * K * V + hv * K * V + offs_k[:, None] * V + offs_v[None, :]
+        tl.store(p_ht, S, mask=mk[:, None] & mv[None, :])
+
+
+@triton.jit
+def atrex_sm90_gdn_state_output_v3(
+    q, k, v, fac, A, Aqk, h0, o, ht, cu, scale,
+    T, HV, K, V,
+    s_qb, s_qt, s_qh, s_kb, s_kt, s_kh, s_vb, s_vt, s_vh, s_ob, s_ot, s_oh,
+    s_h0n, s_h0h, s_h0k, s_h0v,
+    TOTAL_T,
+    IS_VARLEN: tl.constexpr, G: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
+    USE_H0: tl.constexpr, STORE_HT: tl.constexpr, STATE_V_FIRST: tl.constexpr, PREFETCH: tl.constexpr,
+):
+    """State/output kernel v3: v2 with the whole chunk step transposed. The state is carried as
+    ``M = S^T [BV, K]`` and every product has the register-resident value as its *left* operand and
+    a loaded tile (k, q, A, Aqk, shared memory) as its right operand:
+    ``(K S)^T = M K^T``, ``U~^T = X^T A^T``, ``O^T = e^gamma (M Q^T) + U~^T Aqk^T``,
+    ``M <- e^{gamma_c} M + (e^{gamma_c - gamma} U~)^T K``. As in FlashAttention's ``P V``, an fp32
+    accumulator turned into the next dot's left operand stays in registers, so the dependent chain
+    ``M -> M K^T -> X^T -> X^T A^T -> ... K -> M`` never goes through shared memory (with BV >= 64
+    per warpgroup these are wgmma with the A operand in registers)."""
+    i_v = tl.program_id(0)
+    i_nh = tl.program_id(1)
+    n = i_nh // HV
+    hv = i_nh % HV
+    h = hv // G
+    if IS_VARLEN:
+        bos = tl.load(cu + n).to(tl.int32)
+        eos = tl.load(cu + n + 1).to(tl.int32)
+        b_idx = n * 0
+        tg0 = bos
+    else:
+        bos = 0
+        eos = T
+        b_idx = n
+        tg0 = n * T
+    L = eos - bos
+    NT = tl.cdiv(L, 64)
+
+    offs_k = tl.arange(0, BK)
+    offs_v = i_v * BV + tl.arange(0, BV)
+    mk = offs_k < K
+    mv = offs_v < V
+    r64 = tl.arange(0, 64)
+
+    n64 = n.to(tl.int64)
+    if USE_H0:
+        p_h0 = h0 + n64 * s_h0n + hv * s_h0h + offs_v[:, None] * s_h0v + offs_k[None, :] * s_h0k
+        M = tl.load(p_h0, mask=mv[:, None] & mk[None, :], other=0.0).to(tl.float32)
+    else:
+        M = tl.zeros([BV, BK], dtype=tl.float32)
+
+    bi64 = b_idx.to(tl.int64)
+    q_base = q + bi64 * s_qb + h * s_qh
+    k_base = k + bi64 * s_kb + h * s_kh
+    v_base = v + bi64 * s_vb + hv * s_vh
+    o_base = o + bi64 * s_ob + hv * s_oh
+    a_base = A + hv.to(tl.int64) * TOTAL_T * 64
+    aq_base = Aqk + hv.to(tl.int64) * TOTAL_T * 64
+    plane = HV.to(tl.int64) * TOTAL_T
+    f_base = fac + hv.to(tl.int64) * TOTAL_T + tg0.to(tl.int64)
+    dt = q.dtype.element_ty
+
+    if PREFETCH:
+        mrow_n = r64 < L
+        vt_n = tl.load(v_base + (bos + r64).to(tl.int64)[None, :] * s_vt + offs_v[:, None],
+                       mask=mrow_n[None, :] & mv[:, None], other=0.0)
+        bt_n = tl.load(f_base + plane + r64, mask=mrow_n, other=0.0)
+        be_n = tl.load(f_base + 2 * plane + r64, mask=mrow_n, other=0.0)
+        eg_n = tl.load(f_base + 3 * plane + r64, mask=mrow_n, other=0.0)
+        dk_n = tl.load(f_base + 4 * plane + r64, mask=mrow_n, other=0.0)
+        egl_n = tl.load(f_base + 3 * plane + tl.minimum(L, 64) - 1, mask=L > 0, other=1.0)
+    else:
+        vt_n = tl.zeros([BV, 64], dtype=dt)
+        bt_n = tl.zeros([64], dtype=tl.float32)
+        be_n = bt_n
+        eg_n = bt_n
+        dk_n = bt_n
+        egl_n = tl.zeros([], dtype=tl.float32)
+    for c in range(NT):
+        l0 = c * 64
+        rl = l0 + r64
+        mrow = rl < L
+        rows64 = (bos + rl).to(tl.int64)
+        rg = (tg0 + rl).to(tl.int64)
+        if PREFETCH:
+            vt = vt_n.to(tl.float32)
+            bt = bt_n
+            be = be_n
+            eg = eg_n
+            dk = dk_n
+            egl = egl_n
+            rl_n = rl + 64
+            mrow_n = rl_n < L
+            vt_n = tl.load(v_base + (bos + rl_n).to(tl.int64)[None, :] * s_vt + offs_v[:, None],
+                           mask=mrow_n[None, :] & mv[:, None], other=0.0)
+            bt_n = tl.load(f_base + plane + rl_n, mask=mrow_n, other=0.0)
+            be_n = tl.load(f_base + 2 * plane + rl_n, mask=mrow_n, other=0.0)
+            eg_n = tl.load(f_base + 3 * plane + rl_n, mask=mrow_n, other=0.0)
+            dk_n = tl.load(f_base + 4 * plane + rl_n, mask=mrow_n, other=0.0)
+            egl_n = tl.load(f_base + 3 * plane + tl.minimum(L, l0 + 128) - 1, mask=l0 + 64 < L, other=1.0)
+        else:
+            vt = tl.load(v_base + rows64[None, :] * s_vt + offs_v[:, None],
+                         mask=mrow[None, :] & mv[:, None], other=0.0).to(tl.float32)
+            bt = tl.load(f_base + plane + rl, mask=mrow, other=0.0)
+            be = tl.load(f_base + 2 * plane + rl, mask=mrow, other=0.0)
+            eg = tl.load(f_base + 3 * plane + rl, mask=mrow, other=0.0)
+            dk = tl.load(f_base + 4 * plane + rl, mask=mrow, other=0.0)
+            egl = tl.load(f_base + 3 * plane + tl.minimum(L, l0 + 64) - 1)
+        kt = tl.load(k_base + rows64[:, None] * s_kt + offs_k[None, :], mask=mrow[:, None] & mk[None, :], other=0.0)
+        qt = tl.load(q_base + rows64[:, None] * s_qt + offs_k[None, :], mask=mrow[:, None] & mk[None, :], other=0.0)
+        a_t = tl.load(a_base + rg[:, None] * 64 + r64[None, :], mask=mrow[:, None], other=0.0)
+        aq_t = tl.load(aq_base + rg[:, None] * 64 + r64[None, :], mask=mrow[:, None], other=0.0)
+        Mb = M.to(dt)
+        KS = tl.dot(Mb, tl.trans(kt))                                        # (K S)^T [BV, 64]
+        QS = tl.dot(Mb, tl.trans(qt))                                        # Mb dies here
+        Xt = bt[None, :] * vt - be[None, :] * KS
+        Utt = tl.dot(Xt.to(dt), tl.trans(a_t))                               # U~^T [BV, 64]
+        Ot = eg[None, :] * QS + tl.dot(Utt.to(dt), tl.trans(aq_t))
+        tl.store(o_base + rows64[None, :] * s_ot + offs_v[:, None], (Ot * scale).to(o.dtype.element_ty),
+                 mask=mrow[None, :] & mv[:, None])
+        M = tl.dot((Utt * dk[None, :]).to(dt), kt, M * egl)
+
+    if STORE_HT:
+        if STATE_V_FIRST:
+            p_ht = ht + n64 * HV * K * V + hv * K * V + offs_v[:, None] * K + offs_k[None, :]
+        else:
+            p_ht = ht + n64 * HV * K * V + hv * K * V + offs_k[None, :] * V + offs_v[:, None]
+        tl.store(p_ht, M, mask=mv[:, None] & mk[None, :])

@@ -49,12 +49,29 @@ def _use_fast(q, K, V):
 # Override hooks for the benchmark sweep only: None or a tuple like the defaults above.
 STATE_CFG_OVERRIDE = None
 INTRA_CFG_OVERRIDE = None
+# Alternative kernels (fast path only, not with USE_WY; bench_gdn.VARIANTS sweeps them):
+# INTRA_IMPL "v2": ``atrex_sm90_gdn_intra_chunk_v2``, grid over (chunk slot, value head), UT inverse by
+#   recursive doubling with batched dots (fp32 dots at INTRA_V2_PREC: "ieee" or "tf32x3"; plain "tf32" runs
+#   but is inaccurate for correlated keys: rrmse 0.16-0.42 in a CPU emulation where ieee/tf32x3 give 6e-3).
+# STATE_IMPL "v2": ``atrex_sm90_gdn_state_output_v2`` (per-row factors precomputed by the intra kernel, v1 or
+#   v2: no strided beta load, exp or reduction in the loop; STATE_PREFETCH: small operands loaded a chunk
+#   ahead by hand).
+# STATE_IMPL "v3": ``atrex_sm90_gdn_state_output_v3``, v2 transposed (state carried as S^T [BV, K], every
+#   dependent product takes its register operand on the left: no shared-memory round trip on the chain;
+#   wgmma with a register A operand needs BV >= 64 with 4 warps).
+INTRA_IMPL = "v1"
+INTRA_V2_PREC = "ieee"
+STATE_IMPL = "v1"
+STATE_PREFETCH = False  # v2/v3: load v / factors one chunk ahead into registers by hand (else Triton pipelines them)
+_STATE_V3_CFG = (64, 4, 2)  # BV 64 so that each warpgroup's wgmma has M = 64 with the A operand in registers
 
 
-def _state_cfg(n_programs, V):
+def _state_cfg(n_programs, V, v3=False):
     if STATE_CFG_OVERRIDE is not None:
         return STATE_CFG_OVERRIDE
     cfg = _STATE_CFG_FEW if n_programs < 4 * 132 else _STATE_CFG_MANY
+    if v3:
+        cfg = _STATE_V3_CFG
     bv = min(cfg[0], max(16, triton.next_power_of_2(V)))
     return (bv,) + cfg[1:]
 
@@ -128,7 +145,11 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
         A = torch.empty((HV, total_t, 64), dtype=q.dtype, device=dev)
         W = U = q
     Aqk = torch.empty((HV, total_t, 64), dtype=q.dtype, device=dev)
-    gam = torch.empty((HV, total_t), dtype=torch.float32, device=dev)
+    state_v2 = fast and not use_wy and STATE_IMPL in ("v2", "v3")
+    intra_v2 = fast and not use_wy and INTRA_IMPL == "v2"
+    # plane 0: chunk-local gamma; planes 1-4 (state v2): beta, beta e^gamma, e^gamma, e^(gamma_last - gamma)
+    fac = torch.empty((5 if state_v2 else 1, HV, total_t), dtype=torch.float32, device=dev)
+    gam = fac[0]
 
     launches = []  # (kernel, grid, args, meta), all keyed and checked before the first launch
     if is_varlen:
@@ -145,20 +166,25 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
 
     iw, ist, inv_product = INTRA_CFG_OVERRIDE or _INTRA_CFG
     inv_product = bool(inv_product) and fast
-    launches.append((_k.atrex_sm90_gdn_intra_chunk, (n_slots, H), (
-        q, k, v, g, beta, A, Aqk, gam, qn, kn, W, U, cu, co,
-        T, N, HV, K, V, n_search,
-        q.stride(0), q.stride(1), q.stride(2), k.stride(0), k.stride(1), k.stride(2),
-        v.stride(0), v.stride(1), v.stride(2), g.stride(0), g.stride(1), g.stride(2), beta.stride(0), beta.stride(1), beta.stride(2),
-        total_t), dict(
-        IS_VARLEN=is_varlen, G=G, BK=BK, BVA=max(16, triton.next_power_of_2(V)),
-        USE_L2NORM=bool(use_qk_l2norm_in_kernel), BETA_SIGMOID=bool(use_beta_sigmoid_in_kernel),
-        NEG_EIGVAL=bool(allow_neg_eigval), INV_PRODUCT=inv_product, STORE_WY=use_wy,
-        STORE_QKN=bool(fast and use_qk_l2norm_in_kernel),
-        num_warps=iw, num_stages=ist,
-    )))
+    if intra_v2:
+        launches.append((_k.atrex_sm90_gdn_intra_chunk_v2, (n_slots * HV,), (
+            q, k, g, beta, A, Aqk, gam, fac, qn, kn, cu, co,
+            T, N, HV, K, n_search,
+            q.stride(0), q.stride(1), q.stride(2), k.stride(0), k.stride(1), k.stride(2),
+            g.stride(0), g.stride(1), g.stride(2), beta.stride(0), beta.stride(1), beta.stride(2),
+            total_t), dict(
+            IS_VARLEN=is_varlen, G=G, BK=BK,
+            USE_L2NORM=bool(use_qk_l2norm_in_kernel), BETA_SIGMOID=bool(use_beta_sigmoid_in_kernel),
+            NEG_EIGVAL=bool(allow_neg_eigval), STORE_QKN=bool(use_qk_l2norm_in_kernel), STORE_FAC=state_v2,
+            DOT_PREC=str(INTRA_V2_PREC), num_warps=iw, num_stages=ist,
+        )))
+    else:
+        launches.append(_intra_v1_launch(
+            n_slots, H, q, k, v, g, beta, A, Aqk, gam, qn, kn, W, U, cu, co, fac, T, N, HV, K, V, n_search,
+            total_t, is_varlen, G, BK, use_qk_l2norm_in_kernel, use_beta_sigmoid_in_kernel, allow_neg_eigval,
+            inv_product, use_wy, fast, state_v2, iw, ist))
 
-    BV, sw, sst = _state_cfg(N * HV, V)
+    BV, sw, sst = _state_cfg(N * HV, V, v3=state_v2 and STATE_IMPL == "v3")
     use_h0 = initial_state is not None
     if use_h0:
         h0 = initial_state
@@ -171,7 +197,49 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
         h0 = q
         h0_strides = (0, 0, 0, 0)
     grid = (triton.cdiv(V, BV), N * HV)
-    launches.append((_k.atrex_sm90_gdn_state_output, grid, (
+    if state_v2:
+        kern = _k.atrex_sm90_gdn_state_output_v3 if STATE_IMPL == "v3" else _k.atrex_sm90_gdn_state_output_v2
+        launches.append((kern, grid, (
+            qn, kn, v, fac, A, Aqk, h0, o, ht if ht is not None else o, cu, float(scale),
+            T, HV, K, V,
+            qn.stride(0), qn.stride(1), qn.stride(2), kn.stride(0), kn.stride(1), kn.stride(2),
+            v.stride(0), v.stride(1), v.stride(2), o.stride(0), o.stride(1), o.stride(2),
+            *h0_strides,
+            total_t), dict(
+            IS_VARLEN=is_varlen, G=G, BK=BK, BV=BV,
+            USE_H0=use_h0, STORE_HT=ht is not None, STATE_V_FIRST=bool(state_v_first),
+            PREFETCH=bool(STATE_PREFETCH),
+            num_warps=sw, num_stages=sst,
+        )))
+    else:
+        launches.append(_state_v1_launch(
+            grid, qn, kn, v, beta, gam, A, Aqk, W, U, h0, o, ht, cu, scale, T, HV, K, V, h0_strides, total_t,
+            is_varlen, G, BK, BV, use_h0, state_v_first, use_qk_l2norm_in_kernel, use_beta_sigmoid_in_kernel,
+            allow_neg_eigval, use_wy, fast, sw, sst))
+    return _launch_all(dev, launches, o, ht)
+
+
+def _intra_v1_launch(n_slots, H, q, k, v, g, beta, A, Aqk, gam, qn, kn, W, U, cu, co, fac, T, N, HV, K, V,
+                     n_search, total_t, is_varlen, G, BK, use_qk_l2norm_in_kernel, use_beta_sigmoid_in_kernel,
+                     allow_neg_eigval, inv_product, use_wy, fast, store_fac, iw, ist):
+    return (_k.atrex_sm90_gdn_intra_chunk, (n_slots, H), (
+        q, k, v, g, beta, A, Aqk, gam, qn, kn, W, U, cu, co, fac,
+        T, N, HV, K, V, n_search,
+        q.stride(0), q.stride(1), q.stride(2), k.stride(0), k.stride(1), k.stride(2),
+        v.stride(0), v.stride(1), v.stride(2), g.stride(0), g.stride(1), g.stride(2), beta.stride(0), beta.stride(1), beta.stride(2),
+        total_t), dict(
+        IS_VARLEN=is_varlen, G=G, BK=BK, BVA=max(16, triton.next_power_of_2(V)),
+        USE_L2NORM=bool(use_qk_l2norm_in_kernel), BETA_SIGMOID=bool(use_beta_sigmoid_in_kernel),
+        NEG_EIGVAL=bool(allow_neg_eigval), INV_PRODUCT=inv_product, STORE_WY=use_wy,
+        STORE_QKN=bool(fast and use_qk_l2norm_in_kernel), STORE_FAC=bool(store_fac),
+        num_warps=iw, num_stages=ist,
+    ))
+
+
+def _state_v1_launch(grid, qn, kn, v, beta, gam, A, Aqk, W, U, h0, o, ht, cu, scale, T, HV, K, V, h0_strides,
+                     total_t, is_varlen, G, BK, BV, use_h0, state_v_first, use_qk_l2norm_in_kernel,
+                     use_beta_sigmoid_in_kernel, allow_neg_eigval, use_wy, fast, sw, sst):
+    return (_k.atrex_sm90_gdn_state_output, grid, (
         qn, kn, v, beta, gam, A, Aqk, W, U, h0, o, ht if ht is not None else o, cu, float(scale),
         T, HV, K, V,
         qn.stride(0), qn.stride(1), qn.stride(2), kn.stride(0), kn.stride(1), kn.stride(2),
@@ -184,7 +252,10 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
         USE_L2NORM=bool(use_qk_l2norm_in_kernel and not fast), BETA_SIGMOID=bool(use_beta_sigmoid_in_kernel),
         NEG_EIGVAL=bool(allow_neg_eigval), USE_WY=use_wy, FAST=fast,
         num_warps=sw, num_stages=sst,
-    )))
+    ))
+
+
+def _launch_all(dev, launches, o, ht):
     missing = WARM.missing([launch_key(kern, args, meta) for kern, _, args, meta in launches])
     if missing and dev.type == "cuda" and torch.cuda.is_current_stream_capturing():
         raise AtrexCaptureError(
