@@ -185,6 +185,13 @@ VARIANTS = [
     ("v3_128x8", dict(state_impl="v3", state=(128, 8, 2))),
     ("v3_64x4_pf", dict(state_impl="v3", state=(64, 4, 2), prefetch=True)),
     ("v3_32x4_pf", dict(state_impl="v3", state=(32, 4, 2), prefetch=True)),
+    ("v2_pf_s3", dict(state_impl="v2", prefetch=True, state=(32, 4, 3))),
+    ("v2_pf_64x4", dict(state_impl="v2", prefetch=True, state=(64, 4, 2))),
+    ("i2_v2_pf", dict(intra_impl="v2", state_impl="v2", prefetch=True)),
+    ("i2_8w_v2_pf", dict(intra_impl="v2", intra=(8, 2, True), state_impl="v2", prefetch=True)),
+    ("i2_2w_v2_pf", dict(intra_impl="v2", intra=(2, 2, True), state_impl="v2", prefetch=True)),
+    ("i2_s1_v2_pf", dict(intra_impl="v2", intra=(4, 1, True), state_impl="v2", prefetch=True)),
+    ("i2tf_v2_pf", dict(intra_impl="v2", prec="tf32x3", state_impl="v2", prefetch=True)),
     # with intra v2 (separately, since intra v2 faulted once on the H200 at T = 1)
     ("i2_v3_64x4", dict(intra_impl="v2", state_impl="v3", state=(64, 4, 2))),
     ("i2_v3_32x4", dict(intra_impl="v2", state_impl="v3", state=(32, 4, 2))),
