@@ -32,11 +32,14 @@ for s in $STEP; do
       for c in T1 T64 qwen3next_T4224_vfirst varlen_0_1; do timeout 60 python3 scripts/gdn_debug.py "$c" fast INTRA_IMPL=v2 >> "$OUT/gdn_i2_probe.log" 2>&1 || echo "$c: exit $?" >> "$OUT/gdn_i2_probe.log"; done
       command -v compute-sanitizer >/dev/null && timeout 120 compute-sanitizer --tool memcheck python3 scripts/gdn_debug.py T1 fast INTRA_IMPL=v2 > "$OUT/gdn_i2_memcheck.log" 2>&1 ;;
     gdn-variant-tests)  # one pytest process per launcher variant
-      for v in state_v2 state_v3 intra_v2; do timeout 150 python3 -m pytest op_test/nvidia/chunk_gdn/test_chunk_gdn_sm90.py -q -p no:cacheprovider -k "variants and $v" > "$OUT/gdn_vtests_$v.log" 2>&1; echo "variant $v: $(tail -n 1 "$OUT/gdn_vtests_$v.log")"; done ;;
+      for v in ${GDN_VTESTS:-v1_pair intra_v1 intra_v2_ieee state_v2_nopf state_v3}; do timeout 150 python3 -m pytest op_test/nvidia/chunk_gdn/test_chunk_gdn_sm90.py -q -p no:cacheprovider -k "variants and $v" > "$OUT/gdn_vtests_$v.log" 2>&1; echo "variant $v: $(tail -n 1 "$OUT/gdn_vtests_$v.log")"; done ;;
+    verify-gdn) timeout 200 python3 -m atrex verify chunk_gdn --size small > "$OUT/verify_chunk_gdn.log" 2>&1 ;;
+    gdn-main) timeout 300 python3 -m atrex_nvidia.chunk_gdn.sm90.bench_gdn --out "$OUT/gdn" > "$OUT/gdn_main.log" 2>&1 ;;
     fa-host) timeout 120 python3 -m atrex_nvidia.flash_attn.bench_fa4 --skip prefill,decode --out "$OUT" > "$OUT/fa_host.log" 2>&1 ;;
   esac
   echo "step $s: exit $?"
 done
+tail -n 1 "$OUT/verify_chunk_gdn.log" 2>/dev/null; grep -h FAIL "$OUT/verify_chunk_gdn.log" 2>/dev/null | head -5
 for f in gdn_tests gdn_dispatch decode_tests fa_tests; do [ -f "$OUT/$f.log" ] && echo "$f: $(tail -n 1 "$OUT/$f.log")"; done
 grep -h "^|" "$OUT"/bench_*.md 2>/dev/null | cut -c1-150
 grep -h "^|" "$OUT"/bench_decode.md "$OUT"/sweep/bench_decode.md 2>/dev/null | cut -c1-170

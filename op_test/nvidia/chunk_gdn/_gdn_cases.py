@@ -263,9 +263,11 @@ def test_cases_wy_form(case_id, kw, monkeypatch):
     assert eo <= bound and eh <= bound, (case_id, eo, eh, bound)
 
 
-VARIANT_HOOKS = {  # launcher variants measured by bench_gdn's sweep: the ones a default may switch to
-    "intra_v2": dict(INTRA_IMPL="v2"),
-    "state_v2": dict(STATE_IMPL="v2"),
+VARIANT_HOOKS = {  # launcher variants measured by bench_gdn's sweep besides the default (intra v2 + state v2)
+    "v1_pair": dict(INTRA_IMPL="v1", STATE_IMPL="v1", STATE_PREFETCH=False),
+    "intra_v1": dict(INTRA_IMPL="v1"),
+    "intra_v2_ieee": dict(INTRA_V2_PREC="ieee"),
+    "state_v2_nopf": dict(STATE_PREFETCH=False),
     "state_v3": dict(STATE_IMPL="v3"),
 }
 VARIANT_CASES = [c for c in GPU_CASES if c[0] in ("T1", "T64", "varlen_0_1", "qwen3next_T4224_vfirst",

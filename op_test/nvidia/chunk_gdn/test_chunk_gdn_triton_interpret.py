@@ -52,17 +52,21 @@ _SCRIPT = textwrap.dedent(r'''
     launch.USE_WY = False
     eo, eh = C.split_carry_check(gdn_fwd, "cpu", T=150, split=70)
     res["split_carry"] = [eo, eh, C.RRMSE_BOUND]
-    # alternative kernels (bench_gdn.VARIANTS): every small case for intra v2 + state v2 / v3, a subset for
-    # the other knobs; each asserts that the variant's kernels actually ran
+    # the default fast path (bf16 cases) is intra v2 (tf32x3) + state v2 with prefetch: check that it ran
+    ran_default = {key[0] for key in launch.WARM.keys()}
+    res["ran_default"] = [0.0 if {"atrex_sm90_gdn_intra_chunk_v2", "atrex_sm90_gdn_state_output_v2"} <= ran_default
+                          else 1.0, 0.0, 0.5]
+    # alternative kernels (bench_gdn.VARIANTS): every small case for the v1 pair, a subset for the other knobs;
+    # each asserts that the variant's kernels actually ran
+    sub = ("T63", "varlen_0_1", "g_strong", "T130_B2_gva_bf16h0")
     variants = [
-        ("v2", dict(STATE_IMPL="v2"), None, "atrex_sm90_gdn_state_output_v2"),
-        ("v2pf", dict(STATE_IMPL="v2", STATE_PREFETCH=True), ("T63", "varlen_0_1", "g_strong"),
-         "atrex_sm90_gdn_state_output_v2"),
-        ("v3", dict(STATE_IMPL="v3"), None, "atrex_sm90_gdn_state_output_v3"),
-        ("v3pf", dict(STATE_IMPL="v3", STATE_PREFETCH=True, STATE_CFG_OVERRIDE=(32, 4, 2)),
-         ("T63", "varlen_0_1", "g_strong"), "atrex_sm90_gdn_state_output_v3"),
-        ("i2", dict(INTRA_IMPL="v2", INTRA_V2_PREC="tf32x3"), ("T130_B2_gva_bf16h0", "varlen_0_1"),
-         "atrex_sm90_gdn_intra_chunk_v2"),
+        ("v1", dict(INTRA_IMPL="v1", STATE_IMPL="v1", STATE_PREFETCH=False), None, "atrex_sm90_gdn_state_output"),
+        ("i1v2", dict(INTRA_IMPL="v1"), sub, "atrex_sm90_gdn_state_output_v2"),
+        ("v2nopf", dict(STATE_PREFETCH=False), sub, "atrex_sm90_gdn_state_output_v2"),
+        ("v3", dict(STATE_IMPL="v3"), sub, "atrex_sm90_gdn_state_output_v3"),
+        ("v3pf", dict(STATE_IMPL="v3", STATE_CFG_OVERRIDE=(32, 4, 2)), ("T63", "varlen_0_1"),
+         "atrex_sm90_gdn_state_output_v3"),
+        ("i2ieee", dict(INTRA_V2_PREC="ieee"), ("T130_B2_gva_bf16h0", "varlen_0_1"), "atrex_sm90_gdn_intra_chunk_v2"),
     ]
     for tag, cfg, only, kname in variants:
         saved = {a: getattr(launch, a) for a in cfg}

@@ -284,7 +284,9 @@ def main(argv=None):
                 timing="triton.testing.do_bench median (ms), order ATREX fla fla ATREX, no L2 flush "
                        "(each case's inputs exceed the 50 MB L2)",
                 default_cfg=dict(state_few=L._STATE_CFG_FEW, state_many=L._STATE_CFG_MANY, intra=L._INTRA_CFG,
-                                 wy=L.USE_WY, intra_impl=L.INTRA_IMPL, state_impl=L.STATE_IMPL))
+                                 wy=L.USE_WY, intra_impl=L.INTRA_IMPL, state_impl=L.STATE_IMPL,
+                                 intra_v2_prec=L.INTRA_V2_PREC, state_prefetch=L.STATE_PREFETCH,
+                                 state_v2_few=L._STATE_V2_FEW_CFG))
     cases = [c for c in CASES if not a.cases or c[0] in a.cases.split(",")]
     rows, sweeps = [], {}
     inputs = {}
@@ -296,7 +298,7 @@ def main(argv=None):
         row["atrex_ms"], row["fla_ms"] = ta, tf
         row["speedup"] = (tf / ta) if tf else None
         n_prog = x["v"].shape[2] * (1 if x["cu"] is None else x["cu"].numel() - 1)
-        row["state_cfg"] = list(L._state_cfg(n_prog, V))
+        row["state_cfg"] = list(L._state_cfg(n_prog, V, v2=L.STATE_IMPL == "v2", v3=L.STATE_IMPL == "v3"))
         try:
             row["kernels_ms"] = kernel_breakdown(x)
         except Exception as e:
