@@ -23,7 +23,7 @@ for s in $STEP; do
     fa-tests) timeout 300 python3 -m pytest op_test/nvidia/flash_attn/test_flash_attn_sm90.py -q -p no:cacheprovider -k "not decode" > "$OUT/fa_tests.log" 2>&1 ;;
     decode-sweep) timeout 150 python3 -m atrex_nvidia.flash_attn.sm90.decode_splitkv.bench_decode --out "$OUT/sweep" --sweep --shapes "${SWEEP_SHAPES:-1x8192,8x8192,32x4096}" > "$OUT/decode_sweep.log" 2>&1 ;;
     gdn-sweep) timeout 300 python3 -m atrex_nvidia.chunk_gdn.sm90.bench_gdn --out "$OUT/gdn" --sweep --deadline 240 --cases T8192_H16_HV32,varlen16x1024_H32_HV32 > "$OUT/gdn_sweep.log" 2>&1 ;;
-    chunk-gdn-bench) timeout 150 python3 -m atrex bench run chunk_gdn --size perf --out "$OUT" --history "$hist" --no-progress > "$OUT/chunk_gdn_bench.log" 2>&1 ;;
+    chunk-gdn-bench) timeout 280 python3 -m atrex bench run chunk_gdn --size perf --out "$OUT" --history "$hist" --no-progress > "$OUT/chunk_gdn_bench.log" 2>&1 ;;
     fa-bench-decode) timeout 200 python3 -m atrex bench run flash_attn --match decode/ --out "$OUT" --history "$hist" --no-progress > "$OUT/fa_bench_decode.log" 2>&1 ;;
     gdn-variants) timeout 480 python3 -m atrex_nvidia.chunk_gdn.sm90.bench_gdn --out "$OUT/gdnv" --sweep --ref-heads "" --deadline 420 \
         --cases "${GDN_CASES:-T8192_H16_HV32,T32768_H16_HV32,varlen16x1024_H32_HV32}" --sweep-cases "${GDN_CASES:-T8192_H16_HV32,T32768_H16_HV32,varlen16x1024_H32_HV32}" \

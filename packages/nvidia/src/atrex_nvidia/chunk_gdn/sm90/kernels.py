@@ -210,7 +210,7 @@ def atrex_sm90_gdn_intra_chunk(
         tl.store(gam + hv.to(tl.int64) * TOTAL_T + rows_g, gc, mask=mrow)
         if STORE_FAC:
             # per-row factors of the state kernels v2/v3 (planes 1-4 of fac [5, HV, TOTAL_T]; plane 0 is gam)
-            plane = HV.to(tl.int64) * TOTAL_T
+            plane = (hv * 0 + HV).to(tl.int64) * TOTAL_T  # HV == 1 is specialised to a constexpr int
             f_base = fac + hv.to(tl.int64) * TOTAL_T
             bf = _load_beta(b_base, rows.to(tl.int64), mrow, s_bt, BETA_SIGMOID, NEG_EIGVAL)
             nvalid = tl.minimum(eos - t0, 64)
@@ -589,7 +589,7 @@ def atrex_sm90_gdn_intra_chunk_v2(
             tl.store(kn + p_n, kf, mask=mn)
     gf = tl.load(g_base + rows64 * s_gt, mask=mrow, other=0.0).to(tl.float32)
     gc = tl.cumsum(gf, 0)
-    plane = HV.to(tl.int64) * TOTAL_T
+    plane = (hv * 0 + HV).to(tl.int64) * TOTAL_T  # HV == 1 is specialised to a constexpr int
     f_base = gam + hv.to(tl.int64) * TOTAL_T
     tl.store(f_base + rg, gc, mask=mrow)
     causal = r64[:, None] >= r64[None, :]
@@ -743,7 +743,7 @@ def atrex_sm90_gdn_state_output_v2(
     o_base = o + bi64 * s_ob + hv * s_oh
     a_base = A + hv.to(tl.int64) * TOTAL_T * 64
     aq_base = Aqk + hv.to(tl.int64) * TOTAL_T * 64
-    plane = HV.to(tl.int64) * TOTAL_T
+    plane = (hv * 0 + HV).to(tl.int64) * TOTAL_T  # HV == 1 is specialised to a constexpr int
     f_base = fac + hv.to(tl.int64) * TOTAL_T + tg0.to(tl.int64)  # token-local index below
     dt = q.dtype.element_ty
 
@@ -869,7 +869,7 @@ def atrex_sm90_gdn_state_output_v3(
     o_base = o + bi64 * s_ob + hv * s_oh
     a_base = A + hv.to(tl.int64) * TOTAL_T * 64
     aq_base = Aqk + hv.to(tl.int64) * TOTAL_T * 64
-    plane = HV.to(tl.int64) * TOTAL_T
+    plane = (hv * 0 + HV).to(tl.int64) * TOTAL_T  # HV == 1 is specialised to a constexpr int
     f_base = fac + hv.to(tl.int64) * TOTAL_T + tg0.to(tl.int64)
     dt = q.dtype.element_ty
 
