@@ -122,15 +122,49 @@ _MUTATIONS = [
     ("fa_version", 9), ("max_seqlen_q", torch.tensor(3)), ("causal", None), ("return_attn_probs", True),
     ("softmax_scale", float("nan")), ("window_size", [1, 2, 3]), ("deterministic", True), ("num_splits", 1),
     ("fa_version", None), ("softcap", 0), ("scheduler_metadata", torch.zeros(3, dtype=torch.int32)),
-    ("unknown_kw", 1),
+    ("unknown_kw", 1), ("fa_version", 2.0), ("fa_version", True), ("fa_version", [2]), ("num_splits", True),
+    ("cp_world_size", 1.0), ("window_size", (-1, 0.0)), ("softmax_scale", 1), ("softcap", float("inf")),
 ]
+
+
+def _strided(t, step: int):
+    """The same values and shape with every stride of ``t`` along dim 0 multiplied by ``step``."""
+    if t.dim() == 0 or t.shape[0] == 0:
+        return t
+    wide = torch.zeros((t.shape[0] * step, *t.shape[1:]), dtype=t.dtype)
+    wide[::step] = t
+    return wide[::step]
+
+
+def _place(draw, kw):
+    """Re-seat some of q, k, v, out in one buffer at drawn offsets, with drawn row padding (other strides,
+    16-byte misalignment), some through a DLPack alias (a second storage over the same bytes), so that
+    they sometimes overlap, touch or interleave. Only metadata matters: the contents are zeros."""
+    names = [n for n in ("q", "k", "v", "out") if kw.get(n) is not None and kw[n].dtype == kw["q"].dtype]
+    chosen = draw(st.lists(st.sampled_from(names), unique=True, min_size=1))
+    specs = []
+    for name in chosen:
+        shape = tuple(kw[name].shape)
+        pad = draw(st.sampled_from([0, 0, 1, 8]))  # extra elements per row of the second-to-last dim
+        strides = [1] * len(shape)
+        for i in range(len(shape) - 2, -1, -1):
+            strides[i] = strides[i + 1] * shape[i + 1] + (pad if i == len(shape) - 2 else 0)
+        span = 1 + sum((n - 1) * st for n, st in zip(shape, strides)) if 0 not in shape else 0
+        specs.append((name, shape, strides, span))
+    size = sum(span for *_, span in specs) + 64
+    base = torch.zeros(size, dtype=kw["q"].dtype)
+    for name, shape, strides, span in specs:
+        offset = draw(st.integers(0, size - span))
+        alias_at = draw(st.one_of(st.none(), st.integers(0, offset)))
+        buf, offset = (base, offset) if alias_at is None else (torch.from_dlpack(base[alias_at:]), offset - alias_at)
+        kw[name] = buf.as_strided(shape, strides, offset)
 
 
 @st.composite
 def maybe_broken_calls(draw):
     kw = draw(attn_calls())
     for _ in range(draw(st.integers(0, 2))):
-        kind = draw(st.integers(0, 4))
+        kind = draw(st.integers(0, 7))
         if kind == 0:
             name, value = draw(st.sampled_from(_MUTATIONS))
             kw[name] = value
@@ -147,9 +181,24 @@ def maybe_broken_calls(draw):
         elif kind == 3:
             name = draw(st.sampled_from(["q_descale", "k_descale", "s_aux", "seqused_k"]))
             kw[name] = draw(st.sampled_from([None, torch.ones(1), torch.ones(2, 2), torch.ones(1, 1).expand(3, 2)]))
-        else:
+        elif kind == 4:
             if kw.get("out") is not None:
                 kw["out"] = kw["q"] if kw["q"].dtype == kw["out"].dtype else kw["out"]
+        elif kind == 5:
+            _place(draw, kw)
+        elif kind == 6:
+            name = draw(st.sampled_from(["cu_seqlens_q", "cu_seqlens_k", "seqused_k", "block_table", "s_aux"]))
+            if kw.get(name) is not None:
+                t = kw[name]
+                kw[name] = draw(st.sampled_from([_strided(t, 2), t[:1], t[:0], t.t() if t.dim() == 2 else t,
+                                                 _strided(t.t(), 3).t() if t.dim() == 2 else t]))
+        else:  # no query heads, or k/v with another head count / head_dim
+            name = draw(st.sampled_from(["q", "k", "v"]))
+            t = kw[name]
+            dim = draw(st.sampled_from([-2, -1]))
+            shape = list(t.shape)
+            shape[dim] = draw(st.sampled_from([0, 1, 3]))
+            kw[name] = torch.zeros(shape, dtype=t.dtype)
     return kw
 
 
@@ -179,3 +228,61 @@ def test_fast_path_agrees_with_detailed_validation(kw):
         return
     if fast is not None:
         assert fast == slow
+
+
+@pytest.mark.parametrize("grad", [False, True])
+@pytest.mark.parametrize("paged", [False, True])
+def test_fast_path_takes_the_common_calls(paged, grad):
+    """The shapes vLLM sends take the fast path (with out, sinks, ignored descales, hints), grad mode or not;
+    a tensor requiring grad under grad mode leaves it (the detailed path raises)."""
+    kw = attn_inputs([1, 5, 2], [9, 33, 2], num_heads_q=8, num_heads_k=2, head_dim=64,
+                     page_size=16 if paged else None, sinks=True, return_lse=True, out=True, seed=3)
+    ones = torch.ones(1, 1).expand(3, 2)
+    kw.update(softmax_scale=0.125, window_size=(-1, -1), fa_version=3, scheduler_metadata=None,
+              q_descale=ones, k_descale=ones, v_descale=ones, num_splits=0)
+    with torch.set_grad_enabled(grad):
+        fast = _normalize_fast(**kw)
+        assert fast is not None and fast == normalize_flash_attn_call(**kw) and fast.aligned16
+        kw["q"] = kw["q"].clone().requires_grad_(True)
+        assert (_normalize_fast(**kw) is None) == grad
+
+
+def _aliased_layouts():
+    """(q, out) pairs over one buffer, each time through a second storage (DLPack) so that the storages
+    differ: out's storage starts inside q / q starts below out's storage and runs into it / disjoint."""
+    base = torch.zeros(4096, dtype=torch.bfloat16)
+    shape = (4, 2, 64)
+    n = 4 * 2 * 64
+
+    def view(buf, offset):
+        return buf.as_strided(shape, (128, 64, 1), offset)
+
+    yield view(base, 0), view(torch.from_dlpack(base[64:]), 0), True  # out inside q's range
+    yield view(base, 64), view(torch.from_dlpack(base[32:]), 0), True  # q starts after out's storage starts
+    yield view(torch.from_dlpack(base[32:]), 0), view(base, 256), True  # q below out's storage, runs into it
+    yield view(base, 0), view(torch.from_dlpack(base[n:]), 0), False  # touching, not overlapping
+    yield view(torch.from_dlpack(base[n:]), 0), view(base, 0), False
+
+
+@pytest.mark.parametrize("target", ["q", "k", "v"])
+def test_fast_path_overlap_is_exact_across_aliasing_storages(target):
+    """The overlap test of the fast path compares byte ranges, never storages: two storages can view
+    the same memory (DLPack, from_blob), and a tensor can start below out's storage and run into it."""
+    kw = attn_inputs([2, 2], [2, 2], num_heads_q=2, num_heads_k=2, head_dim=64, page_size=None, out=True)
+    for x, out, overlapping in _aliased_layouts():
+        call = dict(kw, out=out, **{target: x})
+        fast = _normalize_fast(**call)
+        if overlapping:
+            assert fast is None
+            with pytest.raises(AtrexError, match="overlapping"):
+                normalize_flash_attn_call(**call)
+        else:
+            assert fast is not None and fast == normalize_flash_attn_call(**call)
+
+
+def test_fast_path_rejects_zero_query_heads():
+    kw = attn_inputs([2, 3], [5, 7], num_heads_q=4, num_heads_k=2, head_dim=16, page_size=None)
+    kw["q"] = torch.zeros(5, 0, 16, dtype=kw["q"].dtype)
+    assert _normalize_fast(**kw) is None
+    with pytest.raises(AtrexError, match="positive multiple"):
+        normalize_flash_attn_call(**kw)

@@ -453,3 +453,27 @@ def test_env_reload_drops_the_registry():
     assert registry.get_registry() is reg
     env.reload()
     assert registry.get_registry() is not reg
+
+
+def test_a_held_registry_follows_env_reload_without_reading_settings_per_call(monkeypatch, attn_call):
+    """select() caches what it derives from ATREX_DISABLE / ATREX_IMPL_<OP> and re-derives it once the
+    settings object changes (env.reload()), even on a registry object kept across the reload."""
+    reg = install(record("alpha", spec("alpha.a", 1), spec("alpha.b", 2)))
+    assert reg.select(OP, attn_call).id == "alpha.a"
+    monkeypatch.setenv("ATREX_DISABLE", "alpha.a")
+    env.reload()
+    assert reg.select(OP, attn_call).id == "alpha.b"
+    assert [i.id for i in reg.candidates(OP, "cpu")] == ["alpha.b", "core.reference"]
+    monkeypatch.setenv("ATREX_IMPL_FLASH_ATTN_VARLEN", "core.reference")
+    env.reload()
+    assert reg.select(OP, attn_call).is_reference
+    monkeypatch.delenv("ATREX_DISABLE")
+    monkeypatch.delenv("ATREX_IMPL_FLASH_ATTN_VARLEN")
+    env.reload()
+    assert reg.select(OP, attn_call).id == "alpha.a"
+
+    def no_settings_on_the_hot_path():
+        raise AssertionError("select() read the settings although they did not change")
+
+    monkeypatch.setattr(env, "settings", no_settings_on_the_hot_path)
+    assert reg.select(OP, attn_call).id == "alpha.a"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import types
 
 import pytest
@@ -214,3 +215,13 @@ def test_device_target_is_immutable():
     t = DeviceTarget("nvidia", "sm90", "NVIDIA H200", (9, 0))
     with pytest.raises(AttributeError):
         t.arch = "sm100"  # type: ignore[misc]
+
+
+def test_id_is_derived_once_and_stays_out_of_eq_and_repr():
+    t = DeviceTarget("nvidia", "sm90", "NVIDIA H200", (9, 0), "cuda 13.0", 132, False, 0)
+    assert t.id == "nvidia/sm90" and "id=" not in repr(t)
+    assert dataclasses.replace(t, arch="sm100").id == "nvidia/sm100"
+    assert DeviceTarget("unknown", "unknown", "meta").id == "unknown"
+    assert t == DeviceTarget("nvidia", "sm90", "NVIDIA H200", (9, 0), "cuda 13.0", 132, False, 0)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        t.id = "cpu"

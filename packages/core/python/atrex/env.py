@@ -85,6 +85,8 @@ def _read() -> Settings:
     )
 
 
+#: Replaced, never mutated, by reload(): the registry compares its identity on every dispatch to know
+#: when to drop what it derived from the settings (no settings() call on the hot path).
 _settings: Settings | None = None
 
 

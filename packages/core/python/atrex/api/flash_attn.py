@@ -297,17 +297,12 @@ def _aligned16(t: Tensor) -> bool:
     return t.data_ptr() % 16 == 0 and all((st * es) % 16 == 0 for st in t.stride()[:-1])
 
 
-_FAST_DTYPES = (torch.float16, torch.bfloat16)
-_new_record = tuple.__new__
+_FAST_DTYPES = (torch.float16, torch.bfloat16)  # both 2 bytes per element (the fast path relies on it)
+_FA_LABELS = frozenset(FA_VERSIONS)  # hash + ==: accepts a subset of what `in FA_VERSIONS` accepts, never a bool
+_INF = float("inf")
 _I32 = torch.int32
-
-
-def _extent_end(t: Tensor, shape, stride) -> int:
-    """One past the last byte ``t`` can address (non-negative strides, numel > 0)."""
-    ext = 1
-    for size, st in zip(shape, stride):
-        ext += (size - 1) * st
-    return t.data_ptr() + ext * t.element_size()
+_new_record = tuple.__new__
+_grad_enabled = torch.is_grad_enabled
 
 
 def _normalize_fast(
@@ -322,38 +317,47 @@ def _normalize_fast(
     Returns the same record :func:`normalize_flash_attn_call` would, or None whenever anything is
     unusual (then the detailed path runs and raises the precise error). It never accepts what the
     detailed path rejects: ``test_fast_path_agrees`` checks this on thousands of generated calls.
+    Each tensor attribute read costs ~0.05-0.15 us, so each is read once (shape, stride(), device,
+    dtype, data_ptr()); host arguments need exact types (a subclass, numpy scalar ... goes the slow way).
     """
     T = Tensor
+    # ---- host arguments: types first, so that the comparisons below only ever see ints/floats
     if (type(q) is not T or type(k) is not T or type(v) is not T or type(cu_seqlens_q) is not T
-            or type(max_seqlen_q) is not int or type(max_seqlen_k) is not int or max_seqlen_q < 0
-            or max_seqlen_k < 0 or q_v is not None or alibi_slopes is not None or cp_tot_seqused_k is not None
-            or return_attn_probs is not False or type(deterministic) is not bool
-            or type(return_softmax_lse) is not bool or type(causal) is not bool
-            or type(num_splits) is not int or num_splits < 0 or cp_world_size != 1 or type(cp_world_size) is not int
-            or cp_rank != 0 or type(cp_rank) is not int or (fa_version is not None and type(fa_version) is not int)
-            or fa_version not in FA_VERSIONS):
+            or type(max_seqlen_q) is not int or type(max_seqlen_k) is not int or type(causal) is not bool
+            or type(deterministic) is not bool or type(return_softmax_lse) is not bool
+            or type(num_splits) is not int or type(cp_world_size) is not int or type(cp_rank) is not int
+            or return_attn_probs is not False or q_v is not None or alibi_slopes is not None
+            or cp_tot_seqused_k is not None
+            or (out is not None and type(out) is not T) or (s_aux is not None and type(s_aux) is not T)
+            or (scheduler_metadata is not None and type(scheduler_metadata) is not T)
+            or (q_descale is not None and type(q_descale) is not T)
+            or (k_descale is not None and type(k_descale) is not T)
+            or (v_descale is not None and type(v_descale) is not T)):
         return None
-    td = type(dropout_p)
-    if (td is not float and td is not int) or dropout_p != 0:
+    if (max_seqlen_q < 0 or max_seqlen_k < 0 or num_splits < 0 or cp_world_size != 1 or cp_rank != 0
+            or fa_version not in _FA_LABELS):  # unhashable fa_version: TypeError, caught by the caller
         return None
-    tc = type(softcap)
-    if (tc is not float and tc is not int) or not 0 <= softcap < float("inf"):
+    t = type(dropout_p)
+    if (t is not float and t is not int) or dropout_p != 0:
+        return None
+    t = type(softcap)
+    if (t is not float and t is not int) or not 0 <= softcap < _INF:
         return None
     if softmax_scale is not None:
-        ts = type(softmax_scale)
-        if (ts is not float and ts is not int) or not -float("inf") < softmax_scale < float("inf"):
-            return None
-    for x in (out, s_aux, scheduler_metadata, q_descale, k_descale, v_descale):
-        if x is not None and type(x) is not T:
+        t = type(softmax_scale)
+        if (t is not float and t is not int) or not -_INF < softmax_scale < _INF:
             return None
     if window_size is None:
         left = right = -1
     else:
-        if type(window_size) not in (list, tuple) or len(window_size) != 2:
+        t = type(window_size)
+        if (t is not tuple and t is not list) or len(window_size) != 2:
             return None
         left, right = window_size
         if type(left) is not int or type(right) is not int or left < -1 or right < -1:
             return None
+
+    # ---- q, k, v
     dtype = q.dtype
     if dtype not in _FAST_DTYPES or k.dtype is not dtype or v.dtype is not dtype:
         return None
@@ -361,105 +365,126 @@ def _normalize_fast(
     if len(qs) != 3:
         return None
     total_q, hq, d = qs
-    ks, vs = k.shape, v.shape
-    kst, vst, qst = k.stride(), v.stride(), q.stride()
-    if qst[2] != 1 or kst[-1] != 1 or vst[-1] != 1 or d < 1:
+    ks = k.shape
+    paged = block_table is not None
+    # k and v: equal shapes (head_dim_v == head_dim), rank 4 with block_table, else 3
+    if ks != v.shape or len(ks) != (4 if paged else 3) or ks[-1] != d or d < 1 or hq < 1:
+        return None
+    qst, kst, vst = q.stride(), k.stride(), v.stride()
+    if qst[2] != 1 or kst[-1] != 1 or vst[-1] != 1:
         return None
     device = q.device
     if k.device != device or v.device != device or cu_seqlens_q.device != device:
         return None
+
+    # ---- metadata (1-D int32 vectors: is_contiguous() <=> length <= 1 or stride 1, as int32_vector)
     cs = cu_seqlens_q.shape
-    if cu_seqlens_q.dtype is not _I32 or len(cs) != 1 or (cs[0] > 1 and cu_seqlens_q.stride()[0] != 1):
+    if cu_seqlens_q.dtype is not _I32 or len(cs) != 1 or not cu_seqlens_q.is_contiguous():
         return None
     batch = cs[0] - 1
     if batch < 0 or (batch == 0 and total_q > 0):
         return None
-    if block_table is not None:
-        if (type(block_table) is not T or type(seqused_k) is not T or cu_seqlens_k is not None or len(ks) != 4
-                or len(vs) != 4):
+    if paged:
+        if type(block_table) is not T or type(seqused_k) is not T or cu_seqlens_k is not None:
             return None
-        hk = ks[2]
-        page_size = ks[1]
-        if ks[0] != vs[0] or page_size != vs[1] or hk != vs[2] or page_size < 1:
+        page_size, hk = ks[1], ks[2]
+        if page_size < 1:
             return None
-        bs = block_table.shape
-        us = seqused_k.shape
+        bs, us = block_table.shape, seqused_k.shape
         if (block_table.dtype is not _I32 or len(bs) != 2 or bs[0] != batch
                 or (bs[1] > 1 and block_table.stride()[1] != 1) or block_table.device != device
                 or seqused_k.dtype is not _I32 or len(us) != 1 or us[0] != batch
-                or (batch > 1 and seqused_k.stride()[0] != 1) or seqused_k.device != device):
+                or not seqused_k.is_contiguous() or seqused_k.device != device):
             return None
-        paged = True
     else:
-        if type(cu_seqlens_k) is not T or seqused_k is not None or len(ks) != 3 or len(vs) != 3:
+        if type(cu_seqlens_k) is not T or seqused_k is not None:
             return None
         hk = ks[1]
-        if ks[0] != vs[0] or hk != vs[1]:
-            return None
         cks = cu_seqlens_k.shape
         if (cu_seqlens_k.dtype is not _I32 or len(cks) != 1 or cks[0] != batch + 1
-                or (cks[0] > 1 and cu_seqlens_k.stride()[0] != 1) or cu_seqlens_k.device != device):
+                or not cu_seqlens_k.is_contiguous() or cu_seqlens_k.device != device):
             return None
         page_size = 0
-        paged = False
-    if ks[-1] != d or vs[-1] != d or hk < 1 or hq % hk != 0:
+    if hk < 1 or hq % hk != 0:
         return None
     if s_aux is not None and (s_aux.shape != (hq,) or not s_aux.is_contiguous() or s_aux.device != device):
         return None
-    if out is not None:
-        if out.shape != qs or out.dtype is not dtype or out.device != device:
-            return None
-        ost = out.stride()
-        if ost[2] != 1:
-            return None
-        if total_q and hq and d:
-            # Different allocations cannot overlap; only views of one storage need the byte ranges.
-            o_storage = out.untyped_storage().data_ptr()
-            for x, xs, xst in ((q, qs, qst), (k, ks, kst), (v, vs, vst)):
-                if x.untyped_storage().data_ptr() == o_storage:
-                    o0 = out.data_ptr()
-                    if x.numel() and x.data_ptr() < _extent_end(out, qs, ost) and o0 < _extent_end(x, xs, xst):
-                        return None
-    if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad
-                                    or (s_aux is not None and s_aux.requires_grad)):
+    if _grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad
+                            or (s_aux is not None and s_aux.requires_grad)):
         return None
-    # 16-byte alignment of pointers and strides; 16 / element size is a power of two, so OR-ing the
-    # strides before masking tests every one of them.
-    ptrs = q.data_ptr() | k.data_ptr() | v.data_ptr()
+
+    # ---- out, then 16-byte alignment (pointers are read once for both)
+    q0, k0, v0 = q.data_ptr(), k.data_ptr(), v.data_ptr()
+    ptrs = q0 | k0 | v0
     strides = qst[0] | qst[1] | kst[0] | kst[1] | vst[0] | vst[1]
     if paged:
         strides |= kst[2] | vst[2]
     if out is not None:
-        ptrs |= out.data_ptr()
+        if out.dtype is not dtype or out.shape != qs or out.device != device:
+            return None
+        ost = out.stride()
+        if ost[2] != 1:
+            return None
+        o0 = out.data_ptr()
+        ptrs |= o0
         strides |= ost[0] | ost[1]
-    aligned16 = not (ptrs & 15) and not (strides & (16 // q.element_size() - 1))
+        if total_q:  # else out is empty and overlaps nothing
+            # V.overlaps, exactly: byte ranges [start, start + 2 * (1 + sum((size - 1) * stride))), the last
+            # dim being d with stride 1; a tensor's length is only needed when it starts below out's end.
+            # (Comparing storages instead would miss two storages over the same memory, e.g. from DLPack.)
+            o_len = 2 * ((total_q - 1) * ost[0] + (hq - 1) * ost[1] + d)
+            o1 = o0 + o_len
+            if q0 < o1:
+                q_len = o_len if qst == ost else 2 * ((total_q - 1) * qst[0] + (hq - 1) * qst[1] + d)
+                if o0 < q0 + q_len:
+                    return None
+            n = ks[0]  # k and v are empty iff n == 0 (their other dims are >= 1)
+            if n and (k0 < o1 or v0 < o1):
+                k_len = (n - 1) * kst[0] + (ks[1] - 1) * kst[1] + d
+                if paged:
+                    k_len += (hk - 1) * kst[2]
+                v_len = k_len  # v has k's shape, and usually its strides (two views of one KV cache)
+                if vst != kst:
+                    v_len = (n - 1) * vst[0] + (ks[1] - 1) * vst[1] + d
+                    if paged:
+                        v_len += (hk - 1) * vst[2]
+                if (k0 < o1 and o0 < k0 + 2 * k_len) or (v0 < o1 and o0 < v0 + 2 * v_len):
+                    return None
+    # 16 / element size (2) = 8: OR-ing the strides before masking tests every one of them
+    aligned16 = not (ptrs & 15 or strides & 7)
+
     if causal:
         right = 0
-    target = classify_device(device)
     # tuple.__new__ directly: the generated NamedTuple constructor binds 37 parameters by name first
     return _new_record(FlashAttnCall, (
         q, k, v, out, cu_seqlens_q, cu_seqlens_k, seqused_k, block_table, max_seqlen_q, max_seqlen_k, batch,
         total_q, hq, hk, d, d, paged, page_size, dtype, dtype, False,
         d ** -0.5 if softmax_scale is None else float(softmax_scale), right == 0, left, right, float(softcap),
-        s_aux, return_softmax_lse, None, None, None, num_splits, deterministic, device, target,
-        target.runtime is not None and torch.cuda.is_current_stream_capturing(),  # CUDA/HIP devices only
+        s_aux, return_softmax_lse, None, None, None, num_splits, deterministic, device, classify_device(device),
+        q.is_cuda and torch.cuda.is_current_stream_capturing(),  # as V.capturing: every call, CUDA/HIP only
         aligned16,
     ))
 
 
-def normalize(*args, **kwargs) -> FlashAttnCall:
-    """The fast path when it applies, else the detailed validation (binding errors -> AtrexTypeError).
-    With ``ATREX_CHECK_VALUES=1`` (never under capture) the value preconditions are checked too."""
-    try:
-        call = _normalize_fast(*args, **kwargs)
-    except TypeError:
-        call = None
+def _finish(call: FlashAttnCall | None, args, kwargs, op: str) -> FlashAttnCall:
+    """The detailed validation when the fast path declined (binding errors -> AtrexTypeError), then
+    the value preconditions with ``ATREX_CHECK_VALUES=1`` (never under capture)."""
     if call is None:
-        call = V.bind(normalize_flash_attn_call, "flash_attn_varlen_func", args, kwargs)
+        call = V.bind(normalize_flash_attn_call, op, args, kwargs)
     if _env.settings().check_values and not call.capturing:
         check_attention_values(call)
     return call
 
+
+def normalize(*args, **kwargs) -> FlashAttnCall:
+    """The fast path when it applies, else the detailed validation (binding errors -> AtrexTypeError).
+    With ``ATREX_CHECK_VALUES=1`` (never under capture) the value preconditions are checked too.
+    (The public functions inline this: every ``*args, **kwargs`` hop costs ~1 us for vLLM's 21 keywords.)"""
+    try:
+        call = _normalize_fast(*args, **kwargs)
+    except TypeError:
+        call = None
+    return _finish(call, args, kwargs, "flash_attn_varlen_func")
 
 
 def _empty_result(call: FlashAttnCall, out: Tensor):
@@ -543,7 +568,11 @@ AtrexCaptureError
 
 @V.with_exact_signature(normalize_flash_attn_call, "flash_attn_varlen_func", _DOC)
 def flash_attn_varlen_func(*args, **kwargs):
-    return run_call(normalize(*args, **kwargs))
+    try:  # normalize(), inlined
+        call = _normalize_fast(*args, **kwargs)
+    except TypeError:
+        call = None
+    return run_call(_finish(call, args, kwargs, "flash_attn_varlen_func"))
 
 
 @V.with_exact_signature(normalize_flash_attn_call, "can_use_flash_attn_varlen_func")
@@ -551,8 +580,12 @@ def can_use_flash_attn_varlen_func(*args, **kwargs) -> bool:
     """True iff the same call, made now on the same stream, would run on an ATREX implementation
     (the torch reference does not count on an accelerator). Never raises for ATREX errors, never
     launches, allocates, synchronizes or compiles. ``explain_flash_attn_varlen_func`` gives the reasons."""
+    try:  # normalize(), inlined
+        call = _normalize_fast(*args, **kwargs)
+    except TypeError:
+        call = None
     try:
-        call = normalize(*args, **kwargs)
+        call = _finish(call, args, kwargs, "flash_attn_varlen_func")
         impl = get_registry().select(OP, call)
     except AtrexError:
         return False

@@ -81,7 +81,10 @@ class Impl:
     def safe_check(self, call) -> Eligibility:
         """check(), with an import or internal failure turned into a reason (never raised)."""
         try:
-            elig = self.check(call)
+            fn = self._check  # check(), inlined: this runs per candidate on every dispatch
+            if fn is None:
+                fn = self._check = _resolve(self.spec.check)
+            elig = fn(call)
         except Exception as exc:
             return Eligibility.no(Reason("check_failed", self.spec.id, f"{type(exc).__name__}: {exc}",
                                          "a check() that returns Eligibility"))
@@ -111,6 +114,11 @@ class Registry:
         self.plugins = plugin_records
         self.impls = impls
         self._cands: dict[tuple[str, str], tuple[Impl, ...]] = {}
+        #: (op, target id) -> (forced impl id or None, enabled candidates): what select() reads from the
+        #: settings, derived once. Both caches belong to the Settings object they were derived from:
+        #: env.reload() replaces that object, and select() then forgets them (see _sync_settings).
+        self._plans: dict[tuple[str, str], tuple[str | None, tuple[Impl, ...]]] = {}
+        self._settings: env.Settings | None = None
 
     @property
     def failed_plugins(self) -> list:
@@ -122,8 +130,17 @@ class Registry:
                                                                            or "*" in i.spec.archs)),
                             key=lambda i: (i.spec.priority, i.plugin, i.spec.id)))
 
+    def _sync_settings(self) -> None:
+        """Drop the settings-derived caches when the settings changed (env.reload() makes a new object)."""
+        current = env.settings()
+        if current is not self._settings:
+            self._cands.clear()
+            self._plans.clear()
+            self._settings = current
+
     def candidates(self, op: str, target_id: str) -> tuple[Impl, ...]:
         """Enabled candidates for (op, target), cached."""
+        self._sync_settings()
         key = (op, target_id)
         hit = self._cands.get(key)
         if hit is None:
@@ -140,32 +157,40 @@ class Registry:
 
     def select(self, op: str, call) -> Impl:
         """The implementation that runs ``call``, or AtrexNotSupportedError with every reason."""
-        target = call.target
-        forced = env.settings().forced_impl.get(op)
+        if self._settings is not env._settings:  # an identity test per call instead of settings lookups
+            self._sync_settings()
+        key = (op, call.target.id)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = (env.settings().forced_impl.get(op), self.candidates(*key))
+        forced, cands = plan
         if forced is not None:
-            impl = self.find(op, forced)
-            if impl is None:
-                raise AtrexNotSupportedError(
-                    f"{op}: ATREX_IMPL_{op.upper()}={forced!r} names no registered implementation "
-                    f"(registered: {', '.join(sorted({i.id for i in self.impls if i.spec.op == op}))})",
-                    op=op, target=target.id, failed_plugins=self.failed_plugins)
-            if target.id not in impl.spec.archs and "*" not in impl.spec.archs:
-                raise AtrexNotSupportedError(
-                    f"{op}: forced implementation {forced!r} does not serve target {target.id} "
-                    f"(it serves {', '.join(impl.spec.archs)})", op=op, target=target.id,
-                    failed_plugins=self.failed_plugins)
-            elig = impl.safe_check(call)
-            if not _forcible(elig):
-                raise AtrexNotSupportedError(
-                    f"{op}: forced implementation {forced!r} (ATREX_IMPL_{op.upper()}) is not eligible "
-                    f"for this call on {target.describe()}", op=op, target=target.id,
-                    rejections=[(impl.id, elig)], failed_plugins=self.failed_plugins)
-            return impl
-        cands = self.candidates(op, target.id)
+            return self._select_forced(op, call, forced)
         for impl in cands:
             if impl.safe_check(call).ok:
                 return impl
         raise self.not_supported(op, call, cands)
+
+    def _select_forced(self, op: str, call, forced: str) -> Impl:
+        target = call.target
+        impl = self.find(op, forced)
+        if impl is None:
+            raise AtrexNotSupportedError(
+                f"{op}: ATREX_IMPL_{op.upper()}={forced!r} names no registered implementation "
+                f"(registered: {', '.join(sorted({i.id for i in self.impls if i.spec.op == op}))})",
+                op=op, target=target.id, failed_plugins=self.failed_plugins)
+        if target.id not in impl.spec.archs and "*" not in impl.spec.archs:
+            raise AtrexNotSupportedError(
+                f"{op}: forced implementation {forced!r} does not serve target {target.id} "
+                f"(it serves {', '.join(impl.spec.archs)})", op=op, target=target.id,
+                failed_plugins=self.failed_plugins)
+        elig = impl.safe_check(call)
+        if not _forcible(elig):
+            raise AtrexNotSupportedError(
+                f"{op}: forced implementation {forced!r} (ATREX_IMPL_{op.upper()}) is not eligible "
+                f"for this call on {target.describe()}", op=op, target=target.id,
+                rejections=[(impl.id, elig)], failed_plugins=self.failed_plugins)
+        return impl
 
     def not_supported(self, op: str, call, cands) -> AtrexNotSupportedError:
         target = call.target

@@ -6,7 +6,7 @@ tests can feed it stubbed properties.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from atrex import env
 
@@ -30,11 +30,13 @@ class DeviceTarget:
     sm_count: int = 0
     emulated: bool = False
     index: int | None = None
+    #: TARGETS.md 0: the target ids are `cpu`, `unknown` and `<family>/<arch>`. Derived, computed once
+    #: (dispatch reads it on every call); not an argument, not part of eq/hash/repr.
+    id: str = field(init=False, repr=False, compare=False)
 
-    @property
-    def id(self) -> str:
-        # TARGETS.md 0: the target ids are `cpu`, `unknown` and `<family>/<arch>`.
-        return self.family if self.family in ("cpu", "unknown") else f"{self.family}/{self.arch}"
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "id", self.family if self.family in ("cpu", "unknown")
+                           else f"{self.family}/{self.arch}")
 
     @property
     def is_accelerator(self) -> bool:
