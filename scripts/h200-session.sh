@@ -35,14 +35,18 @@ for s in $STEP; do
       for v in ${GDN_VTESTS:-v1_pair intra_v1 intra_v2_ieee state_v2_nopf state_v3}; do timeout 150 python3 -m pytest op_test/nvidia/chunk_gdn/test_chunk_gdn_sm90.py -q -p no:cacheprovider -k "variants and $v" > "$OUT/gdn_vtests_$v.log" 2>&1; echo "variant $v: $(tail -n 1 "$OUT/gdn_vtests_$v.log")"; done ;;
     verify-gdn) timeout 200 python3 -m atrex verify chunk_gdn --size small > "$OUT/verify_chunk_gdn.log" 2>&1 ;;
     gdn-main) timeout 300 python3 -m atrex_nvidia.chunk_gdn.sm90.bench_gdn --out "$OUT/gdn" > "$OUT/gdn_main.log" 2>&1 ;;
+    gdn-rest) timeout 100 python3 -m pytest op_test/nvidia/chunk_gdn/test_chunk_gdn_sm90.py -q -p no:cacheprovider -k "not test_cases or (variants and state_v3)" > "$OUT/gdn_rest.log" 2>&1 ;;
+    fa-all) timeout "${FA_ALL_TIMEOUT:-330}" python3 -m pytest op_test/nvidia/flash_attn/test_flash_attn_sm90.py -q -p no:cacheprovider > "$OUT/fa_all.log" 2>&1 ;;
+    host-dispatch) timeout 60 python3 scripts/host_dispatch_bench.py > "$OUT/host_dispatch.log" 2>&1 ;;
     fa-host) timeout 120 python3 -m atrex_nvidia.flash_attn.bench_fa4 --skip prefill,decode --out "$OUT" > "$OUT/fa_host.log" 2>&1 ;;
   esac
   echo "step $s: exit $?"
 done
 tail -n 1 "$OUT/verify_chunk_gdn.log" 2>/dev/null; grep -h FAIL "$OUT/verify_chunk_gdn.log" 2>/dev/null | head -5
-for f in gdn_tests gdn_dispatch decode_tests fa_tests; do [ -f "$OUT/$f.log" ] && echo "$f: $(tail -n 1 "$OUT/$f.log")"; done
+for f in gdn_tests gdn_rest gdn_dispatch decode_tests fa_tests fa_all; do [ -f "$OUT/$f.log" ] && echo "$f: $(tail -n 1 "$OUT/$f.log")"; done
 grep -h "^|" "$OUT"/bench_*.md 2>/dev/null | cut -c1-150
 grep -h "^|" "$OUT"/bench_decode.md "$OUT"/sweep/bench_decode.md 2>/dev/null | cut -c1-170
 grep -h "^|" "$OUT"/gdn/gdn_bench.md "$OUT"/gdnv/gdn_bench.md 2>/dev/null | cut -c1-200
 tail -n 8 "$OUT/gdn_i2_probe.log" 2>/dev/null; grep -m 5 -h "Invalid\|ERROR SUMMARY\|at .*atrex" "$OUT/gdn_i2_memcheck.log" 2>/dev/null
 grep -h "us" "$OUT/fa_host.log" 2>/dev/null | tail -n 12
+tail -n 14 "$OUT/host_dispatch.log" 2>/dev/null
