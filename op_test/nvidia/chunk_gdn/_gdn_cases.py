@@ -138,6 +138,9 @@ GPU_CASES = SMALL_CASES + [
     ("hv48_T127", dict(T=127, H=16, HV=48, K=128, h0=torch.float32)),
     ("hv64_T128_noL2", dict(T=128, H=16, HV=64, K=128, l2norm=False)),
     ("fla_D100_fp16", dict(B=2, T=300, H=2, HV=4, K=100, dtype=torch.float16, h0=torch.float32)),
+    # K = 256, the top of the check domain (state v2 with 3 stages would exceed shared memory: v1 pair)
+    ("K256_bf16", dict(T=130, H=1, HV=2, K=256, V=64, h0=torch.float32)),
+    ("K256_varlen", dict(T=200, H=2, HV=2, K=256, V=128, cu_seqlens=[0, 1, 129, 200])),
     ("g_tiny_long", dict(T=2048, H=2, HV=4, K=128, g_mode="tiny", h0=torch.float32)),
     ("beta_sigmoid_neg", dict(T=200, H=2, HV=4, K=64, h0=torch.float32)),
 ]

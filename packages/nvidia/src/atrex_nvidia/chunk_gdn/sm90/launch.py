@@ -69,6 +69,7 @@ _STATE_V3_CFG = (64, 4, 2)  # BV 64 so that each warpgroup's wgmma has M = 64 wi
 # State v2 with at most ~2 programs per SM: a third pipeline stage (T=8192: 0.209 vs 0.275 ms; T=32768: 0.811 vs
 # 1.058 ms); with more programs the extra shared memory costs occupancy (varlen 16x1024: 0.483 vs 0.341 ms).
 _STATE_V2_FEW_CFG = (32, 4, 3)
+V2_MAX_BK = 128  # the v2 kernels run for padded K <= 128 (larger K: v1 pair)
 _SM_COUNT: dict = {}
 
 
@@ -164,8 +165,11 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
         A = torch.empty((HV, total_t, 64), dtype=q.dtype, device=dev)
         W = U = q
     Aqk = torch.empty((HV, total_t, 64), dtype=q.dtype, device=dev)
-    state_v2 = fast and not use_wy and STATE_IMPL in ("v2", "v3")
-    intra_v2 = fast and not use_wy and INTRA_IMPL == "v2"
+    # The v2 kernels are measured and tested for K <= 128; at K = 256 state v2 with 3 stages needs 260 KB of
+    # shared memory (OutOfResources in `atrex verify`'s K256 sweep on the H200), so K > 128 keeps the v1 pair.
+    v2_ok = fast and not use_wy and BK <= V2_MAX_BK
+    state_v2 = v2_ok and STATE_IMPL in ("v2", "v3")
+    intra_v2 = v2_ok and INTRA_IMPL == "v2"
     # plane 0: chunk-local gamma; planes 1-4 (state v2): beta, beta e^gamma, e^gamma, e^(gamma_last - gamma)
     fac = torch.empty((5 if state_v2 else 1, HV, total_t), dtype=torch.float32, device=dev)
     gam = fac[0]
