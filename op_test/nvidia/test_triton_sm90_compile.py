@@ -1,0 +1,155 @@
+"""CPU test: every Triton specialisation ATREX's SM90 launchers would launch compiles for sm90 and fits.
+
+No GPU is needed: in a subprocess, Triton's active driver is replaced by a stand-in that reports an sm90
+target, and ``knobs.runtime.jit_cache_hook`` records each specialisation the launchers
+(``nvidia.gdn_sm90``, ``nvidia.decode_splitkv``) ask for and returns before any compile or launch. Each
+recorded specialisation is then compiled to a cubin for ``GPUTarget("cuda", 90, 32)``, and its static
+shared memory is compared with the H100/H200 limit per block (227 KiB).
+
+This catches, on a CPU, the two failures first seen on the H200 on 2026-12-02: a kernel that did not
+compile when Triton specialised an int argument equal to 1 into a constexpr (HV == 1), and a
+configuration needing 260 KB of shared memory (K = 256 with a 3-stage state kernel). Triton versions
+differ in their lowering; the GPU target tests remain the authority.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+PATHS = [os.path.join(ROOT, "packages", "core", "python"), os.path.join(ROOT, "packages", "nvidia", "src"),
+         os.path.join(HERE, "chunk_gdn"), os.path.join(ROOT, "op_test")]
+
+triton = pytest.importorskip("triton")
+
+_SCRIPT = textwrap.dedent(r'''
+    import json, sys
+    sys.path[:0] = PATHS
+    import torch
+    import triton
+    from triton import knobs
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    from triton.runtime import driver
+
+    SM90 = GPUTarget("cuda", 90, 32)
+    SMEM_LIMIT = 232448  # bytes of shared memory one block may use on H100 / H200 (227 KiB)
+
+    class Sm90StandIn:
+        """Just enough of a Triton driver for the binder: an sm90 target, device 0, stream 0."""
+        def get_current_target(self):
+            return SM90
+        def get_current_device(self):
+            return 0
+        def get_current_stream(self, device=None):
+            return 0
+        def get_active_torch_device(self):
+            return torch.device("cpu")
+
+    driver.set_active(Sm90StandIn())
+    specs = {}
+
+    def record(*, key, repr, fn, compile, is_manual_warmup, already_compiled):
+        specs.setdefault(f"{fn.name}|{key}", (fn.jit_function, compile))
+        return True  # handled: Triton neither compiles nor launches
+
+    knobs.runtime.jit_cache_hook = record
+
+    # ---- nvidia.gdn_sm90: the target-test shapes, for the default kernels and each tested variant
+    import _gdn_cases as C
+    from atrex_nvidia.chunk_gdn.sm90 import launch as GL
+
+    def gdn(kw, **hooks):
+        saved = {a: getattr(GL, a) for a in hooks}
+        for a, val in hooks.items():
+            setattr(GL, a, val)
+        try:
+            inp = C.make_inputs(device="cpu", **kw)
+            GL.gdn_fwd(inp["q"], inp["k"], inp["v"], inp["g"], inp["beta"], scale=inp["scale"],
+                       initial_state=inp["initial_state"], output_final_state=True,
+                       use_qk_l2norm_in_kernel=inp["use_qk_l2norm_in_kernel"],
+                       state_v_first=inp["state_v_first"], cu_seqlens=inp["cu_seqlens"])
+        finally:
+            for a, val in saved.items():
+                setattr(GL, a, val)
+
+    gdn_cases = dict(C.GPU_CASES)
+    for cid in ("T1", "T64", "varlen_0_1", "varlen_i64_noh0", "K60_V100_fp16", "T65_noL2", "hv48_T127",
+                "K256_bf16", "K256_varlen"):
+        gdn(gdn_cases[cid])
+    # the perf shapes' configurations (few programs: 3-stage state kernel; many: 2 stages), small T
+    gdn(dict(T=64, H=16, HV=32, K=128))
+    gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=[64 * i for i in range(11)]))
+    for hooks in C.VARIANT_HOOKS.values():
+        gdn(gdn_cases["T64"], **hooks)
+    gdn(gdn_cases["varlen_0_1"], USE_WY=True)
+
+    # ---- nvidia.decode_splitkv: head dims, pages, split / no split, fp8, sinks and LSE
+    from atrex.api.flash_attn import normalize_flash_attn_call
+    from atrex.dispatch.target import DeviceTarget
+    from atrex.inputs import attn_inputs
+    from atrex_nvidia.flash_attn.sm90.decode_splitkv import launch as DL
+
+    H200 = DeviceTarget("nvidia", "sm90", "NVIDIA H200", (9, 0), "cuda 13.0", 132, False, 0)
+    for q_lens, k_lens, kw in (
+        ((1,), (8192,), dict(head_dim=128, page_size=16, num_heads_q=32, num_heads_k=8)),
+        ((4,) * 8, (8192,) * 8, dict(head_dim=128, page_size=128, num_heads_q=32, num_heads_k=8)),
+        ((1,) * 64, (300,) * 64, dict(head_dim=128, page_size=16, num_heads_q=32, num_heads_k=8)),
+        ((1, 2), (40, 70), dict(head_dim=256, page_size=64, num_heads_q=16, num_heads_k=2, sinks=True,
+                                return_lse=True)),
+        ((3,), (1000,), dict(head_dim=40, page_size=1, num_heads_q=4, num_heads_k=4, window_size=[32, 0])),
+        ((1, 1), (600, 70), dict(head_dim=128, page_size=16, num_heads_q=8, num_heads_k=1,
+                                 dtype=torch.float8_e4m3fn, softcap=30.0)),
+    ):
+        call = normalize_flash_attn_call(**attn_inputs(list(q_lens), list(k_lens), **kw))._replace(target=H200)
+        out = torch.empty((call.total_q, call.num_heads_q, call.head_dim_v), dtype=call.out_dtype)
+        DL.decode(call, out)
+
+    results = {}
+    for name, (jit_fn, c) in specs.items():
+        src = ASTSource(jit_fn, c["signature"], c["constants"], c["configs"][0])
+        try:
+            k = triton.compile(src, target=SM90, options=dict(num_warps=c["num_warps"],
+                                                             num_stages=c["num_stages"]))
+            smem = int(k.metadata.shared)
+            results[name] = dict(ok=smem <= SMEM_LIMIT, shared=smem)
+        except Exception as exc:  # the finding
+            results[name] = dict(ok=False, error=f"{type(exc).__name__}: {str(exc)[:400]}")
+    print("RESULT " + json.dumps(results))
+''').replace("PATHS", repr(PATHS))
+
+
+@pytest.fixture(scope="module")
+def compiled():
+    try:
+        from triton.backends.compiler import GPUTarget  # noqa: F401
+        from triton.backends.nvidia.compiler import CUDABackend  # noqa: F401
+    except Exception as exc:  # a Triton build without the NVIDIA backend cannot compile for sm90
+        pytest.skip(f"Triton's NVIDIA backend is unavailable: {exc}")
+    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "CUDA_VISIBLE_DEVICES")}
+    env["CUDA_VISIBLE_DEVICES"] = ""  # the launchers must not touch a real GPU from this subprocess
+    env.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
+    p = subprocess.run([sys.executable, "-c", _SCRIPT], env=env, capture_output=True, text=True, timeout=1500,
+                       cwd=ROOT)
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
+    if p.returncode != 0 or not lines:
+        pytest.fail(f"compile subprocess failed (rc={p.returncode}):\n{p.stdout[-3000:]}\n{p.stderr[-6000:]}")
+    return json.loads(lines[-1][len("RESULT "):])
+
+
+def test_launchers_request_every_kernel(compiled):
+    names = {name.split("|", 1)[0] for name in compiled}
+    want = {"atrex_sm90_gdn_intra_chunk", "atrex_sm90_gdn_intra_chunk_v2", "atrex_sm90_gdn_state_output",
+            "atrex_sm90_gdn_state_output_v2", "atrex_sm90_gdn_state_output_v3", "atrex_sm90_gdn_chunk_offsets",
+            "atrex_sm90_decode_splitkv", "atrex_sm90_decode_combine"}
+    assert want <= names, f"not requested: {sorted(want - names)}"
+
+
+def test_every_specialisation_compiles_for_sm90_within_shared_memory(compiled):
+    bad = {name: r for name, r in compiled.items() if not r["ok"]}
+    assert not bad, json.dumps(bad, indent=1)[:6000]
