@@ -208,12 +208,14 @@ def bench_host(results):
 
     out = {}
     for paged in (False, True):
-        kw = _kw((1,), (64,), hq=8, hk=2, d=128, page=16 if paged else None, causal=True, seed=0)
-        label = "paged p16" if paged else "non-paged"
+        # paged with 32 query tokens: on sm90 paged calls with max_seqlen_q <= 16 go to nvidia.decode_splitkv
+        sq = 32 if paged else 1
+        kw = _kw((sq,), (64,), hq=8, hk=2, d=128, page=16 if paged else None, causal=True, seed=0)
+        label = f"paged p16 q{sq}" if paged else "non-paged"
         fa_pub = _fa4_direct(kw)
-        fa_priv = lambda kw=kw: _flash_attn_fwd(
+        fa_priv = lambda kw=kw, sq=sq: _flash_attn_fwd(
             q=kw["q"], k=kw["k"], v=kw["v"], cu_seqlens_q=kw["cu_seqlens_q"], cu_seqlens_k=kw.get("cu_seqlens_k"),
-            seqused_k=kw.get("seqused_k"), max_seqlen_q=1, max_seqlen_k=64, page_table=kw.get("block_table"),
+            seqused_k=kw.get("seqused_k"), max_seqlen_q=sq, max_seqlen_k=64, page_table=kw.get("block_table"),
             softmax_scale=kw["q"].shape[-1] ** -0.5, causal=True, num_splits=1, out=kw["out"])
         at = _atrex(kw)
         normalize = getattr(api, "normalize", None)
