@@ -45,3 +45,25 @@ def assert_rejected_without_tensor_ops(fn, kwargs: dict, err: type, argument: st
     assert f"`{argument}`" in str(info.value), f"message does not name `{argument}`: {info.value}"
     assert_unchanged(before, kwargs)
     return info.value
+
+
+def run_result_script(script: str, *, set_env: dict | None = None, drop_env=("CUDA_VISIBLE_DEVICES",),
+                      timeout: int = 600, cwd: str | None = None, what: str = "subprocess") -> dict:
+    """Runs ``python -c script`` in a fresh process (for settings such as ``TRITON_INTERPRET`` that must be
+    set before import and must not leak into other tests) and returns the JSON of its last ``RESULT ``
+    line; fails the test with the process output otherwise."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    import pytest
+
+    env = {k: v for k, v in os.environ.items() if k not in drop_env}
+    env.update(set_env or {})
+    p = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=timeout,
+                       cwd=cwd)
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
+    if p.returncode != 0 or not lines:
+        pytest.fail(f"{what} failed (rc={p.returncode}):\n{p.stdout[-4000:]}\n{p.stderr[-8000:]}")
+    return json.loads(lines[-1][len("RESULT "):])

@@ -14,11 +14,11 @@ differ in their lowering; the GPU target tests remain the authority.
 
 import json
 import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
+
+from testlib import run_result_script
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
@@ -131,21 +131,15 @@ def compiled():
         from triton.backends.nvidia.compiler import CUDABackend  # noqa: F401
     except Exception as exc:  # a Triton build without the NVIDIA backend cannot compile for sm90
         pytest.skip(f"Triton's NVIDIA backend is unavailable: {exc}")
-    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "CUDA_VISIBLE_DEVICES")}
-    env["CUDA_VISIBLE_DEVICES"] = ""  # the launchers must not touch a real GPU from this subprocess
-    env.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
-    p = subprocess.run([sys.executable, "-c", _SCRIPT], env=env, capture_output=True, text=True, timeout=1500,
-                       cwd=ROOT)
-    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
-    if p.returncode != 0 or not lines:
-        pytest.fail(f"compile subprocess failed (rc={p.returncode}):\n{p.stdout[-3000:]}\n{p.stderr[-6000:]}")
-    return json.loads(lines[-1][len("RESULT "):])
+    # the launchers must not touch a real GPU from this subprocess
+    return run_result_script(_SCRIPT, set_env={"CUDA_VISIBLE_DEVICES": "", "TRITON_DEFAULT_FP_FUSION": "1"},
+                             drop_env=("TRITON_INTERPRET",), timeout=1500, cwd=ROOT, what="compile subprocess")
 
 
 def test_launchers_request_every_kernel(compiled):
     names = {name.split("|", 1)[0] for name in compiled}
     want = {"atrex_sm90_gdn_intra_chunk", "atrex_sm90_gdn_intra_chunk_v2", "atrex_sm90_gdn_state_output",
-            "atrex_sm90_gdn_state_output_v2", "atrex_sm90_gdn_state_output_v3", "atrex_sm90_gdn_chunk_offsets",
+            "atrex_sm90_gdn_state_output_v2", "atrex_sm90_gdn_chunk_offsets",
             "atrex_sm90_decode_splitkv", "atrex_sm90_decode_combine"}
     assert want <= names, f"not requested: {sorted(want - names)}"
 

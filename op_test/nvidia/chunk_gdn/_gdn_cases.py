@@ -271,7 +271,6 @@ VARIANT_HOOKS = {  # launcher variants measured by bench_gdn's sweep besides the
     "intra_v1": dict(INTRA_IMPL="v1"),
     "intra_v2_ieee": dict(INTRA_V2_PREC="ieee"),
     "state_v2_nopf": dict(STATE_PREFETCH=False),
-    "state_v3": dict(STATE_IMPL="v3"),
 }
 VARIANT_CASES = [c for c in GPU_CASES if c[0] in ("T1", "T64", "varlen_0_1", "qwen3next_T4224_vfirst",
                                                   "qwen_varlen_mixed", "hv48_T127", "g_tiny_long")]
@@ -280,7 +279,7 @@ VARIANT_CASES = [c for c in GPU_CASES if c[0] in ("T1", "T64", "varlen_0_1", "qw
 @pytest.mark.parametrize("variant", sorted(VARIANT_HOOKS))
 @pytest.mark.parametrize("case_id,kw", VARIANT_CASES, ids=[c[0] for c in VARIANT_CASES])
 def test_cases_variants(case_id, kw, variant, monkeypatch):
-    """The launcher's alternative kernels (intra v2, state v2/v3) against the float64 recurrence."""
+    """The launcher's alternative kernels (v1 pair, intra v1 / v2 precision, state v2 without prefetch) against the float64 recurrence."""
     from atrex_nvidia.chunk_gdn.sm90 import launch
     for name, value in VARIANT_HOOKS[variant].items():
         monkeypatch.setattr(launch, name, value)

@@ -6,13 +6,12 @@ recurrence of ``_gdn_cases.py``. ``op_test/triton_interp_bf16.py`` patches the i
 handling inside that subprocess only.
 """
 
-import json
 import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
+
+from testlib import run_result_script
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
@@ -63,9 +62,7 @@ _SCRIPT = textwrap.dedent(r'''
         ("v1", dict(INTRA_IMPL="v1", STATE_IMPL="v1", STATE_PREFETCH=False), None, "atrex_sm90_gdn_state_output"),
         ("i1v2", dict(INTRA_IMPL="v1"), sub, "atrex_sm90_gdn_state_output_v2"),
         ("v2nopf", dict(STATE_PREFETCH=False), sub, "atrex_sm90_gdn_state_output_v2"),
-        ("v3", dict(STATE_IMPL="v3"), sub, "atrex_sm90_gdn_state_output_v3"),
-        ("v3pf", dict(STATE_IMPL="v3", STATE_CFG_OVERRIDE=(32, 4, 2)), ("T63", "varlen_0_1"),
-         "atrex_sm90_gdn_state_output_v3"),
+        ("v2_32x4s2", dict(STATE_CFG_OVERRIDE=(32, 4, 2)), ("T63", "varlen_0_1"), "atrex_sm90_gdn_state_output_v2"),
         ("i2ieee", dict(INTRA_V2_PREC="ieee"), ("T130_B2_gva_bf16h0", "varlen_0_1"), "atrex_sm90_gdn_intra_chunk_v2"),
     ]
     for tag, cfg, only, kname in variants:
@@ -87,14 +84,7 @@ _SCRIPT = textwrap.dedent(r'''
 
 @pytest.fixture(scope="module")
 def interpreted_results():
-    env = dict(os.environ)
-    env["TRITON_INTERPRET"] = "1"
-    env.pop("CUDA_VISIBLE_DEVICES", None)
-    p = subprocess.run([sys.executable, "-c", _SCRIPT], env=env, capture_output=True, text=True, timeout=600)
-    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
-    if p.returncode != 0 or not lines:
-        pytest.fail(f"interpreter subprocess failed (rc={p.returncode}):\n{p.stdout[-4000:]}\n{p.stderr[-8000:]}")
-    return json.loads(lines[-1][len("RESULT "):])
+    return run_result_script(_SCRIPT, set_env={"TRITON_INTERPRET": "1"}, what="interpreter subprocess")
 
 
 def test_interpreted_kernels_match_fp64_recurrence(interpreted_results):

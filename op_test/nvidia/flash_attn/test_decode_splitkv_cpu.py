@@ -7,10 +7,7 @@ not leak into other tests), with the two bf16 gaps of the interpreter patched th
 ``op_test/nvidia/chunk_gdn/test_chunk_gdn_triton_interpret.py``.
 """
 
-import json
 import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
@@ -25,7 +22,7 @@ from atrex.plugin import validate_manifest
 from atrex_nvidia import _plugin
 from atrex_nvidia.flash_attn.sm90.decode_splitkv import impl, launch
 from atrex_nvidia.triton_warm import WarmRecord
-from testlib import OpRecorder
+from testlib import OpRecorder, run_result_script
 
 SM90 = DeviceTarget("nvidia", "sm90", "NVIDIA H200", (9, 0), "cuda 13.0", 132, False, 0)
 SM100 = DeviceTarget("nvidia", "sm100", "NVIDIA B200", (10, 0), "cuda 13.0", 148, False, 0)
@@ -253,15 +250,7 @@ _SCRIPT = textwrap.dedent(r'''
 def interpreted():
     pytest.importorskip("triton")
     pytest.importorskip("numpy")
-    env = dict(os.environ)
-    env["TRITON_INTERPRET"] = "1"
-    env.pop("CUDA_VISIBLE_DEVICES", None)
-    p = subprocess.run([sys.executable, "-c", _SCRIPT], env=env, capture_output=True, text=True, timeout=600,
-                       cwd=HERE)
-    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
-    if p.returncode != 0 or not lines:
-        pytest.fail(f"interpreter subprocess failed (rc={p.returncode}):\n{p.stdout[-4000:]}\n{p.stderr[-8000:]}")
-    return json.loads(lines[-1][len("RESULT "):])
+    return run_result_script(_SCRIPT, set_env={"TRITON_INTERPRET": "1"}, cwd=HERE, what="interpreter subprocess")
 
 
 def test_interpreted_kernels_match_reference(interpreted):

@@ -1,6 +1,6 @@
 """Benchmark: ATREX SM90 chunked Gated-DeltaNet vs fla-core 0.6 ``chunk_gated_delta_rule``, one run.
 
-    python -m atrex_nvidia.chunk_gdn.sm90.bench_gdn --out DIR [--sweep [--variants 'default,v3*']] [--no-ref]
+    python -m atrex_nvidia.chunk_gdn.sm90.bench_gdn --out DIR [--sweep [--variants 'default,v2*']] [--no-ref]
 
 Cases are PERFORMANCE.md's GDN rows (bf16, K = V = 128, q/k L2 norm in kernel, g fp32 negative
 log decay, beta bf16 post-sigmoid, no initial state, final state returned). Each case is first
@@ -143,7 +143,8 @@ def kernel_breakdown(x):
 
 VARIANTS = [
     # name, launch overrides (state (BV, warps, stages), intra (warps, stages, product inverse), WY form)
-    ("default", {}),
+    ("default", {}),  # intra v2 (tf32x3) + state v2 with prefetch since 2026-12-02 round 3
+    ("v1_pair", dict(intra_impl="v1", state_impl="v1", prefetch=False)),  # the earlier default
     ("state16x4", dict(state=(16, 4, 2))),
     ("state32x4", dict(state=(32, 4, 2))),
     ("state64x4", dict(state=(64, 4, 2))),
@@ -175,16 +176,6 @@ VARIANTS = [
     ("v2_pf", dict(state_impl="v2", prefetch=True)),
     ("v2_state32x4s3", dict(state_impl="v2", state=(32, 4, 3))),
     ("v2_state16x4", dict(state_impl="v2", state=(16, 4, 2))),
-    # state v3: transposed step, register A operands (wgmma needs BV >= 64 per warpgroup)
-    ("v3_64x4", dict(state_impl="v3", state=(64, 4, 2))),
-    ("v3_64x4s3", dict(state_impl="v3", state=(64, 4, 3))),
-    ("v3_64x8", dict(state_impl="v3", state=(64, 8, 2))),
-    ("v3_32x4", dict(state_impl="v3", state=(32, 4, 2))),
-    ("v3_32x4s3", dict(state_impl="v3", state=(32, 4, 3))),
-    ("v3_16x4", dict(state_impl="v3", state=(16, 4, 2))),
-    ("v3_128x8", dict(state_impl="v3", state=(128, 8, 2))),
-    ("v3_64x4_pf", dict(state_impl="v3", state=(64, 4, 2), prefetch=True)),
-    ("v3_32x4_pf", dict(state_impl="v3", state=(32, 4, 2), prefetch=True)),
     ("v2_pf_s3", dict(state_impl="v2", prefetch=True, state=(32, 4, 3))),
     ("v2_pf_64x4", dict(state_impl="v2", prefetch=True, state=(64, 4, 2))),
     ("i2_v2_pf", dict(intra_impl="v2", state_impl="v2", prefetch=True)),
@@ -192,10 +183,6 @@ VARIANTS = [
     ("i2_2w_v2_pf", dict(intra_impl="v2", intra=(2, 2, True), state_impl="v2", prefetch=True)),
     ("i2_s1_v2_pf", dict(intra_impl="v2", intra=(4, 1, True), state_impl="v2", prefetch=True)),
     ("i2tf_v2_pf", dict(intra_impl="v2", prec="tf32x3", state_impl="v2", prefetch=True)),
-    # with intra v2 (separately, since intra v2 faulted once on the H200 at T = 1)
-    ("i2_v3_64x4", dict(intra_impl="v2", state_impl="v3", state=(64, 4, 2))),
-    ("i2_v3_32x4", dict(intra_impl="v2", state_impl="v3", state=(32, 4, 2))),
-    ("i2tf_v3_64x4", dict(intra_impl="v2", prec="tf32x3", state_impl="v3", state=(64, 4, 2))),
 ]
 
 # launch-module attributes a variant may set (key in VARIANTS -> attribute of launch.py)
@@ -266,7 +253,7 @@ def main(argv=None):
     ap.add_argument("--cases", default="", help="comma-separated case ids (default all)")
     ap.add_argument("--deadline", type=float, default=1e9, help="seconds; sweeps stop when exceeded")
     ap.add_argument("--variants", default="", help="comma-separated VARIANTS names or name prefixes ending in '*' "
-                    "(default all), e.g. 'default,intra_v2*,v2*,v3*'")
+                    "(default all), e.g. 'default,intra_v2*,v2*'")
     a = ap.parse_args(argv)
     t_start = time.time()
     os.makedirs(a.out, exist_ok=True)
@@ -298,7 +285,7 @@ def main(argv=None):
         row["atrex_ms"], row["fla_ms"] = ta, tf
         row["speedup"] = (tf / ta) if tf else None
         n_prog = x["v"].shape[2] * (1 if x["cu"] is None else x["cu"].numel() - 1)
-        row["state_cfg"] = list(L._state_cfg(n_prog, V, v2=L.STATE_IMPL == "v2", v3=L.STATE_IMPL == "v3"))
+        row["state_cfg"] = list(L._state_cfg(n_prog, V, v2=L.STATE_IMPL == "v2"))
         try:
             row["kernels_ms"] = kernel_breakdown(x)
         except Exception as e:

@@ -116,22 +116,12 @@ def _store_blk(ptr, rows, mrow, c0, x, r16):
 
 
 @triton.jit
-def atrex_sm90_gdn_intra_chunk(
-    q, k, v, g, beta, A, Aqk, gam, qn, kn, W, U, cu, co, fac,
-    T, N, HV, K, V, n_search,
-    s_qb, s_qt, s_qh, s_kb, s_kt, s_kh, s_vb, s_vt, s_vh, s_gb, s_gt, s_gh, s_bb, s_bt, s_bh,
-    TOTAL_T,
-    IS_VARLEN: tl.constexpr, G: tl.constexpr, BK: tl.constexpr, BVA: tl.constexpr,
-    USE_L2NORM: tl.constexpr, BETA_SIGMOID: tl.constexpr, NEG_EIGVAL: tl.constexpr,
-    INV_PRODUCT: tl.constexpr, STORE_WY: tl.constexpr, STORE_QKN: tl.constexpr, STORE_FAC: tl.constexpr,
-):
-    slot = tl.program_id(0)
-    h = tl.program_id(1)
+def _chunk_of_slot(slot, co, cu, N, T, n_search, IS_VARLEN: tl.constexpr):
+    """(c, bos, eos, b_idx, tg0) of an intra-chunk grid slot: chunk ``c`` of the sequence spanning tokens
+    [bos, eos) of batch row ``b_idx``, whose first row in the ``[*, B*T, *]`` workspaces is ``tg0``.
+    Varlen: binary search of the chunk prefix sum ``co`` for the largest n with co[n] <= slot (skips empty
+    sequences); the caller has checked ``slot < co[N]``."""
     if IS_VARLEN:
-        total = tl.load(co + N)
-        if slot >= total:
-            return
-        # largest n in [0, N-1] with co[n] <= slot (skips empty sequences)
         lo = tl.zeros([], dtype=tl.int32)
         hi = lo + N - 1
         for _ in range(n_search):
@@ -144,7 +134,7 @@ def atrex_sm90_gdn_intra_chunk(
         bos = tl.load(cu + n).to(tl.int32)
         eos = tl.load(cu + n + 1).to(tl.int32)
         b_idx = n * 0
-        tg0 = bos  # global token row of the sequence start in the [*, B*T, *] buffers
+        tg0 = bos
     else:
         NT = tl.cdiv(T, 64)
         b_idx = slot // NT
@@ -152,6 +142,25 @@ def atrex_sm90_gdn_intra_chunk(
         bos = 0
         eos = T
         tg0 = b_idx * T
+    return c, bos, eos, b_idx, tg0
+
+
+@triton.jit
+def atrex_sm90_gdn_intra_chunk(
+    q, k, v, g, beta, A, Aqk, gam, qn, kn, W, U, cu, co, fac,
+    T, N, HV, K, V, n_search,
+    s_qb, s_qt, s_qh, s_kb, s_kt, s_kh, s_vb, s_vt, s_vh, s_gb, s_gt, s_gh, s_bb, s_bt, s_bh,
+    TOTAL_T,
+    IS_VARLEN: tl.constexpr, G: tl.constexpr, BK: tl.constexpr, BVA: tl.constexpr,
+    USE_L2NORM: tl.constexpr, BETA_SIGMOID: tl.constexpr, NEG_EIGVAL: tl.constexpr,
+    INV_PRODUCT: tl.constexpr, STORE_WY: tl.constexpr, STORE_QKN: tl.constexpr, STORE_FAC: tl.constexpr,
+):
+    slot = tl.program_id(0)
+    h = tl.program_id(1)
+    if IS_VARLEN:
+        if slot >= tl.load(co + N):
+            return
+    c, bos, eos, b_idx, tg0 = _chunk_of_slot(slot, co, cu, N, T, n_search, IS_VARLEN)
     t0 = bos + c * 64
     r16 = tl.arange(0, 16)
     r64 = tl.arange(0, 64)
@@ -358,6 +367,46 @@ def atrex_sm90_gdn_intra_chunk(
 
 
 @triton.jit
+def _seq_span(n, cu, T, IS_VARLEN: tl.constexpr):
+    """(bos, eos, b_idx, tg0) of sequence ``n``: its token range within batch row ``b_idx`` and its first
+    row in the token-indexed ``[*, B*T, *]`` workspaces."""
+    if IS_VARLEN:
+        bos = tl.load(cu + n).to(tl.int32)
+        eos = tl.load(cu + n + 1).to(tl.int32)
+        b_idx = n * 0
+        tg0 = bos
+    else:
+        bos = 0
+        eos = T
+        b_idx = n
+        tg0 = n * T
+    return bos, eos, b_idx, tg0
+
+
+@triton.jit
+def _initial_state(h0, n64, hv, s_h0n, s_h0h, s_h0k, s_h0v, offs_k, offs_v, mk, mv, USE_H0: tl.constexpr,
+                   BK: tl.constexpr, BV: tl.constexpr):
+    """The fp32 state block ``[BK, BV]`` of (sequence, value head): loaded from ``h0`` (any float dtype,
+    either layout through its strides) or zero."""
+    if USE_H0:
+        p_h0 = h0 + n64 * s_h0n + hv * s_h0h + offs_k[:, None] * s_h0k + offs_v[None, :] * s_h0v
+        S = tl.load(p_h0, mask=mk[:, None] & mv[None, :], other=0.0).to(tl.float32)
+    else:
+        S = tl.zeros([BK, BV], dtype=tl.float32)
+    return S
+
+
+@triton.jit
+def _store_state(ht, S, n64, hv, HV, K, V, offs_k, offs_v, mk, mv, STATE_V_FIRST: tl.constexpr):
+    """Final fp32 state block into ``ht`` ``[N, HV, K, V]`` (``[N, HV, V, K]`` if ``STATE_V_FIRST``)."""
+    if STATE_V_FIRST:
+        p_ht = ht + n64 * HV * K * V + hv * K * V + offs_v[None, :] * K + offs_k[:, None]
+    else:
+        p_ht = ht + n64 * HV * K * V + hv * K * V + offs_k[:, None] * V + offs_v[None, :]
+    tl.store(p_ht, S, mask=mk[:, None] & mv[None, :])
+
+
+@triton.jit
 def atrex_sm90_gdn_state_output(
     q, k, v, beta, gam, A, Aqk, W, U, h0, o, ht, cu, scale,
     T, HV, K, V,
@@ -374,16 +423,7 @@ def atrex_sm90_gdn_state_output(
     n = i_nh // HV
     hv = i_nh % HV
     h = hv // G
-    if IS_VARLEN:
-        bos = tl.load(cu + n).to(tl.int32)
-        eos = tl.load(cu + n + 1).to(tl.int32)
-        b_idx = n * 0
-        tg0 = bos
-    else:
-        bos = 0
-        eos = T
-        b_idx = n
-        tg0 = n * T
+    bos, eos, b_idx, tg0 = _seq_span(n, cu, T, IS_VARLEN)
     L = eos - bos
     NT = tl.cdiv(L, 64)
 
@@ -394,11 +434,7 @@ def atrex_sm90_gdn_state_output(
     r64 = tl.arange(0, 64)
 
     n64 = n.to(tl.int64)
-    if USE_H0:
-        p_h0 = h0 + n64 * s_h0n + hv * s_h0h + offs_k[:, None] * s_h0k + offs_v[None, :] * s_h0v
-        S = tl.load(p_h0, mask=mk[:, None] & mv[None, :], other=0.0).to(tl.float32)
-    else:
-        S = tl.zeros([BK, BV], dtype=tl.float32)
+    S = _initial_state(h0, n64, hv, s_h0n, s_h0h, s_h0k, s_h0v, offs_k, offs_v, mk, mv, USE_H0, BK, BV)
 
     q_base = q + b_idx.to(tl.int64) * s_qb + h * s_qh
     k_base = k + b_idx.to(tl.int64) * s_kb + h * s_kh
@@ -472,11 +508,7 @@ def atrex_sm90_gdn_state_output(
             S = S * tl.exp(gl) + tl.dot(tl.trans(kd), Ut)
 
     if STORE_HT:
-        if STATE_V_FIRST:
-            p_ht = ht + n64 * HV * K * V + hv * K * V + offs_v[None, :] * K + offs_k[:, None]
-        else:
-            p_ht = ht + n64 * HV * K * V + hv * K * V + offs_k[:, None] * V + offs_v[None, :]
-        tl.store(p_ht, S, mask=mk[:, None] & mv[None, :])
+        _store_state(ht, S, n64, hv, HV, K, V, offs_k, offs_v, mk, mv, STATE_V_FIRST)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -534,29 +566,9 @@ def atrex_sm90_gdn_intra_chunk_v2(
     slot = pid // HV
     h = hv // G
     if IS_VARLEN:
-        total = tl.load(co + N)
-        if slot >= total:
+        if slot >= tl.load(co + N):
             return
-        lo = tl.zeros([], dtype=tl.int32)
-        hi = lo + N - 1
-        for _ in range(n_search):
-            mid = (lo + hi + 1) // 2
-            ok = tl.load(co + mid) <= slot
-            lo = tl.where(ok, mid, lo)
-            hi = tl.where(ok, hi, mid - 1)
-        n = lo
-        c = slot - tl.load(co + n)
-        bos = tl.load(cu + n).to(tl.int32)
-        eos = tl.load(cu + n + 1).to(tl.int32)
-        b_idx = n * 0
-        tg0 = bos
-    else:
-        NT = tl.cdiv(T, 64)
-        b_idx = slot // NT
-        c = slot % NT
-        bos = 0
-        eos = T
-        tg0 = b_idx * T
+    c, bos, eos, b_idx, tg0 = _chunk_of_slot(slot, co, cu, N, T, n_search, IS_VARLEN)
     t0 = bos + c * 64
     r2 = tl.arange(0, 2)
     r4 = tl.arange(0, 4)
@@ -710,16 +722,7 @@ def atrex_sm90_gdn_state_output_v2(
     n = i_nh // HV
     hv = i_nh % HV
     h = hv // G
-    if IS_VARLEN:
-        bos = tl.load(cu + n).to(tl.int32)
-        eos = tl.load(cu + n + 1).to(tl.int32)
-        b_idx = n * 0
-        tg0 = bos
-    else:
-        bos = 0
-        eos = T
-        b_idx = n
-        tg0 = n * T
+    bos, eos, b_idx, tg0 = _seq_span(n, cu, T, IS_VARLEN)
     L = eos - bos
     NT = tl.cdiv(L, 64)
 
@@ -730,11 +733,7 @@ def atrex_sm90_gdn_state_output_v2(
     r64 = tl.arange(0, 64)
 
     n64 = n.to(tl.int64)
-    if USE_H0:
-        p_h0 = h0 + n64 * s_h0n + hv * s_h0h + offs_k[:, None] * s_h0k + offs_v[None, :] * s_h0v
-        S = tl.load(p_h0, mask=mk[:, None] & mv[None, :], other=0.0).to(tl.float32)
-    else:
-        S = tl.zeros([BK, BV], dtype=tl.float32)
+    S = _initial_state(h0, n64, hv, s_h0n, s_h0h, s_h0k, s_h0v, offs_k, offs_v, mk, mv, USE_H0, BK, BV)
 
     bi64 = b_idx.to(tl.int64)
     q_base = q + bi64 * s_qb + h * s_qh
@@ -806,136 +805,4 @@ def atrex_sm90_gdn_state_output_v2(
         S = tl.dot(tl.trans(kt), (Ut * dk[:, None]).to(dt), S * egl)
 
     if STORE_HT:
-        if STATE_V_FIRST:
-            p_ht = ht + n64 * HV * K * V + hv * K * V + offs_v[None, :] * K + offs_k[:, None]
-        else:
-            p_ht = ht + n64 * HV * K * V + hv * K * V + offs_k[:, None] * V + offs_v[None, :]
-        tl.store(p_ht, S, mask=mk[:, None] & mv[None, :])
-
-
-@triton.jit
-def atrex_sm90_gdn_state_output_v3(
-    q, k, v, fac, A, Aqk, h0, o, ht, cu, scale,
-    T, HV, K, V,
-    s_qb, s_qt, s_qh, s_kb, s_kt, s_kh, s_vb, s_vt, s_vh, s_ob, s_ot, s_oh,
-    s_h0n, s_h0h, s_h0k, s_h0v,
-    TOTAL_T,
-    IS_VARLEN: tl.constexpr, G: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
-    USE_H0: tl.constexpr, STORE_HT: tl.constexpr, STATE_V_FIRST: tl.constexpr, PREFETCH: tl.constexpr,
-):
-    """State/output kernel v3: v2 with the whole chunk step transposed. The state is carried as
-    ``M = S^T [BV, K]`` and every product has the register-resident value as its *left* operand and
-    a loaded tile (k, q, A, Aqk, shared memory) as its right operand:
-    ``(K S)^T = M K^T``, ``U~^T = X^T A^T``, ``O^T = e^gamma (M Q^T) + U~^T Aqk^T``,
-    ``M <- e^{gamma_c} M + (e^{gamma_c - gamma} U~)^T K``. As in FlashAttention's ``P V``, an fp32
-    accumulator turned into the next dot's left operand stays in registers, so the dependent chain
-    ``M -> M K^T -> X^T -> X^T A^T -> ... K -> M`` never goes through shared memory (with BV >= 64
-    per warpgroup these are wgmma with the A operand in registers)."""
-    i_v = tl.program_id(0)
-    i_nh = tl.program_id(1)
-    n = i_nh // HV
-    hv = i_nh % HV
-    h = hv // G
-    if IS_VARLEN:
-        bos = tl.load(cu + n).to(tl.int32)
-        eos = tl.load(cu + n + 1).to(tl.int32)
-        b_idx = n * 0
-        tg0 = bos
-    else:
-        bos = 0
-        eos = T
-        b_idx = n
-        tg0 = n * T
-    L = eos - bos
-    NT = tl.cdiv(L, 64)
-
-    offs_k = tl.arange(0, BK)
-    offs_v = i_v * BV + tl.arange(0, BV)
-    mk = offs_k < K
-    mv = offs_v < V
-    r64 = tl.arange(0, 64)
-
-    n64 = n.to(tl.int64)
-    if USE_H0:
-        p_h0 = h0 + n64 * s_h0n + hv * s_h0h + offs_v[:, None] * s_h0v + offs_k[None, :] * s_h0k
-        M = tl.load(p_h0, mask=mv[:, None] & mk[None, :], other=0.0).to(tl.float32)
-    else:
-        M = tl.zeros([BV, BK], dtype=tl.float32)
-
-    bi64 = b_idx.to(tl.int64)
-    q_base = q + bi64 * s_qb + h * s_qh
-    k_base = k + bi64 * s_kb + h * s_kh
-    v_base = v + bi64 * s_vb + hv * s_vh
-    o_base = o + bi64 * s_ob + hv * s_oh
-    a_base = A + hv.to(tl.int64) * TOTAL_T * 64
-    aq_base = Aqk + hv.to(tl.int64) * TOTAL_T * 64
-    plane = (hv * 0 + HV).to(tl.int64) * TOTAL_T  # HV == 1 is specialised to a constexpr int
-    f_base = fac + hv.to(tl.int64) * TOTAL_T + tg0.to(tl.int64)
-    dt = q.dtype.element_ty
-
-    if PREFETCH:
-        mrow_n = r64 < L
-        vt_n = tl.load(v_base + (bos + r64).to(tl.int64)[None, :] * s_vt + offs_v[:, None],
-                       mask=mrow_n[None, :] & mv[:, None], other=0.0)
-        bt_n = tl.load(f_base + plane + r64, mask=mrow_n, other=0.0)
-        be_n = tl.load(f_base + 2 * plane + r64, mask=mrow_n, other=0.0)
-        eg_n = tl.load(f_base + 3 * plane + r64, mask=mrow_n, other=0.0)
-        dk_n = tl.load(f_base + 4 * plane + r64, mask=mrow_n, other=0.0)
-        egl_n = tl.load(f_base + 3 * plane + tl.minimum(L, 64) - 1, mask=L > 0, other=1.0)
-    else:
-        vt_n = tl.zeros([BV, 64], dtype=dt)
-        bt_n = tl.zeros([64], dtype=tl.float32)
-        be_n = bt_n
-        eg_n = bt_n
-        dk_n = bt_n
-        egl_n = tl.zeros([], dtype=tl.float32)
-    for c in range(NT):
-        l0 = c * 64
-        rl = l0 + r64
-        mrow = rl < L
-        rows64 = (bos + rl).to(tl.int64)
-        rg = (tg0 + rl).to(tl.int64)
-        if PREFETCH:
-            vt = vt_n.to(tl.float32)
-            bt = bt_n
-            be = be_n
-            eg = eg_n
-            dk = dk_n
-            egl = egl_n
-            rl_n = rl + 64
-            mrow_n = rl_n < L
-            vt_n = tl.load(v_base + (bos + rl_n).to(tl.int64)[None, :] * s_vt + offs_v[:, None],
-                           mask=mrow_n[None, :] & mv[:, None], other=0.0)
-            bt_n = tl.load(f_base + plane + rl_n, mask=mrow_n, other=0.0)
-            be_n = tl.load(f_base + 2 * plane + rl_n, mask=mrow_n, other=0.0)
-            eg_n = tl.load(f_base + 3 * plane + rl_n, mask=mrow_n, other=0.0)
-            dk_n = tl.load(f_base + 4 * plane + rl_n, mask=mrow_n, other=0.0)
-            egl_n = tl.load(f_base + 3 * plane + tl.minimum(L, l0 + 128) - 1, mask=l0 + 64 < L, other=1.0)
-        else:
-            vt = tl.load(v_base + rows64[None, :] * s_vt + offs_v[:, None],
-                         mask=mrow[None, :] & mv[:, None], other=0.0).to(tl.float32)
-            bt = tl.load(f_base + plane + rl, mask=mrow, other=0.0)
-            be = tl.load(f_base + 2 * plane + rl, mask=mrow, other=0.0)
-            eg = tl.load(f_base + 3 * plane + rl, mask=mrow, other=0.0)
-            dk = tl.load(f_base + 4 * plane + rl, mask=mrow, other=0.0)
-            egl = tl.load(f_base + 3 * plane + tl.minimum(L, l0 + 64) - 1)
-        kt = tl.load(k_base + rows64[:, None] * s_kt + offs_k[None, :], mask=mrow[:, None] & mk[None, :], other=0.0)
-        qt = tl.load(q_base + rows64[:, None] * s_qt + offs_k[None, :], mask=mrow[:, None] & mk[None, :], other=0.0)
-        a_t = tl.load(a_base + rg[:, None] * 64 + r64[None, :], mask=mrow[:, None], other=0.0)
-        aq_t = tl.load(aq_base + rg[:, None] * 64 + r64[None, :], mask=mrow[:, None], other=0.0)
-        Mb = M.to(dt)
-        KS = tl.dot(Mb, tl.trans(kt))                                        # (K S)^T [BV, 64]
-        QS = tl.dot(Mb, tl.trans(qt))                                        # Mb dies here
-        Xt = bt[None, :] * vt - be[None, :] * KS
-        Utt = tl.dot(Xt.to(dt), tl.trans(a_t))                               # U~^T [BV, 64]
-        Ot = eg[None, :] * QS + tl.dot(Utt.to(dt), tl.trans(aq_t))
-        tl.store(o_base + rows64[None, :] * s_ot + offs_v[:, None], (Ot * scale).to(o.dtype.element_ty),
-                 mask=mrow[None, :] & mv[:, None])
-        M = tl.dot((Utt * dk[None, :]).to(dt), kt, M * egl)
-
-    if STORE_HT:
-        if STATE_V_FIRST:
-            p_ht = ht + n64 * HV * K * V + hv * K * V + offs_v[:, None] * K + offs_k[None, :]
-        else:
-            p_ht = ht + n64 * HV * K * V + hv * K * V + offs_k[None, :] * V + offs_v[:, None]
-        tl.store(p_ht, M, mask=mv[:, None] & mk[None, :])
+        _store_state(ht, S, n64, hv, HV, K, V, offs_k, offs_v, mk, mv, STATE_V_FIRST)

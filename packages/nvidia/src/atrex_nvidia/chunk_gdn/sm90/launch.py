@@ -56,16 +56,14 @@ INTRA_CFG_OVERRIDE = None
 # STATE_IMPL "v2": ``atrex_sm90_gdn_state_output_v2`` (per-row factors precomputed by the intra kernel, v1 or
 #   v2: no strided beta load, exp or reduction in the loop; STATE_PREFETCH: small operands loaded a chunk
 #   ahead by hand).
-# STATE_IMPL "v3": ``atrex_sm90_gdn_state_output_v3``, v2 transposed (state carried as S^T [BV, K], every
-#   dependent product takes its register operand on the left: no shared-memory round trip on the chain;
-#   wgmma with a register A operand needs BV >= 64 with 4 warps).
+# (A transposed state kernel "v3", register-operand chain, was slower in every configuration measured on the
+#   H200 and was removed: BENCH_H200.md, round 2.)
 # Defaults measured on the H200 (2026-12-02, bench_gdn sweep, BENCH_H200.md "round 3"): intra v2 with tf32x3 dots
 # (varlen 16x1024: 0.540 vs 0.706 ms for v1) and state v2 with the hand prefetch (T=8192: 0.275 vs 0.337 ms).
 INTRA_IMPL = "v2"
 INTRA_V2_PREC = "tf32x3"
 STATE_IMPL = "v2"
-STATE_PREFETCH = True  # v2/v3: load v / factors one chunk ahead into registers by hand (else Triton pipelines them)
-_STATE_V3_CFG = (64, 4, 2)  # BV 64 so that each warpgroup's wgmma has M = 64 with the A operand in registers
+STATE_PREFETCH = True  # v2: load v / factors one chunk ahead into registers by hand (else Triton pipelines them)
 # State v2 with at most ~2 programs per SM: a third pipeline stage (T=8192: 0.209 vs 0.275 ms; T=32768: 0.811 vs
 # 1.058 ms); with more programs the extra shared memory costs occupancy (varlen 16x1024: 0.483 vs 0.341 ms).
 _STATE_V2_FEW_CFG = (32, 4, 3)
@@ -83,14 +81,12 @@ def _sm_count(dev) -> int:
     return n
 
 
-def _state_cfg(n_programs, V, v3=False, v2=False, sm_count=132):
+def _state_cfg(n_programs, V, v2=False, sm_count=132):
     """(BV, num_warps, num_stages) of the state kernel for ``n_programs`` (sequence, value head) pairs."""
     if STATE_CFG_OVERRIDE is not None:
         return STATE_CFG_OVERRIDE
     cfg = _STATE_CFG_FEW if n_programs < 4 * sm_count else _STATE_CFG_MANY
-    if v3:
-        cfg = _STATE_V3_CFG
-    elif v2 and n_programs * triton.cdiv(V, _STATE_V2_FEW_CFG[0]) <= 2 * sm_count:
+    if v2 and n_programs * triton.cdiv(V, _STATE_V2_FEW_CFG[0]) <= 2 * sm_count:
         cfg = _STATE_V2_FEW_CFG
     bv = min(cfg[0], max(16, triton.next_power_of_2(V)))
     return (bv,) + cfg[1:]
@@ -168,7 +164,7 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     # The v2 kernels are measured and tested for K <= 128; at K = 256 state v2 with 3 stages needs 260 KB of
     # shared memory (OutOfResources in `atrex verify`'s K256 sweep on the H200), so K > 128 keeps the v1 pair.
     v2_ok = fast and not use_wy and BK <= V2_MAX_BK
-    state_v2 = v2_ok and STATE_IMPL in ("v2", "v3")
+    state_v2 = v2_ok and STATE_IMPL == "v2"
     intra_v2 = v2_ok and INTRA_IMPL == "v2"
     # plane 0: chunk-local gamma; planes 1-4 (state v2): beta, beta e^gamma, e^gamma, e^(gamma_last - gamma)
     fac = torch.empty((5 if state_v2 else 1, HV, total_t), dtype=torch.float32, device=dev)
@@ -207,8 +203,7 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
             total_t, is_varlen, G, BK, use_qk_l2norm_in_kernel, use_beta_sigmoid_in_kernel, allow_neg_eigval,
             inv_product, use_wy, fast, state_v2, iw, ist))
 
-    BV, sw, sst = _state_cfg(N * HV, V, v3=state_v2 and STATE_IMPL == "v3", v2=state_v2 and STATE_IMPL == "v2",
-                             sm_count=_sm_count(dev))
+    BV, sw, sst = _state_cfg(N * HV, V, v2=state_v2, sm_count=_sm_count(dev))
     use_h0 = initial_state is not None
     if use_h0:
         h0 = initial_state
@@ -222,8 +217,7 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
         h0_strides = (0, 0, 0, 0)
     grid = (triton.cdiv(V, BV), N * HV)
     if state_v2:
-        kern = _k.atrex_sm90_gdn_state_output_v3 if STATE_IMPL == "v3" else _k.atrex_sm90_gdn_state_output_v2
-        launches.append((kern, grid, (
+        launches.append((_k.atrex_sm90_gdn_state_output_v2, grid, (
             qn, kn, v, fac, A, Aqk, h0, o, ht if ht is not None else o, cu, float(scale),
             T, HV, K, V,
             qn.stride(0), qn.stride(1), qn.stride(2), kn.stride(0), kn.stride(1), kn.stride(2),
