@@ -105,6 +105,7 @@ def run(call):
         cu_seqlens_cpu=call.cu_seqlens_cpu,
         use_beta_sigmoid_in_kernel=call.use_beta_sigmoid_in_kernel,
         allow_neg_eigval=call.allow_neg_eigval,
+        sm_count=call.target.sm_count or None,
     )
 
 

@@ -68,17 +68,10 @@ STATE_PREFETCH = True  # v2: load v / factors one chunk ahead into registers by 
 # 1.058 ms); with more programs the extra shared memory costs occupancy (varlen 16x1024: 0.483 vs 0.341 ms).
 _STATE_V2_FEW_CFG = (32, 4, 3)
 V2_MAX_BK = 128  # the v2 kernels run for padded K <= 128 (larger K: v1 pair)
-_SM_COUNT: dict = {}
-
-
 def _sm_count(dev) -> int:
-    if dev.type != "cuda":
-        return 132
-    idx = dev.index if dev.index is not None else torch.cuda.current_device()
-    n = _SM_COUNT.get(idx)
-    if n is None:
-        n = _SM_COUNT[idx] = torch.cuda.get_device_properties(idx).multi_processor_count
-    return n
+    """The device's SM count from core's cached classification (132 when it reports none, e.g. on CPU)."""
+    from atrex.dispatch.target import classify_device
+    return classify_device(dev).sm_count or 132
 
 
 def _state_cfg(n_programs, V, v2=False, sm_count=132):
@@ -94,7 +87,7 @@ def _state_cfg(n_programs, V, v2=False, sm_count=132):
 
 def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_qk_l2norm_in_kernel,
             state_v_first, cu_seqlens, cu_seqlens_cpu=None, use_beta_sigmoid_in_kernel=False,
-            allow_neg_eigval=False):
+            allow_neg_eigval=False, sm_count=None):
     """Chunked Gated-DeltaNet forward (CONTRACTS.md §2), chunk 64.
 
     Parameters
@@ -109,6 +102,7 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     use_qk_l2norm_in_kernel : L2-normalise q and k (fp32, eps 1e-6 inside the sqrt, rounded back).
     cu_seqlens : None or ``[N+1]`` int32/int64 on q's device (requires ``B == 1``).
     cu_seqlens_cpu : unused (the chunk bookkeeping is built on the device).
+    sm_count : the device's SM count (the dispatcher passes ``call.target.sm_count``); None looks it up.
 
     Returns
     -------
@@ -203,7 +197,7 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
             total_t, is_varlen, G, BK, use_qk_l2norm_in_kernel, use_beta_sigmoid_in_kernel, allow_neg_eigval,
             inv_product, use_wy, fast, state_v2, iw, ist))
 
-    BV, sw, sst = _state_cfg(N * HV, V, v2=state_v2, sm_count=_sm_count(dev))
+    BV, sw, sst = _state_cfg(N * HV, V, v2=state_v2, sm_count=sm_count or _sm_count(dev))
     use_h0 = initial_state is not None
     if use_h0:
         h0 = initial_state
