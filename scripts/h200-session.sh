@@ -38,6 +38,14 @@ for s in $STEP; do
     gdn-rest) timeout 100 python3 -m pytest op_test/nvidia/chunk_gdn/test_chunk_gdn_sm90.py -q -p no:cacheprovider -k "not test_cases" > "$OUT/gdn_rest.log" 2>&1 ;;
     fa-all) timeout "${FA_ALL_TIMEOUT:-330}" python3 -m pytest op_test/nvidia/flash_attn/test_flash_attn_sm90.py -q -p no:cacheprovider > "$OUT/fa_all.log" 2>&1 ;;
     host-dispatch) timeout 60 python3 scripts/host_dispatch_bench.py > "$OUT/host_dispatch.log" 2>&1 ;;
+    gdn-ncu)  # Nsight Compute, full set, of the default kernels: one non-varlen and one varlen case
+      for c in ${NCU_CASES:-T8192_H16_HV32 varlen16x1024_H32_HV32}; do
+        case "$c" in varlen*) skip=3 ;; *) skip=2 ;; esac
+        timeout 200 ncu --clock-control none --kernel-name regex:atrex_sm90_gdn_ --launch-skip $skip --launch-count $skip \
+          --set full --import-source yes -f -o "$OUT/ncu_$c" python3 scripts/gdn_ncu.py "$c" ${NCU_HOOKS:-} > "$OUT/ncu_$c.txt" 2>&1
+        ncu --import "$OUT/ncu_$c.ncu-rep" --page details >> "$OUT/ncu_$c.txt" 2>&1
+        ncu --import "$OUT/ncu_$c.ncu-rep" --page source --csv --print-source sass > "$OUT/ncu_${c}_src.csv" 2>&1
+      done ;;
     fa-host) timeout 120 python3 -m atrex_nvidia.flash_attn.bench_fa4 --skip prefill,decode --out "$OUT" > "$OUT/fa_host.log" 2>&1 ;;
   esac
   echo "step $s: exit $?"
@@ -50,3 +58,4 @@ grep -h "^|" "$OUT"/gdn/gdn_bench.md "$OUT"/gdnv/gdn_bench.md 2>/dev/null | cut 
 tail -n 8 "$OUT/gdn_i2_probe.log" 2>/dev/null; grep -m 5 -h "Invalid\|ERROR SUMMARY\|at .*atrex" "$OUT/gdn_i2_memcheck.log" 2>/dev/null
 grep -h "us" "$OUT/fa_host.log" 2>/dev/null | tail -n 12
 tail -n 14 "$OUT/host_dispatch.log" 2>/dev/null
+for f in "$OUT"/ncu_*.txt; do [ -f "$f" ] && grep -h -E "^  [a-z_0-9]+|Duration|Registers Per|Achieved Occupancy|Theoretical Occupancy|Compute \\(SM\\) Throughput|Memory Throughput|Executed Ipc A|One or More Eligible|Issued Warp|Warp Cycles Per Issued" "$f" | cut -c1-120; done
