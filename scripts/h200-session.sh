@@ -25,14 +25,14 @@ for s in $STEP; do
     gdn-sweep) timeout 300 python3 -m atrex_nvidia.chunk_gdn.sm90.bench_gdn --out "$OUT/gdn" --sweep --deadline 240 --cases T8192_H16_HV32,varlen16x1024_H32_HV32 > "$OUT/gdn_sweep.log" 2>&1 ;;
     chunk-gdn-bench) timeout 280 python3 -m atrex bench run chunk_gdn --size perf --out "$OUT" --history "$hist" --no-progress > "$OUT/chunk_gdn_bench.log" 2>&1 ;;
     fa-bench-decode) timeout 200 python3 -m atrex bench run flash_attn --match decode/ --out "$OUT" --history "$hist" --no-progress > "$OUT/fa_bench_decode.log" 2>&1 ;;
-    gdn-variants) timeout 480 python3 -m atrex_nvidia.chunk_gdn.sm90.bench_gdn --out "$OUT/gdnv" --sweep --ref-heads "" --deadline 420 \
+    gdn-variants) timeout $(( ${GDN_DEADLINE:-420} + 60 )) python3 -m atrex_nvidia.chunk_gdn.sm90.bench_gdn --out "$OUT/gdnv" --sweep --ref-heads "" --deadline ${GDN_DEADLINE:-420} \
         --cases "${GDN_CASES:-T8192_H16_HV32,T32768_H16_HV32,varlen16x1024_H32_HV32}" --sweep-cases "${GDN_CASES:-T8192_H16_HV32,T32768_H16_HV32,varlen16x1024_H32_HV32}" \
         --variants "${GDN_VARIANTS:-default,v2_pf,v2_pf_s3,v2_pf_64x4,i2_v2_pf,i2tf_v2_pf}" > "$OUT/gdn_variants.log" 2>&1 ;;
     gdn-i2-probe)  # intra v2 in separate processes (a device fault must not hide the other cases)
       for c in T1 T64 qwen3next_T4224_vfirst varlen_0_1; do timeout 60 python3 scripts/gdn_debug.py "$c" fast INTRA_IMPL=v2 >> "$OUT/gdn_i2_probe.log" 2>&1 || echo "$c: exit $?" >> "$OUT/gdn_i2_probe.log"; done
       command -v compute-sanitizer >/dev/null && timeout 120 compute-sanitizer --tool memcheck python3 scripts/gdn_debug.py T1 fast INTRA_IMPL=v2 > "$OUT/gdn_i2_memcheck.log" 2>&1 ;;
     gdn-variant-tests)  # one pytest process per launcher variant
-      for v in ${GDN_VTESTS:-v1_pair intra_v1 intra_v2_ieee state_v2_nopf}; do timeout 150 python3 -m pytest op_test/nvidia/chunk_gdn/test_chunk_gdn_sm90.py -q -p no:cacheprovider -k "variants and $v" > "$OUT/gdn_vtests_$v.log" 2>&1; echo "variant $v: $(tail -n 1 "$OUT/gdn_vtests_$v.log")"; done ;;
+      for v in ${GDN_VTESTS:-v1_pair intra_v1 intra_v2_ieee state_v2_nopf}; do timeout ${GDN_VTEST_TIMEOUT:-150} python3 -m pytest op_test/nvidia/chunk_gdn/test_chunk_gdn_sm90.py -q -p no:cacheprovider -k "variants and $v" > "$OUT/gdn_vtests_$v.log" 2>&1; echo "variant $v: $(tail -n 1 "$OUT/gdn_vtests_$v.log")"; done ;;
     verify-gdn) timeout 200 python3 -m atrex verify chunk_gdn --size small > "$OUT/verify_chunk_gdn.log" 2>&1 ;;
     gdn-main) timeout 300 python3 -m atrex_nvidia.chunk_gdn.sm90.bench_gdn --out "$OUT/gdn" > "$OUT/gdn_main.log" 2>&1 ;;
     gdn-rest) timeout 100 python3 -m pytest op_test/nvidia/chunk_gdn/test_chunk_gdn_sm90.py -q -p no:cacheprovider -k "not test_cases" > "$OUT/gdn_rest.log" 2>&1 ;;

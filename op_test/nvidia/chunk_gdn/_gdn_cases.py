@@ -271,6 +271,8 @@ VARIANT_HOOKS = {  # launcher variants measured by bench_gdn's sweep besides the
     "intra_v1": dict(INTRA_IMPL="v1"),
     "intra_v2_ieee": dict(INTRA_V2_PREC="ieee"),
     "state_v2_nopf": dict(STATE_PREFETCH=False),
+    "intra_v3": dict(INTRA_IMPL="v3"),
+    "intra_v3_nonewton": dict(INTRA_IMPL="v3", INTRA_V3_NEWTON=False),
 }
 VARIANT_CASES = [c for c in GPU_CASES if c[0] in ("T1", "T64", "varlen_0_1", "qwen3next_T4224_vfirst",
                                                   "qwen_varlen_mixed", "hv48_T127", "g_tiny_long")]

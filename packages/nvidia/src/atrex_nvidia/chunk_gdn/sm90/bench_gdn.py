@@ -183,11 +183,20 @@ VARIANTS = [
     ("i2_2w_v2_pf", dict(intra_impl="v2", intra=(2, 2, True), state_impl="v2", prefetch=True)),
     ("i2_s1_v2_pf", dict(intra_impl="v2", intra=(4, 1, True), state_impl="v2", prefetch=True)),
     ("i2tf_v2_pf", dict(intra_impl="v2", prec="tf32x3", state_impl="v2", prefetch=True)),
+    # intra v3: whole-tile K K^T and recursive block merges with bf16 dots (+ Newton refinement unless _nn);
+    # state v2 with prefetch (default configuration unless given)
+    ("i3", dict(intra_impl="v3")),
+    ("i3_nn", dict(intra_impl="v3", newton=False)),
+    ("i3_8w", dict(intra_impl="v3", intra=(8, 2, True))),
+    ("i3_st32x8s3", dict(intra_impl="v3", state=(32, 8, 3))),
+    ("i3_st16x4s2", dict(intra_impl="v3", state=(16, 4, 2))),
+    ("i3_st64x8s2", dict(intra_impl="v3", state=(64, 8, 2))),
 ]
 
 # launch-module attributes a variant may set (key in VARIANTS -> attribute of launch.py)
 _HOOKS = dict(state="STATE_CFG_OVERRIDE", intra="INTRA_CFG_OVERRIDE", wy="USE_WY", intra_impl="INTRA_IMPL",
-              prec="INTRA_V2_PREC", state_impl="STATE_IMPL", prefetch="STATE_PREFETCH")
+              prec="INTRA_V2_PREC", state_impl="STATE_IMPL", prefetch="STATE_PREFETCH",
+              newton="INTRA_V3_NEWTON")
 
 
 def _select_variants(spec):

@@ -806,3 +806,114 @@ def atrex_sm90_gdn_state_output_v2(
 
     if STORE_HT:
         _store_state(ht, S, n64, hv, HV, K, V, offs_k, offs_v, mk, mv, STATE_V_FIRST)
+
+
+@triton.jit
+def _merge_level(X, Lm, rr, cc, B: tl.constexpr):
+    """X_2B = X_B - X_B M_B X_B: the inverse of the block diagonal of size 2B from that of size B (bf16 dots)."""
+    M = tl.where(((rr // (2 * B)) == (cc // (2 * B))) & ((rr // B) != (cc // B)), Lm, 0.0)
+    Xb = X.to(tl.bfloat16)
+    MX = tl.dot(M.to(tl.bfloat16), Xb)
+    return X - tl.dot(Xb, MX.to(tl.bfloat16))
+
+
+@triton.jit
+def atrex_sm90_gdn_intra_chunk_v3(
+    q, k, g, beta, A, Aqk, gam, fac, qn, kn, cu, co,
+    T, N, HV, K, n_search,
+    s_qb, s_qt, s_qh, s_kb, s_kt, s_kh, s_gb, s_gt, s_gh, s_bb, s_bt, s_bh,
+    TOTAL_T,
+    IS_VARLEN: tl.constexpr, G: tl.constexpr, BK: tl.constexpr,
+    USE_L2NORM: tl.constexpr, BETA_SIGMOID: tl.constexpr, NEG_EIGVAL: tl.constexpr,
+    STORE_QKN: tl.constexpr, STORE_FAC: tl.constexpr, NEWTON: tl.constexpr,
+):
+    """Intra-chunk kernel v3, one program per (chunk slot, value head), same outputs as v2.
+
+    q and k are loaded (and L2-normalised) once; ``Q K^T`` and ``K K^T`` are one 64x64 tensor-core dot
+    each, and ``L = tril(beta_r e^(gamma_r - gamma_c) K K^T, -1)`` stays a 64x64 fp32 register tile.
+    The UT inverse ``A = (I + L)^-1`` is built by recursive block merges on the whole tile: with
+    ``X_b`` the inverse of the block diagonal of size ``b``,
+    ``X_2b = X_b - X_b M_b X_b`` where ``M_b`` is the part of ``L`` inside the diagonal blocks of size
+    ``2b`` and outside those of size ``b`` (the lower-left quadrants); five levels (b = 2..32), each two
+    64x64x64 bf16 dots with fp32 accumulation (``X`` itself is carried in fp32). With ``NEWTON`` one
+    refinement step follows: ``R = I - (I + L) Xb`` with ``L`` split into bf16 hi + lo parts against the
+    bf16 ``Xb``, then ``A = Xb + Xb R``; this brings A to the accuracy of rounding the exact inverse to
+    bf16 (a CPU float64 emulation on random and on strongly correlated keys, beta up to 2). Every dot is
+    a bf16 tensor-core dot; there is no fp32/tf32 emulation and no per-block layout shuffling.
+    """
+    pid = tl.program_id(0)
+    hv = pid % HV
+    slot = pid // HV
+    h = hv // G
+    if IS_VARLEN:
+        if slot >= tl.load(co + N):
+            return
+    c, bos, eos, b_idx, tg0 = _chunk_of_slot(slot, co, cu, N, T, n_search, IS_VARLEN)
+    t0 = bos + c * 64
+    r64 = tl.arange(0, 64)
+    offs_k = tl.arange(0, BK)
+    mk = offs_k < K
+    dt = Aqk.dtype.element_ty
+    bi64 = b_idx.to(tl.int64)
+    q_base = q + bi64 * s_qb + h * s_qh
+    k_base = k + bi64 * s_kb + h * s_kh
+    g_base = g + bi64 * s_gb + hv * s_gh
+    b_base = beta + bi64 * s_bb + hv * s_bh
+
+    rows = t0 + r64
+    mrow = rows < eos
+    rows64 = rows.to(tl.int64)
+    rg = (tg0 + (rows - bos)).to(tl.int64)
+    gf = tl.load(g_base + rows64 * s_gt, mask=mrow, other=0.0).to(tl.float32)
+    gc = tl.cumsum(gf, 0)
+    bf = _load_beta(b_base, rows64, mrow, s_bt, BETA_SIGMOID, NEG_EIGVAL)
+    plane = (hv * 0 + HV).to(tl.int64) * TOTAL_T  # HV == 1 is specialised to a constexpr int
+    f_base = gam + hv.to(tl.int64) * TOTAL_T
+    tl.store(f_base + rg, gc, mask=mrow)
+    if STORE_FAC:
+        nvalid = tl.minimum(eos - t0, 64)
+        gl = tl.sum(tl.where(r64 == nvalid - 1, gc, 0.0), 0)
+        eg = tl.exp(gc)
+        tl.store(f_base + plane + rg, bf, mask=mrow)
+        tl.store(f_base + 2 * plane + rg, bf * eg, mask=mrow)
+        tl.store(f_base + 3 * plane + rg, eg, mask=mrow)
+        tl.store(f_base + 4 * plane + rg, tl.where(mrow, tl.exp(gl - gc), 0.0), mask=mrow)
+    rr = r64[:, None]
+    cc = r64[None, :]
+    causal = rr >= cc
+    e = tl.exp(tl.where(causal, gc[:, None] - gc[None, :], 0.0))
+
+    qf = _load_qk_tile(q_base, rows64, mrow, offs_k, mk, s_qt, USE_L2NORM)
+    kf = _load_qk_tile(k_base, rows64, mrow, offs_k, mk, s_kt, USE_L2NORM)
+    if STORE_QKN:
+        if hv % G == 0:
+            H = HV // G
+            p_n = rg[:, None] * H * K + h * K + offs_k[None, :]
+            mn = mrow[:, None] & mk[None, :]
+            tl.store(qn + p_n, qf, mask=mn)
+            tl.store(kn + p_n, kf, mask=mn)
+    qk = tl.dot(qf, tl.trans(kf))
+    aqk = tl.where(causal, qk * e, 0.0)
+    aqk_base = Aqk + hv.to(tl.int64) * TOTAL_T * 64
+    tl.store(aqk_base + rg[:, None] * 64 + r64[None, :], aqk.to(dt), mask=mrow[:, None])
+    kk = tl.dot(kf, tl.trans(kf))
+    Lm = tl.where(rr > cc, bf[:, None] * e * kk, 0.0)
+
+    # X_2 = I - (L inside the 2x2 diagonal blocks); then merges b = 2, 4, 8, 16, 32
+    eye = tl.where(rr == cc, 1.0, 0.0)
+    X = eye - tl.where((rr // 2) == (cc // 2), Lm, 0.0)
+    X = _merge_level(X, Lm, rr, cc, 2)
+    X = _merge_level(X, Lm, rr, cc, 4)
+    X = _merge_level(X, Lm, rr, cc, 8)
+    X = _merge_level(X, Lm, rr, cc, 16)
+    X = _merge_level(X, Lm, rr, cc, 32)
+    if NEWTON:
+        Xb = X.to(tl.bfloat16)
+        Lh = Lm.to(tl.bfloat16)
+        P = tl.dot(Lh, Xb)
+        P = tl.dot((Lm - Lh.to(tl.float32)).to(tl.bfloat16), Xb, P)
+        # R = I - (I + L) Xb is strictly lower (Xb is unit lower triangular)
+        R = tl.where(rr > cc, -(Xb.to(tl.float32) + P), 0.0)
+        X = tl.dot(Xb, R.to(tl.bfloat16), Xb.to(tl.float32))
+    a_base = A + hv.to(tl.int64) * TOTAL_T * 64
+    tl.store(a_base + rg[:, None] * 64 + r64[None, :], X.to(dt), mask=mrow[:, None])

@@ -62,6 +62,10 @@ INTRA_CFG_OVERRIDE = None
 # (varlen 16x1024: 0.540 vs 0.706 ms for v1) and state v2 with the hand prefetch (T=8192: 0.275 vs 0.337 ms).
 INTRA_IMPL = "v2"
 INTRA_V2_PREC = "tf32x3"
+# INTRA_IMPL "v3": ``atrex_sm90_gdn_intra_chunk_v3``, same grid and outputs as v2; one 64x64 K K^T dot and the UT
+#   inverse by recursive block merges on the whole 64x64 tile with bf16 dots, plus (INTRA_V3_NEWTON) one
+#   hi/lo-split Newton refinement step.
+INTRA_V3_NEWTON = True
 STATE_IMPL = "v2"
 STATE_PREFETCH = True  # v2: load v / factors one chunk ahead into registers by hand (else Triton pipelines them)
 # State v2 with at most ~2 programs per SM: a third pipeline stage (T=8192: 0.209 vs 0.275 ms; T=32768: 0.811 vs
@@ -159,7 +163,7 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     # shared memory (OutOfResources in `atrex verify`'s K256 sweep on the H200), so K > 128 keeps the v1 pair.
     v2_ok = fast and not use_wy and BK <= V2_MAX_BK
     state_v2 = v2_ok and STATE_IMPL == "v2"
-    intra_v2 = v2_ok and INTRA_IMPL == "v2"
+    intra_v2 = v2_ok and INTRA_IMPL in ("v2", "v3")
     # plane 0: chunk-local gamma; planes 1-4 (state v2): beta, beta e^gamma, e^gamma, e^(gamma_last - gamma)
     fac = torch.empty((5 if state_v2 else 1, HV, total_t), dtype=torch.float32, device=dev)
     gam = fac[0]
@@ -180,7 +184,11 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     iw, ist, inv_product = INTRA_CFG_OVERRIDE or _INTRA_CFG
     inv_product = bool(inv_product) and fast
     if intra_v2:
-        launches.append((_k.atrex_sm90_gdn_intra_chunk_v2, (n_slots * HV,), (
+        if INTRA_IMPL == "v3":
+            kern, extra = _k.atrex_sm90_gdn_intra_chunk_v3, dict(NEWTON=bool(INTRA_V3_NEWTON))
+        else:
+            kern, extra = _k.atrex_sm90_gdn_intra_chunk_v2, dict(DOT_PREC=str(INTRA_V2_PREC))
+        launches.append((kern, (n_slots * HV,), (
             q, k, g, beta, A, Aqk, gam, fac, qn, kn, cu, co,
             T, N, HV, K, n_search,
             q.stride(0), q.stride(1), q.stride(2), k.stride(0), k.stride(1), k.stride(2),
@@ -189,7 +197,7 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
             IS_VARLEN=is_varlen, G=G, BK=BK,
             USE_L2NORM=bool(use_qk_l2norm_in_kernel), BETA_SIGMOID=bool(use_beta_sigmoid_in_kernel),
             NEG_EIGVAL=bool(allow_neg_eigval), STORE_QKN=bool(use_qk_l2norm_in_kernel), STORE_FAC=state_v2,
-            DOT_PREC=str(INTRA_V2_PREC), num_warps=iw, num_stages=ist,
+            num_warps=iw, num_stages=ist, **extra,
         )))
     else:
         launches.append(_intra_v1_launch(
