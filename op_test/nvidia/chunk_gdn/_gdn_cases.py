@@ -266,13 +266,13 @@ def test_cases_wy_form(case_id, kw, monkeypatch):
     assert eo <= bound and eh <= bound, (case_id, eo, eh, bound)
 
 
-VARIANT_HOOKS = {  # launcher variants measured by bench_gdn's sweep besides the default (intra v2 + state v2)
+VARIANT_HOOKS = {  # launcher variants measured by bench_gdn's sweep besides the default (intra v3 + state v2)
     "v1_pair": dict(INTRA_IMPL="v1", STATE_IMPL="v1", STATE_PREFETCH=False),
     "intra_v1": dict(INTRA_IMPL="v1"),
-    "intra_v2_ieee": dict(INTRA_V2_PREC="ieee"),
+    "intra_v2": dict(INTRA_IMPL="v2"),
+    "intra_v2_ieee": dict(INTRA_IMPL="v2", INTRA_V2_PREC="ieee"),
     "state_v2_nopf": dict(STATE_PREFETCH=False),
-    "intra_v3": dict(INTRA_IMPL="v3"),
-    "intra_v3_nonewton": dict(INTRA_IMPL="v3", INTRA_V3_NEWTON=False),
+    "intra_v3_nonewton": dict(INTRA_V3_NEWTON=False),
 }
 VARIANT_CASES = [c for c in GPU_CASES if c[0] in ("T1", "T64", "varlen_0_1", "qwen3next_T4224_vfirst",
                                                   "qwen_varlen_mixed", "hv48_T127", "g_tiny_long")]
@@ -374,3 +374,57 @@ __all__ = [
     "run_case",
     "split_carry_check",
 ]
+
+
+def ut_inverse_accuracy(launch, T=128, K=128):
+    """Relative Frobenius error of the intra kernel's bf16 UT inverse ``A`` against the float64 inverse of
+    ``I + tril(beta_r e^(gamma_r - gamma_c) k_r.k_c, -1)`` on keys clustered around one direction (the hard
+    case for low-precision inverses), for intra v3 with and without its Newton step. Returns result rows
+    ``[err, 0, bound]``: v3 must reach 1.25x the error of rounding the exact inverse to bf16; the merges alone
+    must NOT (a row asserting the check discriminates)."""
+    import torch
+    captured = {}
+    orig = launch._launch_all
+
+    def spy(dev, launches, o, ht):
+        for kern, _grid, args, _meta in launches:
+            if "intra" in getattr(kern, "__name__", str(kern)):
+                captured["A"] = args[4]
+        return orig(dev, launches, o, ht)
+
+    gen = torch.Generator().manual_seed(7)
+    rn = lambda *s: torch.randn(*s, generator=gen)
+    rows = {}
+    saved = (launch._launch_all, launch.INTRA_IMPL, launch.INTRA_V3_NEWTON)
+    launch._launch_all = spy
+    try:
+        for kind, spread, bscale, gmax in (("corr", 0.1, 1.0, 0.0), ("corr_neg", 0.3, 2.0, 0.01)):
+            k = (rn(K) + spread * rn(1, T, 1, K)).bfloat16()
+            beta = torch.sigmoid(rn(1, T, 1) + 2) * bscale
+            g = -gmax * torch.rand(1, T, 1, generator=gen)
+            q = rn(1, T, 1, K).bfloat16()
+            v = rn(1, T, 1, 64).bfloat16()
+            kn = (k.float() / torch.sqrt((k.float() ** 2).sum(-1, keepdim=True) + 1e-6)).bfloat16().double()[0, :, 0]
+            errs = {}
+            for tag, newton in (("v3", True), ("v3_merges_only", False)):
+                launch.INTRA_IMPL, launch.INTRA_V3_NEWTON = "v3", newton
+                launch.gdn_fwd(q, k, v, g, beta, scale=0.1, initial_state=None, output_final_state=False,
+                               use_qk_l2norm_in_kernel=True, state_v_first=False, cu_seqlens=None,
+                               allow_neg_eigval=bscale > 1)
+                A = captured["A"][0].double()
+                e = eb = 0.0
+                for c in range(T // 64):
+                    sl = slice(64 * c, 64 * c + 64)
+                    kc, bc = kn[sl], beta[0, sl, 0].double()
+                    gc = g[0, sl, 0].double().cumsum(0)
+                    L = torch.tril(bc[:, None] * torch.exp(gc[:, None] - gc[None, :]) * (kc @ kc.T), -1)
+                    X = torch.linalg.inv(torch.eye(64, dtype=torch.float64) + L)
+                    e = max(e, ((A[sl] - X).norm() / X.norm()).item())
+                    eb = max(eb, ((X.bfloat16().double() - X).norm() / X.norm()).item())
+                errs[tag] = e
+            rows[f"ut_inverse_{kind}_v3"] = [errs["v3"], 0.0, 1.25 * eb]
+            # inverted row: passes only if the merges alone miss the bound by 2x (the check can fail)
+            rows[f"ut_inverse_{kind}_merges_only_is_worse"] = [2.5 * eb, 0.0, errs["v3_merges_only"]]
+    finally:
+        launch._launch_all, launch.INTRA_IMPL, launch.INTRA_V3_NEWTON = saved
+    return rows

@@ -51,9 +51,9 @@ _SCRIPT = textwrap.dedent(r'''
     launch.USE_WY = False
     eo, eh = C.split_carry_check(gdn_fwd, "cpu", T=150, split=70)
     res["split_carry"] = [eo, eh, C.RRMSE_BOUND]
-    # the default fast path (bf16 cases) is intra v2 (tf32x3) + state v2 with prefetch: check that it ran
+    # the default fast path (bf16 cases) is intra v3 (with the Newton step) + state v2 with prefetch: check that it ran
     ran_default = {key[0] for key in launch.WARM.keys()}
-    res["ran_default"] = [0.0 if {"atrex_sm90_gdn_intra_chunk_v2", "atrex_sm90_gdn_state_output_v2"} <= ran_default
+    res["ran_default"] = [0.0 if {"atrex_sm90_gdn_intra_chunk_v3", "atrex_sm90_gdn_state_output_v2"} <= ran_default
                           else 1.0, 0.0, 0.5]
     # alternative kernels (bench_gdn.VARIANTS): every small case for the v1 pair, a subset for the other knobs;
     # each asserts that the variant's kernels actually ran
@@ -63,7 +63,10 @@ _SCRIPT = textwrap.dedent(r'''
         ("i1v2", dict(INTRA_IMPL="v1"), sub, "atrex_sm90_gdn_state_output_v2"),
         ("v2nopf", dict(STATE_PREFETCH=False), sub, "atrex_sm90_gdn_state_output_v2"),
         ("v2_32x4s2", dict(STATE_CFG_OVERRIDE=(32, 4, 2)), ("T63", "varlen_0_1"), "atrex_sm90_gdn_state_output_v2"),
-        ("i2ieee", dict(INTRA_V2_PREC="ieee"), ("T130_B2_gva_bf16h0", "varlen_0_1"), "atrex_sm90_gdn_intra_chunk_v2"),
+        ("i2", dict(INTRA_IMPL="v2"), sub, "atrex_sm90_gdn_intra_chunk_v2"),
+        ("i2ieee", dict(INTRA_IMPL="v2", INTRA_V2_PREC="ieee"), ("T130_B2_gva_bf16h0", "varlen_0_1"),
+         "atrex_sm90_gdn_intra_chunk_v2"),
+        ("i3nn", dict(INTRA_V3_NEWTON=False), ("T63", "varlen_0_1"), "atrex_sm90_gdn_intra_chunk_v3"),
     ]
     for tag, cfg, only, kname in variants:
         saved = {a: getattr(launch, a) for a in cfg}
@@ -78,6 +81,10 @@ _SCRIPT = textwrap.dedent(r'''
         res["ran_" + tag] = [0.0 if kname in ran else 1.0, 0.0, 0.5]
         for a, val in saved.items():
             setattr(launch, a, val)
+    # UT inverse accuracy of intra v3 on strongly correlated keys (beta up to 2): with the Newton step the bf16
+    # A workspace must be as close to the float64 inverse as rounding that inverse to bf16 (x1.25); the merges
+    # alone are ~10x worse there, which this check must see (it would not discriminate otherwise)
+    res.update(C.ut_inverse_accuracy(launch))
     print("RESULT " + json.dumps(res))
 ''').replace("HERE", repr(HERE)).replace("SRC", repr(SRC)).replace("OPTEST", repr(OPTEST))
 

@@ -143,7 +143,7 @@ def kernel_breakdown(x):
 
 VARIANTS = [
     # name, launch overrides (state (BV, warps, stages), intra (warps, stages, product inverse), WY form)
-    ("default", {}),  # intra v2 (tf32x3) + state v2 with prefetch since 2026-12-02 round 3
+    ("default", {}),  # intra v3 (Newton) + state v2 with prefetch since 2026-12-02 round 4
     ("v1_pair", dict(intra_impl="v1", state_impl="v1", prefetch=False)),  # the earlier default
     ("state16x4", dict(state=(16, 4, 2))),
     ("state32x4", dict(state=(32, 4, 2))),
@@ -281,7 +281,8 @@ def main(argv=None):
                        "(each case's inputs exceed the 50 MB L2)",
                 default_cfg=dict(state_few=L._STATE_CFG_FEW, state_many=L._STATE_CFG_MANY, intra=L._INTRA_CFG,
                                  wy=L.USE_WY, intra_impl=L.INTRA_IMPL, state_impl=L.STATE_IMPL,
-                                 intra_v2_prec=L.INTRA_V2_PREC, state_prefetch=L.STATE_PREFETCH,
+                                 intra_v2_prec=L.INTRA_V2_PREC, intra_v3_newton=L.INTRA_V3_NEWTON,
+                                 state_prefetch=L.STATE_PREFETCH,
                                  state_v2_few=L._STATE_V2_FEW_CFG))
     cases = [c for c in CASES if not a.cases or c[0] in a.cases.split(",")]
     rows, sweeps = [], {}

@@ -58,9 +58,11 @@ INTRA_CFG_OVERRIDE = None
 #   ahead by hand).
 # (A transposed state kernel "v3", register-operand chain, was slower in every configuration measured on the
 #   H200 and was removed: BENCH_H200.md, round 2.)
-# Defaults measured on the H200 (2026-12-02, bench_gdn sweep, BENCH_H200.md "round 3"): intra v2 with tf32x3 dots
-# (varlen 16x1024: 0.540 vs 0.706 ms for v1) and state v2 with the hand prefetch (T=8192: 0.275 vs 0.337 ms).
-INTRA_IMPL = "v2"
+# Round 3 (H200, BENCH_H200.md): intra v2 with tf32x3 dots beat v1 (varlen 16x1024: 0.540 vs 0.706 ms) and state v2
+# with the hand prefetch beat v1 (T=8192: 0.275 vs 0.337 ms).
+# Since round 4 (H200, commit cd17437, bench_gdn sweep, BENCH_H200.md) the default intra kernel is v3 with the Newton
+# step: T=8192/16/32 0.162 vs 0.247 ms (v2), T=32768 0.624 vs 0.965 ms, varlen 16x1024 0.341 vs 0.540 ms.
+INTRA_IMPL = "v3"
 INTRA_V2_PREC = "tf32x3"
 # INTRA_IMPL "v3": ``atrex_sm90_gdn_intra_chunk_v3``, same grid and outputs as v2; one 64x64 K K^T dot and the UT
 #   inverse by recursive block merges on the whole 64x64 tile with bf16 dots, plus (INTRA_V3_NEWTON) one
