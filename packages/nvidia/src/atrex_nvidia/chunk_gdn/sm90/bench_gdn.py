@@ -191,12 +191,16 @@ VARIANTS = [
     ("i3_st32x8s3", dict(intra_impl="v3", state=(32, 8, 3))),
     ("i3_st16x4s2", dict(intra_impl="v3", state=(16, 4, 2))),
     ("i3_st64x8s2", dict(intra_impl="v3", state=(64, 8, 2))),
+    ("i3_r168", dict(intra_impl="v3", maxnreg=168)),
+    ("i3_r128", dict(intra_impl="v3", maxnreg=128)),
+    ("i3nn_r168", dict(intra_impl="v3", newton=False, maxnreg=168)),
+    ("i3nn_r128", dict(intra_impl="v3", newton=False, maxnreg=128)),
 ]
 
 # launch-module attributes a variant may set (key in VARIANTS -> attribute of launch.py)
 _HOOKS = dict(state="STATE_CFG_OVERRIDE", intra="INTRA_CFG_OVERRIDE", wy="USE_WY", intra_impl="INTRA_IMPL",
               prec="INTRA_V2_PREC", state_impl="STATE_IMPL", prefetch="STATE_PREFETCH",
-              newton="INTRA_V3_NEWTON")
+              newton="INTRA_V3_NEWTON", maxnreg="INTRA_V3_MAXNREG")
 
 
 def _select_variants(spec):

@@ -68,6 +68,9 @@ INTRA_V2_PREC = "tf32x3"
 #   inverse by recursive block merges on the whole 64x64 tile with bf16 dots, plus (INTRA_V3_NEWTON) one
 #   hi/lo-split Newton refinement step.
 INTRA_V3_NEWTON = True
+# ptxas register cap of the v3 intra kernel (Triton's ``maxnreg``): None leaves it to ptxas (255 with spills at K = 128,
+# two CTAs per SM); 168 / 128 allow three / four CTAs per SM at the cost of more spills.
+INTRA_V3_MAXNREG = None
 STATE_IMPL = "v2"
 STATE_PREFETCH = True  # v2: load v / factors one chunk ahead into registers by hand (else Triton pipelines them)
 # State v2 with at most ~2 programs per SM: a third pipeline stage (T=8192: 0.209 vs 0.275 ms; T=32768: 0.811 vs
@@ -188,6 +191,8 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     if intra_v2:
         if INTRA_IMPL == "v3":
             kern, extra = _k.atrex_sm90_gdn_intra_chunk_v3, dict(NEWTON=bool(INTRA_V3_NEWTON))
+            if INTRA_V3_MAXNREG:
+                extra["maxnreg"] = int(INTRA_V3_MAXNREG)
         else:
             kern, extra = _k.atrex_sm90_gdn_intra_chunk_v2, dict(DOT_PREC=str(INTRA_V2_PREC))
         launches.append((kern, (n_slots * HV,), (
