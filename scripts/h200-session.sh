@@ -37,6 +37,7 @@ for s in $STEP; do
     gdn-main) timeout 300 python3 -m atrex_nvidia.chunk_gdn.sm90.bench_gdn --out "$OUT/gdn" > "$OUT/gdn_main.log" 2>&1 ;;
     gdn-rest) timeout 100 python3 -m pytest op_test/nvidia/chunk_gdn/test_chunk_gdn_sm90.py -q -p no:cacheprovider -k "not test_cases" > "$OUT/gdn_rest.log" 2>&1 ;;
     fa-all) timeout "${FA_ALL_TIMEOUT:-330}" python3 -m pytest op_test/nvidia/flash_attn/test_flash_attn_sm90.py -q -p no:cacheprovider > "$OUT/fa_all.log" 2>&1 ;;
+    gdn-host) timeout 120 python3 scripts/gdn_host_overhead.py > "$OUT/gdn_host.log" 2>&1 ;;
     host-dispatch) timeout 60 python3 scripts/host_dispatch_bench.py > "$OUT/host_dispatch.log" 2>&1 ;;
     gdn-ncu)  # Nsight Compute, full set, of the default kernels: one non-varlen and one varlen case
       for c in ${NCU_CASES:-T8192_H16_HV32 varlen16x1024_H32_HV32}; do
