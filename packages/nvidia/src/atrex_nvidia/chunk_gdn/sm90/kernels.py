@@ -21,6 +21,10 @@ Math: CONTRACTS.md §2.3-2.4. Three kernels per call, all named ``atrex_sm90_gdn
    ``S <- e^{gamma_c} S + K^T (e^{gamma_c - gamma} U~)``. Diagonal scalings are applied to the
    ``[64, BV]`` products, not to the ``[64, K]`` operands.
 
+Default fast path (bf16, K % 16 == 0, K <= 128) since round 4: ``atrex_sm90_gdn_intra_chunk_v3`` (one 64x64
+``K K^T`` dot, UT inverse by recursive block merges with bf16 dots plus one hi/lo Newton step) and
+``atrex_sm90_gdn_state_output_v2``.
+
 Alternative variants (launch.INTRA_IMPL / STATE_IMPL, swept by bench_gdn.VARIANTS; fast path only):
 ``atrex_sm90_gdn_intra_chunk_v2`` (grid over (chunk slot, value head), UT inverse by recursive
 doubling with batched dots, optionally writing the per-row factors of the state kernels below),
