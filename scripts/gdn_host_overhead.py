@@ -35,10 +35,10 @@ def per_call_us(fn, n=300):
 
 for T in (64, 4096):
     x = inputs(T)
-    direct = lambda: gdn_fwd(x["q"], x["k"], x["v"], x["g"], x["beta"], scale=0.088, initial_state=None,
+    direct = lambda x=x: gdn_fwd(x["q"], x["k"], x["v"], x["g"], x["beta"], scale=0.088, initial_state=None,
                              output_final_state=True, use_qk_l2norm_in_kernel=True, state_v_first=False,
                              cu_seqlens=None)
-    public = lambda: atrex.chunk_gated_delta_rule(x["q"], x["k"], x["v"], x["g"], x["beta"], scale=0.088,
+    public = lambda x=x: atrex.chunk_gated_delta_rule(x["q"], x["k"], x["v"], x["g"], x["beta"], scale=0.088,
                                                   output_final_state=True, use_qk_l2norm_in_kernel=True)
     for name, fn in (("launcher", direct), ("public API", public)):
         host, wall = per_call_us(fn)

@@ -544,6 +544,52 @@ def _split_batch2(x):
 
 
 @triton.jit
+def _intra_tile(q, k, g, beta, co, cu, N, T, HV, n_search, s_qb, s_qh, s_kb, s_kh, s_gb, s_gh, s_bb, s_bh,
+                IS_VARLEN: tl.constexpr, G: tl.constexpr):
+    """Program ``pid`` of the per-value-head intra kernels (v2, v3): (live, c, bos, eos, tg0, t0, h, hv and
+    the q / k / g / beta base pointers of its chunk); ``live`` is False for unused varlen slots."""
+    pid = tl.program_id(0)
+    hv = pid % HV
+    slot = pid // HV
+    h = hv // G
+    live = True
+    if IS_VARLEN:
+        live = slot < tl.load(co + N)
+    c, bos, eos, b_idx, tg0 = _chunk_of_slot(slot, co, cu, N, T, n_search, IS_VARLEN)
+    bi64 = b_idx.to(tl.int64)
+    return (live, c, bos, eos, tg0, bos + c * 64, h, hv, q + bi64 * s_qb + h * s_qh, k + bi64 * s_kb + h * s_kh,
+            g + bi64 * s_gb + hv * s_gh, beta + bi64 * s_bb + hv * s_bh)
+
+
+@triton.jit
+def _store_qk_normalised(qn, kn, qf, kf, rg, mrow, offs_k, mk, h, hv, HV, K, G: tl.constexpr):
+    """The L2-normalised q, k tiles into ``[B*T, H, K]`` (by the first value head of each q/k head)."""
+    if hv % G == 0:
+        H = HV // G
+        p_n = rg[:, None] * H * K + h * K + offs_k[None, :]
+        mn = mrow[:, None] & mk[None, :]
+        tl.store(qn + p_n, qf, mask=mn)
+        tl.store(kn + p_n, kf, mask=mn)
+
+
+@triton.jit
+def _store_row_factors(gam, gc, bf, hv, HV, TOTAL_T, rg, mrow, r64, t0, eos, STORE_FAC: tl.constexpr):
+    """Plane 0 of ``fac [5, HV, TOTAL_T]`` (the chunk-local cumsum gamma) and, with ``STORE_FAC``, planes 1-4
+    of the state kernel v2: beta, beta e^gamma, e^gamma, e^(gamma_last - gamma)."""
+    plane = (hv * 0 + HV).to(tl.int64) * TOTAL_T  # HV == 1 is specialised to a constexpr int
+    f_base = gam + hv.to(tl.int64) * TOTAL_T
+    tl.store(f_base + rg, gc, mask=mrow)
+    if STORE_FAC:
+        nvalid = tl.minimum(eos - t0, 64)
+        gl = tl.sum(tl.where(r64 == nvalid - 1, gc, 0.0), 0)
+        eg = tl.exp(gc)
+        tl.store(f_base + plane + rg, bf, mask=mrow)
+        tl.store(f_base + 2 * plane + rg, bf * eg, mask=mrow)
+        tl.store(f_base + 3 * plane + rg, eg, mask=mrow)
+        tl.store(f_base + 4 * plane + rg, tl.where(mrow, tl.exp(gl - gc), 0.0), mask=mrow)
+
+
+@triton.jit
 def atrex_sm90_gdn_intra_chunk_v2(
     q, k, g, beta, A, Aqk, gam, fac, qn, kn, cu, co,
     T, N, HV, K, n_search,
@@ -565,15 +611,10 @@ def atrex_sm90_gdn_intra_chunk_v2(
     With ``STORE_FAC`` also writes the per-row factors of the state kernel v2 into
     ``fac [5, HV, TOTAL_T]`` (plane 0 is ``gam``): beta, beta e^gamma, e^gamma, e^(gamma_last - gamma).
     """
-    pid = tl.program_id(0)
-    hv = pid % HV
-    slot = pid // HV
-    h = hv // G
-    if IS_VARLEN:
-        if slot >= tl.load(co + N):
-            return
-    c, bos, eos, b_idx, tg0 = _chunk_of_slot(slot, co, cu, N, T, n_search, IS_VARLEN)
-    t0 = bos + c * 64
+    live, c, bos, eos, tg0, t0, h, hv, q_base, k_base, g_base, b_base = _intra_tile(
+        q, k, g, beta, co, cu, N, T, HV, n_search, s_qb, s_qh, s_kb, s_kh, s_gb, s_gh, s_bb, s_bh, IS_VARLEN, G)
+    if not live:
+        return
     r2 = tl.arange(0, 2)
     r4 = tl.arange(0, 4)
     r16 = tl.arange(0, 16)
@@ -582,11 +623,6 @@ def atrex_sm90_gdn_intra_chunk_v2(
     offs_k = tl.arange(0, BK)
     mk = offs_k < K
     dt = Aqk.dtype.element_ty
-    bi64 = b_idx.to(tl.int64)
-    q_base = q + bi64 * s_qb + h * s_qh
-    k_base = k + bi64 * s_kb + h * s_kh
-    g_base = g + bi64 * s_gb + hv * s_gh
-    b_base = beta + bi64 * s_bb + hv * s_bh
 
     # ---- full chunk: Q K^T, gamma, Aqk (and the normalised q, k once per q/k head)
     rows = t0 + r64
@@ -597,31 +633,18 @@ def atrex_sm90_gdn_intra_chunk_v2(
     kf = _load_qk_tile(k_base, rows64, mrow, offs_k, mk, s_kt, USE_L2NORM)
     qk = tl.dot(qf, tl.trans(kf))
     if STORE_QKN:
-        if hv % G == 0:
-            H = HV // G
-            p_n = rg[:, None] * H * K + h * K + offs_k[None, :]
-            mn = mrow[:, None] & mk[None, :]
-            tl.store(qn + p_n, qf, mask=mn)
-            tl.store(kn + p_n, kf, mask=mn)
+        _store_qk_normalised(qn, kn, qf, kf, rg, mrow, offs_k, mk, h, hv, HV, K, G)
     gf = tl.load(g_base + rows64 * s_gt, mask=mrow, other=0.0).to(tl.float32)
     gc = tl.cumsum(gf, 0)
-    plane = (hv * 0 + HV).to(tl.int64) * TOTAL_T  # HV == 1 is specialised to a constexpr int
-    f_base = gam + hv.to(tl.int64) * TOTAL_T
-    tl.store(f_base + rg, gc, mask=mrow)
     causal = r64[:, None] >= r64[None, :]
     d = tl.where(causal, gc[:, None] - gc[None, :], 0.0)
     aqk = tl.where(causal, qk * tl.exp(d), 0.0)
     aqk_base = Aqk + hv.to(tl.int64) * TOTAL_T * 64
     tl.store(aqk_base + rg[:, None] * 64 + r64[None, :], aqk.to(dt), mask=mrow[:, None])
+    bf = gc
     if STORE_FAC:
         bf = _load_beta(b_base, rows64, mrow, s_bt, BETA_SIGMOID, NEG_EIGVAL)
-        nvalid = tl.minimum(eos - t0, 64)
-        gl = tl.sum(tl.where(r64 == nvalid - 1, gc, 0.0), 0)
-        eg = tl.exp(gc)
-        tl.store(f_base + plane + rg, bf, mask=mrow)
-        tl.store(f_base + 2 * plane + rg, bf * eg, mask=mrow)
-        tl.store(f_base + 3 * plane + rg, eg, mask=mrow)
-        tl.store(f_base + 4 * plane + rg, tl.where(mrow, tl.exp(gl - gc), 0.0), mask=mrow)
+    _store_row_factors(gam, gc, bf, hv, HV, TOTAL_T, rg, mrow, r64, t0, eos, STORE_FAC)
 
     # ---- level 0 operand: the four 16x16 diagonal blocks of L, batched [4, 16, 16]
     rows4 = t0 + r4[:, None] * 16 + r16[None, :]
@@ -845,24 +868,14 @@ def atrex_sm90_gdn_intra_chunk_v3(
     bf16 (a CPU float64 emulation on random and on strongly correlated keys, beta up to 2). Every dot is
     a bf16 tensor-core dot; there is no fp32/tf32 emulation and no per-block layout shuffling.
     """
-    pid = tl.program_id(0)
-    hv = pid % HV
-    slot = pid // HV
-    h = hv // G
-    if IS_VARLEN:
-        if slot >= tl.load(co + N):
-            return
-    c, bos, eos, b_idx, tg0 = _chunk_of_slot(slot, co, cu, N, T, n_search, IS_VARLEN)
-    t0 = bos + c * 64
+    live, c, bos, eos, tg0, t0, h, hv, q_base, k_base, g_base, b_base = _intra_tile(
+        q, k, g, beta, co, cu, N, T, HV, n_search, s_qb, s_qh, s_kb, s_kh, s_gb, s_gh, s_bb, s_bh, IS_VARLEN, G)
+    if not live:
+        return
     r64 = tl.arange(0, 64)
     offs_k = tl.arange(0, BK)
     mk = offs_k < K
     dt = Aqk.dtype.element_ty
-    bi64 = b_idx.to(tl.int64)
-    q_base = q + bi64 * s_qb + h * s_qh
-    k_base = k + bi64 * s_kb + h * s_kh
-    g_base = g + bi64 * s_gb + hv * s_gh
-    b_base = beta + bi64 * s_bb + hv * s_bh
 
     rows = t0 + r64
     mrow = rows < eos
@@ -871,17 +884,7 @@ def atrex_sm90_gdn_intra_chunk_v3(
     gf = tl.load(g_base + rows64 * s_gt, mask=mrow, other=0.0).to(tl.float32)
     gc = tl.cumsum(gf, 0)
     bf = _load_beta(b_base, rows64, mrow, s_bt, BETA_SIGMOID, NEG_EIGVAL)
-    plane = (hv * 0 + HV).to(tl.int64) * TOTAL_T  # HV == 1 is specialised to a constexpr int
-    f_base = gam + hv.to(tl.int64) * TOTAL_T
-    tl.store(f_base + rg, gc, mask=mrow)
-    if STORE_FAC:
-        nvalid = tl.minimum(eos - t0, 64)
-        gl = tl.sum(tl.where(r64 == nvalid - 1, gc, 0.0), 0)
-        eg = tl.exp(gc)
-        tl.store(f_base + plane + rg, bf, mask=mrow)
-        tl.store(f_base + 2 * plane + rg, bf * eg, mask=mrow)
-        tl.store(f_base + 3 * plane + rg, eg, mask=mrow)
-        tl.store(f_base + 4 * plane + rg, tl.where(mrow, tl.exp(gl - gc), 0.0), mask=mrow)
+    _store_row_factors(gam, gc, bf, hv, HV, TOTAL_T, rg, mrow, r64, t0, eos, STORE_FAC)
     rr = r64[:, None]
     cc = r64[None, :]
     causal = rr >= cc
@@ -890,12 +893,7 @@ def atrex_sm90_gdn_intra_chunk_v3(
     qf = _load_qk_tile(q_base, rows64, mrow, offs_k, mk, s_qt, USE_L2NORM)
     kf = _load_qk_tile(k_base, rows64, mrow, offs_k, mk, s_kt, USE_L2NORM)
     if STORE_QKN:
-        if hv % G == 0:
-            H = HV // G
-            p_n = rg[:, None] * H * K + h * K + offs_k[None, :]
-            mn = mrow[:, None] & mk[None, :]
-            tl.store(qn + p_n, qf, mask=mn)
-            tl.store(kn + p_n, kf, mask=mn)
+        _store_qk_normalised(qn, kn, qf, kf, rg, mrow, offs_k, mk, h, hv, HV, K, G)
     qk = tl.dot(qf, tl.trans(kf))
     aqk = tl.where(causal, qk * e, 0.0)
     aqk_base = Aqk + hv.to(tl.int64) * TOTAL_T * 64
