@@ -168,7 +168,7 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     # shared memory (OutOfResources in `atrex verify`'s K256 sweep on the H200), so K > 128 keeps the v1 pair.
     v2_ok = fast and not use_wy and BK <= V2_MAX_BK
     state_v2 = v2_ok and STATE_IMPL == "v2"
-    intra_v2 = v2_ok and INTRA_IMPL in ("v2", "v3")
+    intra_per_hv = v2_ok and INTRA_IMPL in ("v2", "v3")  # the per-value-head intra kernels
     # plane 0: chunk-local gamma; planes 1-4 (state v2): beta, beta e^gamma, e^gamma, e^(gamma_last - gamma)
     fac = torch.empty((5 if state_v2 else 1, HV, total_t), dtype=torch.float32, device=dev)
     gam = fac[0]
@@ -188,7 +188,7 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
 
     iw, ist, inv_product = INTRA_CFG_OVERRIDE or _INTRA_CFG
     inv_product = bool(inv_product) and fast
-    if intra_v2:
+    if intra_per_hv:
         if INTRA_IMPL == "v3":
             kern, extra = _k.atrex_sm90_gdn_intra_chunk_v3, dict(NEWTON=bool(INTRA_V3_NEWTON))
             if INTRA_V3_MAXNREG:
