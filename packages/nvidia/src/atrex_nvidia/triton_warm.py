@@ -13,12 +13,19 @@ import threading
 
 import torch
 
+try:
+    from triton.tools.tensor_descriptor import TensorDescriptor
+except ImportError:  # Triton absent or too old for host descriptors: no argument is one
+    class TensorDescriptor:  # noqa: D101
+        pass
+
 __all__ = ["WarmRecord", "launch_key"]
 
 
 def _spec(a):
     """What Triton may specialise one runtime argument on: a tensor's dtype and 16-byte alignment; an
-    int being 1, a multiple of 16, or fitting int32. A dtype stands for a buffer the launcher allocates
+    int being 1, a multiple of 16, or fitting int32; a TMA tensor descriptor's dtype, block shape and
+    (conservatively) its shape and strides as ints. A dtype stands for a buffer the launcher allocates
     itself (always aligned). Floats and None contribute nothing."""
     if isinstance(a, torch.Tensor):
         return a.dtype, a.data_ptr() % 16 == 0
@@ -28,6 +35,10 @@ def _spec(a):
         return a == 1, a % 16 == 0, -(1 << 31) <= a < (1 << 31)
     if isinstance(a, torch.dtype):
         return a
+    if isinstance(a, TensorDescriptor):
+        # a host TMA descriptor: Triton keys on its dtype and block shape; its shape and strides are ints
+        return (a.base.dtype, tuple(a.block_shape), a.padding, a.base.data_ptr() % 16 == 0,
+                tuple(_spec(int(x)) for x in (*a.shape, *a.strides)))
     return None
 
 

@@ -299,7 +299,7 @@ def main(argv=None):
         row["atrex_ms"], row["fla_ms"] = ta, tf
         row["speedup"] = (tf / ta) if tf else None
         n_prog = x["v"].shape[2] * (1 if x["cu"] is None else x["cu"].numel() - 1)
-        row["state_cfg"] = list(L._state_cfg(n_prog, V, v2=L.STATE_IMPL == "v2"))
+        row["state_cfg"] = list(L._state_cfg(n_prog, V, v2=L.STATE_IMPL in ("v2", "tma")))
         try:
             row["kernels_ms"] = kernel_breakdown(x)
         except Exception as e:

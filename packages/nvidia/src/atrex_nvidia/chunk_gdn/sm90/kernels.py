@@ -919,3 +919,88 @@ def atrex_sm90_gdn_intra_chunk_v3(
         X = tl.dot(Xb, R.to(tl.bfloat16), Xb.to(tl.float32))
     a_base = A + hv.to(tl.int64) * TOTAL_T * 64
     tl.store(a_base + rg[:, None] * 64 + r64[None, :], X.to(dt), mask=mrow[:, None])
+
+
+@triton.jit
+def atrex_sm90_gdn_state_output_tma(
+    qd, kd, vd, ad, aqd, fac, h0, o, ht, cu, scale,
+    T, HV, K, V,
+    s_ob, s_ot, s_oh,
+    s_h0n, s_h0h, s_h0k, s_h0v,
+    TOTAL_T,
+    IS_VARLEN: tl.constexpr, G: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
+    USE_H0: tl.constexpr, STORE_HT: tl.constexpr, STATE_V_FIRST: tl.constexpr,
+):
+    """State/output kernel v2's math with the four tiles of each chunk step (k, q, A, Aqk) and the v block
+    fetched by TMA through host tensor descriptors: ``qd``/``kd`` over q/k viewed as ``[B*T, H*K]`` (block
+    ``[64, K]``, ``K == BK``), ``vd`` over v as ``[B*T, HV*V]`` (block ``[64, BV]``), ``ad``/``aqd`` over
+    the ``[HV*B*T, 64]`` workspaces. No per-element address arithmetic or masks for these loads (the
+    v2 loop spent ~300 of its ~790 instructions per step on them). Rows of a chunk past the sequence's end
+    are read from the next sequence (finite; zero past the tensor's end) and are cancelled exactly as in v2:
+    their factors beta, beta e^gamma and e^(gamma_last - gamma) are loaded as 0 and their outputs are not
+    stored. The output store and the per-row factors use pointers advanced by one chunk per step."""
+    i_v = tl.program_id(0)
+    i_nh = tl.program_id(1)
+    n = i_nh // HV
+    hv = i_nh % HV
+    h = hv // G
+    bos, eos, b_idx, tg0 = _seq_span(n, cu, T, IS_VARLEN)
+    L = eos - bos
+    NT = tl.cdiv(L, 64)
+
+    offs_k = tl.arange(0, BK)
+    offs_v = i_v * BV + tl.arange(0, BV)
+    mk = offs_k < K
+    mv = offs_v < V
+    r64 = tl.arange(0, 64)
+
+    n64 = n.to(tl.int64)
+    S = _initial_state(h0, n64, hv, s_h0n, s_h0h, s_h0k, s_h0v, offs_k, offs_v, mk, mv, USE_H0, BK, BV)
+
+    row = b_idx * T + bos          # first row of the sequence in the [B*T, *] views
+    arow = hv * TOTAL_T + tg0      # ... and in the [HV*B*T, 64] workspaces
+    qcol = h * K
+    vcol = hv * V + i_v * BV
+    plane = (hv * 0 + HV).to(tl.int64) * TOTAL_T  # HV == 1 is specialised to a constexpr int
+    f0 = fac + hv.to(tl.int64) * TOTAL_T + tg0.to(tl.int64) + 3 * plane - 1  # e^gamma of token 0, minus one row
+    p_f = fac + hv.to(tl.int64) * TOTAL_T + tg0.to(tl.int64) + r64
+    p_o = (o + b_idx.to(tl.int64) * s_ob + hv * s_oh + (bos + r64).to(tl.int64)[:, None] * s_ot
+           + offs_v[None, :])
+    dt = o.dtype.element_ty
+
+    mrow_n = r64 < L
+    bt_n = tl.load(p_f + plane, mask=mrow_n, other=0.0)
+    be_n = tl.load(p_f + 2 * plane, mask=mrow_n, other=0.0)
+    eg_n = tl.load(p_f + 3 * plane, mask=mrow_n, other=0.0)
+    dk_n = tl.load(p_f + 4 * plane, mask=mrow_n, other=0.0)
+    egl_n = tl.load(f0 + tl.minimum(L, 64), mask=L > 0, other=1.0)
+    for c in range(NT):
+        l0 = c * 64
+        mrow = mrow_n
+        bt = bt_n
+        be = be_n
+        eg = eg_n
+        dk = dk_n
+        egl = egl_n
+        p_f += 64
+        mrow_n = r64 < L - l0 - 64
+        bt_n = tl.load(p_f + plane, mask=mrow_n, other=0.0)
+        be_n = tl.load(p_f + 2 * plane, mask=mrow_n, other=0.0)
+        eg_n = tl.load(p_f + 3 * plane, mask=mrow_n, other=0.0)
+        dk_n = tl.load(p_f + 4 * plane, mask=mrow_n, other=0.0)
+        egl_n = tl.load(f0 + tl.minimum(L, l0 + 128), mask=l0 + 64 < L, other=1.0)
+        kt = kd.load([row + l0, qcol])
+        qt = qd.load([row + l0, qcol])
+        vt = vd.load([row + l0, vcol]).to(tl.float32)
+        a_t = ad.load([arow + l0, 0])
+        aq_t = aqd.load([arow + l0, 0])
+        Sb = S.to(dt)
+        X = bt[:, None] * vt - be[:, None] * tl.dot(kt, Sb)
+        Ut = tl.dot(a_t, X.to(dt))
+        O = eg[:, None] * tl.dot(qt, Sb) + tl.dot(aq_t, Ut.to(dt))
+        tl.store(p_o, (O * scale).to(dt), mask=mrow[:, None] & mv[None, :])
+        p_o += 64 * s_ot
+        S = tl.dot(tl.trans(kt), (Ut * dk[:, None]).to(dt), S * egl)
+
+    if STORE_HT:
+        _store_state(ht, S, n64, hv, HV, K, V, offs_k, offs_v, mk, mv, STATE_V_FIRST)

@@ -72,6 +72,10 @@ INTRA_V3_NEWTON = True
 # two CTAs per SM); 168 / 128 allow three / four CTAs per SM at the cost of more spills.
 INTRA_V3_MAXNREG = None
 STATE_IMPL = "v2"
+# STATE_IMPL "tma": ``atrex_sm90_gdn_state_output_tma``, v2's math with k, q, A, Aqk and the v block loaded by TMA
+#   through host tensor descriptors (no per-element address arithmetic or masks for them). Taken when
+#   ``_tma_views`` can describe the tensors (K a power of two equal to BK, heads contiguous, batch and time
+#   mergeable into one row index, 16-byte aligned bases and row strides); otherwise that call runs v2.
 STATE_PREFETCH = True  # v2: load v / factors one chunk ahead into registers by hand (else Triton pipelines them)
 # State v2 with at most ~2 programs per SM: a third pipeline stage (T=8192: 0.209 vs 0.275 ms; T=32768: 0.811 vs
 # 1.058 ms); with more programs the extra shared memory costs occupancy (varlen 16x1024: 0.483 vs 0.341 ms).
@@ -81,6 +85,39 @@ def _sm_count(dev) -> int:
     """The device's SM count from core's cached classification (132 when it reports none, e.g. on CPU)."""
     from atrex.dispatch.target import classify_device
     return classify_device(dev).sm_count or 132
+
+
+def _rows_view(x, B, T, heads, width):
+    """``x`` ``[B, T, heads, width]`` as a 2-D ``[B*T, heads*width]`` (shape, strides) for a TMA descriptor, or
+    None when its strides do not allow it (heads not contiguous, batch and time not mergeable, a row stride
+    or base that is not 16-byte aligned)."""
+    s_b, s_t, s_h, s_d = x.stride()
+    if s_d != 1 or (heads > 1 and s_h != width):
+        return None
+    if T > 1:
+        rs = s_t
+        if B > 1 and s_b != T * s_t:
+            return None
+    else:
+        rs = s_b if B > 1 else heads * width
+    if rs < heads * width or (rs * x.element_size()) % 16 or x.data_ptr() % 16:
+        return None
+    return [B * T, heads * width], [rs, 1]
+
+
+def _tma_descriptors(qn, kn, v, A, Aqk, B, T, H, HV, K, V, BK, BV):
+    """Host TMA descriptors (q, k, v, A, Aqk) for ``atrex_sm90_gdn_state_output_tma``, or None."""
+    if BK != K:
+        return None
+    from triton.tools.tensor_descriptor import TensorDescriptor
+    views = [_rows_view(qn, B, T, H, K), _rows_view(kn, B, T, H, K), _rows_view(v, B, T, HV, V)]
+    if any(vw is None for vw in views):
+        return None
+    (qs, qst), (ks, kst), (vs, vst) = views
+    ws = [A.shape[0] * A.shape[1], 64]
+    return (TensorDescriptor(qn, qs, qst, [64, BK]), TensorDescriptor(kn, ks, kst, [64, BK]),
+            TensorDescriptor(v, vs, vst, [64, BV]), TensorDescriptor(A, ws, [64, 1], [64, 64]),
+            TensorDescriptor(Aqk, ws, [64, 1], [64, 64]))
 
 
 def _state_cfg(n_programs, V, v2=False, sm_count=132):
@@ -167,7 +204,7 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     # The v2 kernels are measured and tested for K <= 128; at K = 256 state v2 with 3 stages needs 260 KB of
     # shared memory (OutOfResources in `atrex verify`'s K256 sweep on the H200), so K > 128 keeps the v1 pair.
     v2_ok = fast and not use_wy and BK <= V2_MAX_BK
-    state_v2 = v2_ok and STATE_IMPL == "v2"
+    state_v2 = v2_ok and STATE_IMPL in ("v2", "tma")  # "tma": same inputs as v2 (falls back to v2 per call)
     intra_per_hv = v2_ok and INTRA_IMPL in ("v2", "v3")  # the per-value-head intra kernels
     # plane 0: chunk-local gamma; planes 1-4 (state v2): beta, beta e^gamma, e^gamma, e^(gamma_last - gamma)
     fac = torch.empty((5 if state_v2 else 1, HV, total_t), dtype=torch.float32, device=dev)
@@ -225,7 +262,20 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
         h0 = q
         h0_strides = (0, 0, 0, 0)
     grid = (triton.cdiv(V, BV), N * HV)
-    if state_v2:
+    descs = _tma_descriptors(qn, kn, v, A, Aqk, B, T, H, HV, K, V, BK, BV) if state_v2 and STATE_IMPL == "tma" \
+        else None
+    if descs is not None:
+        launches.append((_k.atrex_sm90_gdn_state_output_tma, grid, (
+            *descs, fac, h0, o, ht if ht is not None else o, cu, float(scale),
+            T, HV, K, V,
+            o.stride(0), o.stride(1), o.stride(2),
+            *h0_strides,
+            total_t), dict(
+            IS_VARLEN=is_varlen, G=G, BK=BK, BV=BV,
+            USE_H0=use_h0, STORE_HT=ht is not None, STATE_V_FIRST=bool(state_v_first),
+            num_warps=sw, num_stages=sst,
+        )))
+    elif state_v2:
         launches.append((_k.atrex_sm90_gdn_state_output_v2, grid, (
             qn, kn, v, fac, A, Aqk, h0, o, ht if ht is not None else o, cu, float(scale),
             T, HV, K, V,
