@@ -11,6 +11,7 @@ import time
 import torch
 
 import atrex
+from atrex_nvidia.chunk_gdn.sm90 import launch as L
 from atrex_nvidia.chunk_gdn.sm90.launch import gdn_fwd
 
 
@@ -33,16 +34,31 @@ def per_call_us(fn, n=300):
     return host, wall
 
 
-for T in (64, 4096):
+VARIANTS = {"default": {}, "state tma": dict(STATE_IMPL="tma"),
+            "state tma, host descriptors": dict(STATE_IMPL="tma", TMA_DEVICE_DESC=False)}
+
+
+def host_times(T):
     x = inputs(T)
-    direct = lambda x=x: gdn_fwd(x["q"], x["k"], x["v"], x["g"], x["beta"], scale=0.088, initial_state=None,
+    direct = lambda: gdn_fwd(x["q"], x["k"], x["v"], x["g"], x["beta"], scale=0.088, initial_state=None,
                              output_final_state=True, use_qk_l2norm_in_kernel=True, state_v_first=False,
                              cu_seqlens=None)
-    public = lambda x=x: atrex.chunk_gated_delta_rule(x["q"], x["k"], x["v"], x["g"], x["beta"], scale=0.088,
+    public = lambda: atrex.chunk_gated_delta_rule(x["q"], x["k"], x["v"], x["g"], x["beta"], scale=0.088,
                                                   output_final_state=True, use_qk_l2norm_in_kernel=True)
     for name, fn in (("launcher", direct), ("public API", public)):
         host, wall = per_call_us(fn)
         print(f"T={T:5d} {name:10s}: host {host:7.1f} us/call, wall {wall:7.1f} us/call")
+
+
+for vname, hooks in VARIANTS.items():
+    saved = {a: getattr(L, a) for a in hooks}
+    for a, val in hooks.items():
+        setattr(L, a, val)
+    print(f"-- {vname}")
+    for T in (64, 4096):
+        host_times(T)
+    for a, val in saved.items():
+        setattr(L, a, val)
 x = inputs(64)
 prof = cProfile.Profile()
 prof.enable()

@@ -88,7 +88,7 @@ _SCRIPT = textwrap.dedent(r'''
     for hooks in C.VARIANT_HOOKS.values():
         gdn(gdn_cases["T64"], **hooks)
     gdn(gdn_cases["varlen_0_1"], USE_WY=True)
-    for hooks in (dict(STATE_IMPL="m"), dict(STATE_IMPL="m", STATE_M_CFG_OVERRIDE=(32, 8, 3)), dict(STATE_IMPL="tma")):
+    for hooks in (dict(STATE_IMPL="tma"), dict(STATE_IMPL="tma", TMA_DEVICE_DESC=False)):
         gdn(dict(T=64, H=16, HV=32, K=128), **hooks)
         gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=[64 * i for i in range(11)]), **hooks)
 
@@ -144,7 +144,7 @@ def test_launchers_request_every_kernel(compiled):
     want = {"atrex_sm90_gdn_intra_chunk", "atrex_sm90_gdn_intra_chunk_v2", "atrex_sm90_gdn_intra_chunk_v3",
             "atrex_sm90_gdn_state_output",
             "atrex_sm90_gdn_state_output_v2", "atrex_sm90_gdn_chunk_offsets",
-            "atrex_sm90_gdn_intra_chunk_v4", "atrex_sm90_gdn_state_output_m", "atrex_sm90_gdn_state_output_tma",
+            "atrex_sm90_gdn_state_output_tma",
             "atrex_sm90_decode_splitkv", "atrex_sm90_decode_combine"}
     assert want <= names, f"not requested: {sorted(want - names)}"
 

@@ -274,8 +274,7 @@ VARIANT_HOOKS = {  # launcher variants measured by bench_gdn's sweep besides the
     "state_v2_nopf": dict(STATE_PREFETCH=False),
     "intra_v3_nonewton": dict(INTRA_V3_NEWTON=False),
     "state_tma": dict(STATE_IMPL="tma"),
-    "state_m": dict(STATE_IMPL="m"),
-    "state_m_8w": dict(STATE_IMPL="m", STATE_M_CFG_OVERRIDE=(32, 8, 2)),
+    "state_tma_host_desc": dict(STATE_IMPL="tma", TMA_DEVICE_DESC=False),
 }
 VARIANT_CASES = [c for c in GPU_CASES if c[0] in ("T1", "T64", "varlen_0_1", "qwen3next_T4224_vfirst",
                                                   "qwen_varlen_mixed", "hv48_T127", "g_tiny_long")]

@@ -68,7 +68,7 @@ _SCRIPT = textwrap.dedent(r'''
          "atrex_sm90_gdn_intra_chunk_v2"),
         ("i3nn", dict(INTRA_V3_NEWTON=False), ("T63", "varlen_0_1"), "atrex_sm90_gdn_intra_chunk_v3"),
         ("tma", dict(STATE_IMPL="tma"), None, "atrex_sm90_gdn_state_output_tma"),
-        ("m", dict(STATE_IMPL="m"), None, "atrex_sm90_gdn_state_output_m"),
+        ("tmahd", dict(STATE_IMPL="tma", TMA_DEVICE_DESC=False), ("T63", "varlen_0_1"), "atrex_sm90_gdn_state_output_tma"),
     ]
     for tag, cfg, only, kname in variants:
         saved = {a: getattr(launch, a) for a in cfg}

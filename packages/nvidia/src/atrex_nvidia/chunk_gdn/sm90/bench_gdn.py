@@ -195,20 +195,17 @@ VARIANTS = [
     ("i3_r128", dict(intra_impl="v3", maxnreg=128)),
     ("i3nn_r168", dict(intra_impl="v3", newton=False, maxnreg=168)),
     ("i3nn_r128", dict(intra_impl="v3", newton=False, maxnreg=128)),
-    # round 5: state kernels with TMA operands. "tma": v2's math; "m": intra v4 + three 128-row dots per step
+    # round 5: state v2's math with TMA operands (descriptors built in the kernel unless _hd: on the host)
     ("tma", dict(state_impl="tma")),
+    ("tma_hd", dict(state_impl="tma", tma_device_desc=False)),
+    ("tma_r168", dict(state_impl="tma", maxnreg=168)),
     ("tma_s2", dict(state_impl="tma", state=(32, 4, 2))),
-    ("m", dict(state_impl="m")),
-    ("m_8w", dict(state_impl="m", state_m=(32, 8, 2))),
-    ("m_8w_s3", dict(state_impl="m", state_m=(32, 8, 3))),
-    ("m_64x8", dict(state_impl="m", state_m=(64, 8, 2))),
-    ("m_8w_r168", dict(state_impl="m", state_m=(32, 8, 2), maxnreg=168)),
 ]
 
 # launch-module attributes a variant may set (key in VARIANTS -> attribute of launch.py)
 _HOOKS = dict(state="STATE_CFG_OVERRIDE", intra="INTRA_CFG_OVERRIDE", wy="USE_WY", intra_impl="INTRA_IMPL",
               prec="INTRA_V2_PREC", state_impl="STATE_IMPL", prefetch="STATE_PREFETCH",
-              newton="INTRA_V3_NEWTON", maxnreg="INTRA_V3_MAXNREG", state_m="STATE_M_CFG_OVERRIDE")
+              newton="INTRA_V3_NEWTON", maxnreg="INTRA_V3_MAXNREG", tma_device_desc="TMA_DEVICE_DESC")
 
 
 def _select_variants(spec):

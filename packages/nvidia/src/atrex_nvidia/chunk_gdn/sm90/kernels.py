@@ -935,9 +935,9 @@ def atrex_sm90_gdn_state_output_tma(
     T, HV, K, V,
     s_ob, s_ot, s_oh,
     s_h0n, s_h0h, s_h0k, s_h0v,
-    TOTAL_T,
+    TOTAL_T, ROWS, QW, VW, s_qr, s_kr, s_vr,
     IS_VARLEN: tl.constexpr, G: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
-    USE_H0: tl.constexpr, STORE_HT: tl.constexpr, STATE_V_FIRST: tl.constexpr,
+    USE_H0: tl.constexpr, STORE_HT: tl.constexpr, STATE_V_FIRST: tl.constexpr, DEVICE_DESC: tl.constexpr,
 ):
     """State/output kernel v2's math with the four tiles of each chunk step (k, q, A, Aqk) and the v block
     fetched by TMA through host tensor descriptors: ``qd``/``kd`` over q/k viewed as ``[B*T, H*K]`` (block
@@ -946,7 +946,17 @@ def atrex_sm90_gdn_state_output_tma(
     v2 loop spent ~300 of its ~790 instructions per step on them). Rows of a chunk past the sequence's end
     are read from the next sequence (finite; zero past the tensor's end) and are cancelled exactly as in v2:
     their factors beta, beta e^gamma and e^(gamma_last - gamma) are loaded as 0 and their outputs are not
-    stored. The output store and the per-row factors use pointers advanced by one chunk per step."""
+    stored. The output store and the per-row factors use pointers advanced by one chunk per step.
+
+    With ``DEVICE_DESC`` the five operands arrive as plain pointers and the same descriptors are built in the
+    kernel (``ROWS = B*T``, widths ``QW = H*K`` / ``VW = HV*V``, row strides ``s_qr, s_kr, s_vr``), which keeps
+    Triton's host-side descriptor encoding off the launch path (it needs ``triton.set_allocator`` scratch)."""
+    if DEVICE_DESC:
+        qd = tl.make_tensor_descriptor(qd, [ROWS, QW], [s_qr, 1], [64, BK])
+        kd = tl.make_tensor_descriptor(kd, [ROWS, QW], [s_kr, 1], [64, BK])
+        vd = tl.make_tensor_descriptor(vd, [ROWS, VW], [s_vr, 1], [64, BV])
+        ad = tl.make_tensor_descriptor(ad, [HV * TOTAL_T, 64], [64, 1], [64, 64])
+        aqd = tl.make_tensor_descriptor(aqd, [HV * TOTAL_T, 64], [64, 1], [64, 64])
     i_v = tl.program_id(0)
     i_nh = tl.program_id(1)
     n = i_nh // HV
@@ -1013,148 +1023,3 @@ def atrex_sm90_gdn_state_output_tma(
     if STORE_HT:
         _store_state(ht, S, n64, hv, HV, K, V, offs_k, offs_v, mk, mv, STATE_V_FIRST)
 
-
-@triton.jit
-def atrex_sm90_gdn_intra_chunk_v4(
-    q, k, g, beta, kq, mw, fw, cu, co,
-    T, N, HV, K, n_search,
-    s_qb, s_qt, s_qh, s_kb, s_kt, s_kh, s_gb, s_gt, s_gh, s_bb, s_bt, s_bh,
-    N_SLOTS,
-    IS_VARLEN: tl.constexpr, G: tl.constexpr, BK: tl.constexpr,
-    USE_L2NORM: tl.constexpr, BETA_SIGMOID: tl.constexpr, NEG_EIGVAL: tl.constexpr, NEWTON: tl.constexpr,
-):
-    """Intra-chunk kernel v4: v3's math (one program per (chunk slot, value head), UT inverse by block merges
-    plus the Newton step), writing the operands of ``atrex_sm90_gdn_state_output_m`` per chunk slot ``s``:
-
-    * ``kq [H, N_SLOTS, 128, K]``: rows 0-63 the chunk's (normalised) k, rows 64-127 its q (zero past the
-      sequence's end); written by the first value head of each q/k head;
-    * ``mw [HV, N_SLOTS, 128, 64]``: rows 0-63 ``A = (I + L)^-1``, rows 64-127 ``Aqk A`` (so that one dot
-      gives both ``U~ = A X`` and ``Aqk U~``);
-    * ``fw [HV, N_SLOTS, 4, 128]`` fp32 row factors of the 128-row state step: ``[beta; 0]``,
-      ``[-beta e^gamma; e^gamma]``, ``[e^(gamma_last - gamma); 0]`` and ``e^gamma_last`` at ``[3, 0]``.
-    """
-    live, c, bos, eos, tg0, t0, h, hv, q_base, k_base, g_base, b_base = _intra_tile(
-        q, k, g, beta, co, cu, N, T, HV, n_search, s_qb, s_qh, s_kb, s_kh, s_gb, s_gh, s_bb, s_bh, IS_VARLEN, G)
-    if not live:
-        return
-    slot = tl.program_id(0) // HV
-    r64 = tl.arange(0, 64)
-    offs_k = tl.arange(0, BK)
-    mk = offs_k < K
-    dt = kq.dtype.element_ty
-
-    rows = t0 + r64
-    mrow = rows < eos
-    rows64 = rows.to(tl.int64)
-    gf = tl.load(g_base + rows64 * s_gt, mask=mrow, other=0.0).to(tl.float32)
-    gc = tl.cumsum(gf, 0)
-    bf = _load_beta(b_base, rows64, mrow, s_bt, BETA_SIGMOID, NEG_EIGVAL)
-    rr = r64[:, None]
-    cc = r64[None, :]
-    causal = rr >= cc
-    e = tl.exp(tl.where(causal, gc[:, None] - gc[None, :], 0.0))
-
-    qf = _load_qk_tile(q_base, rows64, mrow, offs_k, mk, s_qt, USE_L2NORM)
-    kf = _load_qk_tile(k_base, rows64, mrow, offs_k, mk, s_kt, USE_L2NORM)
-    if hv % G == 0:
-        p_kq = kq + ((h * N_SLOTS + slot).to(tl.int64) * 128 + r64)[:, None] * K + offs_k[None, :]
-        tl.store(p_kq, kf, mask=mk[None, :])
-        tl.store(p_kq + 64 * K, qf, mask=mk[None, :])
-    aqk = tl.where(causal, tl.dot(qf, tl.trans(kf)) * e, 0.0)
-    kk = tl.dot(kf, tl.trans(kf))
-    Lm = tl.where(rr > cc, bf[:, None] * e * kk, 0.0)
-    X = _ut_inverse(Lm, rr, cc, NEWTON)
-    Xb = X.to(dt)
-    aqka = tl.dot(aqk.to(dt), Xb)
-    p_m = mw + ((hv * N_SLOTS + slot).to(tl.int64) * 128 + r64)[:, None] * 64 + r64[None, :]
-    tl.store(p_m, Xb)
-    tl.store(p_m + 64 * 64, aqka.to(dt))
-
-    nvalid = tl.minimum(eos - t0, 64)
-    gl = tl.sum(tl.where(r64 == nvalid - 1, gc, 0.0), 0)
-    eg = tl.where(mrow, tl.exp(gc), 0.0)
-    bm = tl.where(mrow, bf, 0.0)
-    p_f = fw + (hv * N_SLOTS + slot).to(tl.int64) * 512 + r64
-    zero = tl.zeros([64], dtype=tl.float32)
-    tl.store(p_f, bm)
-    tl.store(p_f + 64, zero)
-    tl.store(p_f + 128, -bm * eg)
-    tl.store(p_f + 192, eg)
-    tl.store(p_f + 256, tl.where(mrow, tl.exp(gl - gc), 0.0))
-    tl.store(p_f + 320, zero)
-    tl.store(p_f + 384, zero + tl.exp(gl), mask=r64 == 0)
-
-
-@triton.jit
-def atrex_sm90_gdn_state_output_m(
-    kqd, vd, md, fw, co, h0, o, ht, cu, scale,
-    T, HV, K, V,
-    s_ob, s_ot, s_oh,
-    s_h0n, s_h0h, s_h0k, s_h0v,
-    N_SLOTS,
-    IS_VARLEN: tl.constexpr, G: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
-    USE_H0: tl.constexpr, STORE_HT: tl.constexpr, STATE_V_FIRST: tl.constexpr,
-):
-    """State/output kernel "m": three 128-row dots per chunk step instead of five, operands by TMA.
-
-    With ``KQ = [K; Q]`` (``[128, K]``, from ``kqd``), ``Mt = [[A, 0], [Aqk A, 0]]`` (``[128, 128]``: ``md``
-    describes the ``[.., 64]``-wide workspace, so TMA fills columns 64-127 with zeros) and the v block
-    ``V2`` of rows ``l0 .. l0+127`` (rows 64-127 only meet zero factors):
-
-    ``R = KQ S``, ``Y = [beta; 0] V2 + [-beta e^gamma; e^gamma] R`` (``Y = [X; e^gamma Q S]``),
-    ``Z = Mt Y + [0; Y_bottom]`` (``Z = [U~; O / scale]``), ``S <- e^gamma_last S + KQ^T ([dk; 0] Z)``.
-    Same math and the same bf16 roundings as v2 except that ``Aqk A`` is rounded once in place of ``U~``
-    before ``Aqk U~``; the output rows are Z's bottom half, ``e^gamma Q S`` is added in fp32.
-    """
-    i_v = tl.program_id(0)
-    i_nh = tl.program_id(1)
-    n = i_nh // HV
-    hv = i_nh % HV
-    h = hv // G
-    bos, eos, b_idx, tg0 = _seq_span(n, cu, T, IS_VARLEN)
-    L = eos - bos
-    NT = tl.cdiv(L, 64)
-    if IS_VARLEN:
-        slot0 = tl.load(co + n)
-    else:
-        slot0 = n * tl.cdiv(T, 64)
-
-    offs_k = tl.arange(0, BK)
-    offs_v = i_v * BV + tl.arange(0, BV)
-    mk = offs_k < K
-    mv = offs_v < V
-    r128 = tl.arange(0, 128)
-    top = r128 < 64
-
-    n64 = n.to(tl.int64)
-    S = _initial_state(h0, n64, hv, s_h0n, s_h0h, s_h0k, s_h0v, offs_k, offs_v, mk, mv, USE_H0, BK, BV)
-
-    row = b_idx * T + bos
-    kq_row = (h * N_SLOTS + slot0) * 128
-    m_row = (hv * N_SLOTS + slot0) * 128
-    vcol = hv * V + i_v * BV
-    p_f = fw + (hv * N_SLOTS + slot0).to(tl.int64) * 512 + r128
-    p_l = fw + (hv * N_SLOTS + slot0).to(tl.int64) * 512 + 384
-    p_o = (o + b_idx.to(tl.int64) * s_ob + hv * s_oh + (bos + r128 - 64).to(tl.int64)[:, None] * s_ot
-           + offs_v[None, :])
-    dt = o.dtype.element_ty
-    for c in range(NT):
-        l0 = c * 64
-        c1 = tl.load(p_f)
-        c2 = tl.load(p_f + 128)
-        d2 = tl.load(p_f + 256)
-        egl = tl.load(p_l)
-        p_f += 512
-        p_l += 512
-        KQ = kqd.load([kq_row + c * 128, 0])
-        V2 = vd.load([row + l0, vcol]).to(tl.float32)
-        Mt = md.load([m_row + c * 128, 0])
-        R = tl.dot(KQ, S.to(dt))
-        Y = c1[:, None] * V2 + c2[:, None] * R
-        Z = tl.dot(Mt, Y.to(dt), tl.where(top[:, None], 0.0, Y))
-        tl.store(p_o, (Z * scale).to(dt), mask=((~top) & (r128 - 64 < L - l0))[:, None] & mv[None, :])
-        p_o += 64 * s_ot
-        S = tl.dot(tl.trans(KQ), (d2[:, None] * Z).to(dt), S * egl)
-
-    if STORE_HT:
-        _store_state(ht, S, n64, hv, HV, K, V, offs_k, offs_v, mk, mv, STATE_V_FIRST)

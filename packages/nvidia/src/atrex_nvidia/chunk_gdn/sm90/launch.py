@@ -48,7 +48,9 @@ def _use_fast(q, K, V):
 
 # Override hooks for the benchmark sweep only: None or a tuple like the defaults above.
 STATE_CFG_OVERRIDE = None
-STATE_M_CFG_OVERRIDE = None  # (BV, num_warps, num_stages) of the "m" state kernel
+# STATE_IMPL "tma": build the TMA descriptors in the kernel (True) or on the host (False: Triton encodes five
+# descriptors per launch on the host, which made the T=8192 call host-bound on the H200, round 5)
+TMA_DEVICE_DESC = True
 INTRA_CFG_OVERRIDE = None
 # Alternative kernels (fast path only, not with USE_WY; bench_gdn.VARIANTS sweeps them):
 # INTRA_IMPL "v2": ``atrex_sm90_gdn_intra_chunk_v2``, grid over (chunk slot, value head), UT inverse by
@@ -77,9 +79,6 @@ STATE_IMPL = "v2"
 #   through host tensor descriptors (no per-element address arithmetic or masks for them). Taken when
 #   ``_tma_views`` can describe the tensors (K a power of two equal to BK, heads contiguous, batch and time
 #   mergeable into one row index, 16-byte aligned bases and row strides); otherwise that call runs v2.
-# STATE_IMPL "m": the pair ``atrex_sm90_gdn_intra_chunk_v4`` + ``atrex_sm90_gdn_state_output_m`` (three 128-row dots
-#   per chunk step instead of five; TMA operands), for bf16 with K a power of two <= 128 and v describable by TMA
-#   (else the call runs the default pair).
 STATE_PREFETCH = True  # v2: load v / factors one chunk ahead into registers by hand (else Triton pipelines them)
 # State v2 with at most ~2 programs per SM: a third pipeline stage (T=8192: 0.209 vs 0.275 ms; T=32768: 0.811 vs
 # 1.058 ms); with more programs the extra shared memory costs occupancy (varlen 16x1024: 0.483 vs 0.341 ms).
@@ -109,19 +108,30 @@ def _rows_view(x, B, T, heads, width):
     return [B * T, heads * width], [rs, 1]
 
 
-def _tma_descriptors(qn, kn, v, A, Aqk, B, T, H, HV, K, V, BK, BV):
-    """Host TMA descriptors (q, k, v, A, Aqk) for ``atrex_sm90_gdn_state_output_tma``, or None."""
+def _tma_operands(qn, kn, v, A, Aqk, B, T, H, HV, K, V, BK, BV):
+    """(operands, (ROWS, QW, VW, s_qr, s_kr, s_vr), DEVICE_DESC) of ``atrex_sm90_gdn_state_output_tma``, or None
+    when the tensors cannot be described. With ``TMA_DEVICE_DESC`` the operands are the tensors themselves and
+    the kernel builds its descriptors; otherwise they are host ``TensorDescriptor`` objects."""
     if BK != K:
         return None
-    from triton.tools.tensor_descriptor import TensorDescriptor
     views = [_rows_view(qn, B, T, H, K), _rows_view(kn, B, T, H, K), _rows_view(v, B, T, HV, V)]
     if any(vw is None for vw in views):
         return None
     (qs, qst), (ks, kst), (vs, vst) = views
+    rows_args = (B * T, H * K, HV * V, qst[0], kst[0], vst[0])
+    if TMA_DEVICE_DESC:
+        return (qn, kn, v, A, Aqk), rows_args, True
+    from triton.tools.tensor_descriptor import TensorDescriptor
     ws = [A.shape[0] * A.shape[1], 64]
-    return (TensorDescriptor(qn, qs, qst, [64, BK]), TensorDescriptor(kn, ks, kst, [64, BK]),
-            TensorDescriptor(v, vs, vst, [64, BV]), TensorDescriptor(A, ws, [64, 1], [64, 64]),
-            TensorDescriptor(Aqk, ws, [64, 1], [64, 64]))
+    return ((TensorDescriptor(qn, qs, qst, [64, BK]), TensorDescriptor(kn, ks, kst, [64, BK]),
+             TensorDescriptor(v, vs, vst, [64, BV]), TensorDescriptor(A, ws, [64, 1], [64, 64]),
+             TensorDescriptor(Aqk, ws, [64, 1], [64, 64])), rows_args, False)
+
+
+def _scratch(size, dev):
+    """Global scratch for in-kernel TMA descriptors, asked for by Triton at launch: a torch buffer on the call's
+    device (under CUDA-graph capture it comes from the graph's pool)."""
+    return torch.empty(size, dtype=torch.int8, device=dev)
 
 
 def _state_cfg(n_programs, V, v2=False, sm_count=132):
@@ -208,12 +218,6 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
         return o, ht
 
     fast = _use_fast(q, K, V)
-    if fast and STATE_IMPL == "m" and not USE_WY and BK == K <= V2_MAX_BK:
-        vview = _rows_view(v, B, T, HV, V)
-        if vview is not None:
-            return _gdn_m(q, k, v, g, beta, vview, o, ht, scale, initial_state, state_v_first, cu_seqlens,
-                          use_qk_l2norm_in_kernel, use_beta_sigmoid_in_kernel, allow_neg_eigval,
-                          sm_count or _sm_count(dev), B, T, H, HV, K, V, N, G, BK)
     if fast and use_qk_l2norm_in_kernel:
         # L2-normalised q, k written once by the intra-chunk kernel, read by the state kernel
         qn = torch.empty((B, T, H, K), dtype=q.dtype, device=dev)
@@ -270,17 +274,18 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     BV, sw, sst = _state_cfg(N * HV, V, v2=state_v2, sm_count=sm_count or _sm_count(dev))
     use_h0, h0, h0_strides = _h0_args(initial_state, state_v_first, q)
     grid = (triton.cdiv(V, BV), N * HV)
-    descs = _tma_descriptors(qn, kn, v, A, Aqk, B, T, H, HV, K, V, BK, BV) if state_v2 and STATE_IMPL == "tma" \
+    tma = _tma_operands(qn, kn, v, A, Aqk, B, T, H, HV, K, V, BK, BV) if state_v2 and STATE_IMPL == "tma" \
         else None
-    if descs is not None:
+    if tma is not None:
+        operands, rows_args, device_desc = tma
         launches.append((_k.atrex_sm90_gdn_state_output_tma, grid, (
-            *descs, fac, h0, o, ht if ht is not None else o, cu, float(scale),
+            *operands, fac, h0, o, ht if ht is not None else o, cu, float(scale),
             T, HV, K, V,
             o.stride(0), o.stride(1), o.stride(2),
             *h0_strides,
-            total_t), dict(
+            total_t, *rows_args), dict(
             IS_VARLEN=is_varlen, G=G, BK=BK, BV=BV,
-            USE_H0=use_h0, STORE_HT=ht is not None, STATE_V_FIRST=bool(state_v_first),
+            USE_H0=use_h0, STORE_HT=ht is not None, STATE_V_FIRST=bool(state_v_first), DEVICE_DESC=device_desc,
             num_warps=sw, num_stages=sst,
         )))
     elif state_v2:
@@ -302,56 +307,6 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
             is_varlen, G, BK, BV, use_h0, state_v_first, use_qk_l2norm_in_kernel, use_beta_sigmoid_in_kernel,
             allow_neg_eigval, use_wy, fast, sw, sst))
     return _launch_all(dev, launches, o, ht)
-
-
-def _gdn_m(q, k, v, g, beta, vview, o, ht, scale, initial_state, state_v_first, cu_seqlens,
-           use_qk_l2norm_in_kernel, use_beta_sigmoid_in_kernel, allow_neg_eigval, sm_count,
-           B, T, H, HV, K, V, N, G, BK):
-    """The "m" pair: ``atrex_sm90_gdn_intra_chunk_v4`` writes per chunk slot ``[K; Q]``, ``[A; Aqk A]`` and the
-    128-row factors; ``atrex_sm90_gdn_state_output_m`` runs three 128-row dots per chunk step with its tiles
-    fetched by TMA (see the kernels)."""
-    from triton.tools.tensor_descriptor import TensorDescriptor
-    dev = q.device
-    launches = []
-    cu, co, n_slots, n_search = _chunk_slots(launches, cu_seqlens, q, B, T, N)
-    kq = torch.empty((H, n_slots, 128, K), dtype=q.dtype, device=dev)
-    mw = torch.empty((HV, n_slots, 128, 64), dtype=q.dtype, device=dev)
-    fw = torch.empty((HV, n_slots, 4, 128), dtype=torch.float32, device=dev)
-    iw, ist, _ = INTRA_CFG_OVERRIDE or _INTRA_CFG
-    extra = dict(maxnreg=int(INTRA_V3_MAXNREG)) if INTRA_V3_MAXNREG else {}
-    launches.append((_k.atrex_sm90_gdn_intra_chunk_v4, (n_slots * HV,), (
-        q, k, g, beta, kq, mw, fw, cu, co,
-        T, N, HV, K, n_search,
-        q.stride(0), q.stride(1), q.stride(2), k.stride(0), k.stride(1), k.stride(2),
-        g.stride(0), g.stride(1), g.stride(2), beta.stride(0), beta.stride(1), beta.stride(2),
-        n_slots), dict(
-        IS_VARLEN=cu_seqlens is not None, G=G, BK=BK,
-        USE_L2NORM=bool(use_qk_l2norm_in_kernel), BETA_SIGMOID=bool(use_beta_sigmoid_in_kernel),
-        NEG_EIGVAL=bool(allow_neg_eigval), NEWTON=bool(INTRA_V3_NEWTON),
-        num_warps=iw, num_stages=ist, **extra)))
-    BV, sw, sst = STATE_M_CFG_OVERRIDE or _state_m_cfg(N * HV, V, sm_count)
-    use_h0, h0, h0_strides = _h0_args(initial_state, state_v_first, q)
-    (vs, vst) = vview
-    descs = (TensorDescriptor(kq, [H * n_slots * 128, K], [K, 1], [128, BK]),
-             TensorDescriptor(v, vs, vst, [128, BV]),
-             TensorDescriptor(mw, [HV * n_slots * 128, 64], [64, 1], [128, 128]))
-    launches.append((_k.atrex_sm90_gdn_state_output_m, (triton.cdiv(V, BV), N * HV), (
-        *descs, fw, co, h0, o, ht if ht is not None else o, cu, float(scale),
-        T, HV, K, V,
-        o.stride(0), o.stride(1), o.stride(2),
-        *h0_strides,
-        n_slots), dict(
-        IS_VARLEN=cu_seqlens is not None, G=G, BK=BK, BV=BV,
-        USE_H0=use_h0, STORE_HT=ht is not None, STATE_V_FIRST=bool(state_v_first),
-        num_warps=sw, num_stages=sst)))
-    return _launch_all(dev, launches, o, ht)
-
-
-def _state_m_cfg(n_programs, V, sm_count):
-    """(BV, num_warps, num_stages) of the "m" state kernel: V-blocks of 32 while (sequence, head) programs are
-    few (more CTAs for the sequential pass), 64 otherwise; two stages (three do not fit 227 KiB at K = 128)."""
-    bv = 32 if n_programs * triton.cdiv(V, 32) <= 2 * sm_count else 64
-    return min(bv, max(16, triton.next_power_of_2(V))), 4, 2
 
 
 def _intra_v1_launch(n_slots, H, q, k, v, g, beta, A, Aqk, gam, qn, kn, W, U, cu, co, fac, T, N, HV, K, V,
@@ -397,7 +352,15 @@ def _launch_all(dev, launches, o, ht):
             "nvidia.gdn_sm90: this call's Triton specialisation has not run in this process, so it would "
             "compile during CUDA-graph capture; call atrex.prewarm('chunk_gdn', ...) (or run one eager call "
             "with the same shapes, dtypes and flags) before capturing")
-    for kern, grid_, args, meta in launches:
-        kern[grid_](*args, **meta)
+    scratch = any(meta.get("DEVICE_DESC") for _, _, _, meta in launches)
+    if scratch:  # Triton asks the context's allocator for descriptor scratch at launch; ours for these launches only
+        from triton.runtime import _allocation
+        token = _allocation._allocator.set(lambda size, alignment, stream: _scratch(size, dev))
+    try:
+        for kern, grid_, args, meta in launches:
+            kern[grid_](*args, **meta)
+    finally:
+        if scratch:
+            _allocation._allocator.reset(token)
     WARM.add(missing)
     return o, ht
