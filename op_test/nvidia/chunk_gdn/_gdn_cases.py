@@ -291,9 +291,16 @@ def test_cases_variants(case_id, kw, variant, monkeypatch):
     assert eo <= bound and eh <= bound, (case_id, variant, eo, eh, bound)
 
 
-def test_graph_capture_replay_changed_cu_seqlens():
+@pytest.mark.parametrize("state_impl", ["v2", "tma"])
+def test_graph_capture_replay_changed_cu_seqlens(state_impl, monkeypatch):
+    """Capture and replay with new cu_seqlens contents; "tma" also takes Triton's descriptor scratch from the
+    graph's pool (in-kernel TMA descriptors)."""
+    from atrex_nvidia.chunk_gdn.sm90 import launch
+    monkeypatch.setattr(launch, "STATE_IMPL", state_impl)
     for new, same_o, same_h in graph_replay_check(fwd(), "cuda"):
         assert same_o and same_h, new
+    kernel = "atrex_sm90_gdn_state_output_tma" if state_impl == "tma" else "atrex_sm90_gdn_state_output_v2"
+    assert kernel in {key[0] for key in launch.WARM.keys()}
 
 
 def test_split_and_carry():
