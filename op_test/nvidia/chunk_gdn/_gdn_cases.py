@@ -266,12 +266,13 @@ def test_cases_wy_form(case_id, kw, monkeypatch):
     assert eo <= bound and eh <= bound, (case_id, eo, eh, bound)
 
 
-VARIANT_HOOKS = {  # launcher variants measured by bench_gdn's sweep besides the default (intra v3 + state v2)
+VARIANT_HOOKS = {  # launcher variants measured by bench_gdn's sweep besides the default (intra v3 + state tma / v2)
     "v1_pair": dict(INTRA_IMPL="v1", STATE_IMPL="v1", STATE_PREFETCH=False),
     "intra_v1": dict(INTRA_IMPL="v1"),
     "intra_v2": dict(INTRA_IMPL="v2"),
     "intra_v2_ieee": dict(INTRA_IMPL="v2", INTRA_V2_PREC="ieee"),
-    "state_v2_nopf": dict(STATE_PREFETCH=False),
+    "state_v2": dict(STATE_IMPL="v2"),
+    "state_v2_nopf": dict(STATE_IMPL="v2", STATE_PREFETCH=False),
     "intra_v3_nonewton": dict(INTRA_V3_NEWTON=False),
     "state_tma": dict(STATE_IMPL="tma"),
     "state_tma_host_desc": dict(STATE_IMPL="tma", TMA_DEVICE_DESC=False),

@@ -51,17 +51,20 @@ _SCRIPT = textwrap.dedent(r'''
     launch.USE_WY = False
     eo, eh = C.split_carry_check(gdn_fwd, "cpu", T=150, split=70)
     res["split_carry"] = [eo, eh, C.RRMSE_BOUND]
-    # the default fast path (bf16 cases) is intra v3 (with the Newton step) + state v2 with prefetch: check that it ran
+    # the default fast path (bf16 cases) is intra v3 (with the Newton step) + state tma or v2: check that they ran
     ran_default = {key[0] for key in launch.WARM.keys()}
-    res["ran_default"] = [0.0 if {"atrex_sm90_gdn_intra_chunk_v3", "atrex_sm90_gdn_state_output_v2"} <= ran_default
-                          else 1.0, 0.0, 0.5]
+    # (state: tma where the state pass has few programs and B*T >= 64, v2 for T=1)
+    res["ran_default"] = [0.0 if {"atrex_sm90_gdn_intra_chunk_v3", "atrex_sm90_gdn_state_output_v2",
+                                  "atrex_sm90_gdn_state_output_tma"} <= ran_default else 1.0, 0.0, 0.5]
     # alternative kernels (bench_gdn.VARIANTS): every small case for the v1 pair, a subset for the other knobs;
     # each asserts that the variant's kernels actually ran
     sub = ("T63", "varlen_0_1", "g_strong", "T130_B2_gva_bf16h0")
     variants = [
         ("v1", dict(INTRA_IMPL="v1", STATE_IMPL="v1", STATE_PREFETCH=False), None, "atrex_sm90_gdn_state_output"),
-        ("i1v2", dict(INTRA_IMPL="v1"), sub, "atrex_sm90_gdn_state_output_v2"),
-        ("v2nopf", dict(STATE_PREFETCH=False), sub, "atrex_sm90_gdn_state_output_v2"),
+        ("i1v2", dict(INTRA_IMPL="v1", STATE_IMPL="v2"), sub, "atrex_sm90_gdn_state_output_v2"),
+        ("i1tma", dict(INTRA_IMPL="v1"), ("T63", "T130_B2_gva_bf16h0"), "atrex_sm90_gdn_state_output_tma"),
+        ("v2", dict(STATE_IMPL="v2"), None, "atrex_sm90_gdn_state_output_v2"),
+        ("v2nopf", dict(STATE_IMPL="v2", STATE_PREFETCH=False), sub, "atrex_sm90_gdn_state_output_v2"),
         ("v2_32x4s2", dict(STATE_CFG_OVERRIDE=(32, 4, 2)), ("T63", "varlen_0_1"), "atrex_sm90_gdn_state_output_v2"),
         ("i2", dict(INTRA_IMPL="v2"), sub, "atrex_sm90_gdn_intra_chunk_v2"),
         ("i2ieee", dict(INTRA_IMPL="v2", INTRA_V2_PREC="ieee"), ("T130_B2_gva_bf16h0", "varlen_0_1"),

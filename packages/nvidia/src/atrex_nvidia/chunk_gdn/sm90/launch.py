@@ -73,8 +73,13 @@ INTRA_V2_PREC = "tf32x3"
 INTRA_V3_NEWTON = True
 # ptxas register cap of the v3 intra kernel (Triton's ``maxnreg``): None leaves it to ptxas (255 with spills at K = 128,
 # two CTAs per SM); 168 / 128 allow three / four CTAs per SM at the cost of more spills.
-INTRA_V3_MAXNREG = None
-STATE_IMPL = "v2"
+# Round 5 (H200, third sweep to agree): 168 is the default, intra T=8192/16/32 0.146 vs 0.162 ms, T=32768 0.561 vs
+# 0.618 ms, varlen 16x1024 0.296 vs 0.335 ms.
+INTRA_V3_MAXNREG = 168
+# Since round 5 (H200, BENCH_H200.md) "auto": the tma kernel when the state pass has at most ~2 programs per SM (the
+# 3-stage configuration: T=8192/16/32 0.194 vs 0.209 ms, T=32768 0.746 vs 0.809 ms) and v2 otherwise (varlen
+# 16x1024, 1024 programs: tma 0.370 vs v2 0.340 ms, the in-kernel descriptor set-up is paid per program).
+STATE_IMPL = "auto"
 # STATE_IMPL "tma": ``atrex_sm90_gdn_state_output_tma``, v2's math with k, q, A, Aqk and the v block loaded by TMA
 #   through host tensor descriptors (no per-element address arithmetic or masks for them). Taken when
 #   ``_tma_views`` can describe the tensors (K a power of two equal to BK, heads contiguous, batch and time
@@ -112,7 +117,9 @@ def _tma_operands(qn, kn, v, A, Aqk, B, T, H, HV, K, V, BK, BV):
     """(operands, (ROWS, QW, VW, s_qr, s_kr, s_vr), DEVICE_DESC) of ``atrex_sm90_gdn_state_output_tma``, or None
     when the tensors cannot be described. With ``TMA_DEVICE_DESC`` the operands are the tensors themselves and
     the kernel builds its descriptors; otherwise they are host ``TensorDescriptor`` objects."""
-    if BK != K:
+    if BK != K or B * T < 64 or HV * V < BV:
+        # (on the H200 a call with B*T = 1 hit an illegal address with in-kernel descriptors; boxes taller or wider
+        # than the whole tensor are not used)
         return None
     views = [_rows_view(qn, B, T, H, K), _rows_view(kn, B, T, H, K), _rows_view(v, B, T, HV, V)]
     if any(vw is None for vw in views):
@@ -236,7 +243,7 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     # The v2 kernels are measured and tested for K <= 128; at K = 256 state v2 with 3 stages needs 260 KB of
     # shared memory (OutOfResources in `atrex verify`'s K256 sweep on the H200), so K > 128 keeps the v1 pair.
     v2_ok = fast and not use_wy and BK <= V2_MAX_BK
-    state_v2 = v2_ok and STATE_IMPL in ("v2", "tma")  # "tma": same inputs as v2 (falls back to v2 per call)
+    state_v2 = v2_ok and STATE_IMPL in ("v2", "tma", "auto")  # tma: same inputs as v2 (falls back to v2 per call)
     intra_per_hv = v2_ok and INTRA_IMPL in ("v2", "v3")  # the per-value-head intra kernels
     # plane 0: chunk-local gamma; planes 1-4 (state v2): beta, beta e^gamma, e^gamma, e^(gamma_last - gamma)
     fac = torch.empty((5 if state_v2 else 1, HV, total_t), dtype=torch.float32, device=dev)
@@ -274,8 +281,8 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     BV, sw, sst = _state_cfg(N * HV, V, v2=state_v2, sm_count=sm_count or _sm_count(dev))
     use_h0, h0, h0_strides = _h0_args(initial_state, state_v_first, q)
     grid = (triton.cdiv(V, BV), N * HV)
-    tma = _tma_operands(qn, kn, v, A, Aqk, B, T, H, HV, K, V, BK, BV) if state_v2 and STATE_IMPL == "tma" \
-        else None
+    want_tma = STATE_IMPL == "tma" or (STATE_IMPL == "auto" and (BV, sw, sst) == _STATE_V2_FEW_CFG)
+    tma = _tma_operands(qn, kn, v, A, Aqk, B, T, H, HV, K, V, BK, BV) if state_v2 and want_tma else None
     if tma is not None:
         operands, rows_args, device_desc = tma
         launches.append((_k.atrex_sm90_gdn_state_output_tma, grid, (
