@@ -78,6 +78,19 @@ _SCRIPT = textwrap.dedent(r'''
             for a, val in saved.items():
                 setattr(GL, a, val)
 
+    # every gdn_fwd call below also checks that its call signature (the memo that lets a warm call skip its
+    # launch keys) determines those keys: one signature must never map to two different key lists
+    from atrex_nvidia.triton_warm import launch_key
+    sig_keys, sig_clash = {}, []
+    _launch_all = GL._launch_all
+
+    def recording_launch_all(dev, launches, o, ht, sig=None):
+        keys = [launch_key(kern, args, meta) for kern, _, args, meta in launches]
+        if sig_keys.setdefault(sig, keys) != keys:
+            sig_clash.append(repr(sig)[:300])
+        return _launch_all(dev, launches, o, ht, sig)
+
+    GL._launch_all = recording_launch_all
     gdn_cases = dict(C.GPU_CASES)
     for cid in ("T1", "T64", "varlen_0_1", "varlen_i64_noh0", "K60_V100_fp16", "T65_noL2", "hv48_T127",
                 "K256_bf16", "K256_varlen"):
@@ -113,7 +126,17 @@ _SCRIPT = textwrap.dedent(r'''
         out = torch.empty((call.total_q, call.num_heads_q, call.head_dim_v), dtype=call.out_dtype)
         DL.decode(call, out)
 
-    results = {}
+    # same shapes, different alignment / dtype / flags: different signatures, and the memo must see them
+    base = C.make_inputs(device="cpu", T=64, H=2, K=32)
+    for mutate in ({}, dict(q=torch.empty(64 * 64 + 1, dtype=torch.bfloat16)[1:].view(1, 64, 2, 32)),
+                   dict(g=base["g"].to(torch.bfloat16))):
+        x = dict(base, **{n: (t.copy_(base[n]) if t.dtype == base[n].dtype else t) for n, t in mutate.items()})
+        for l2 in (True, False):
+            GL.gdn_fwd(x["q"], x["k"], x["v"], x["g"], x["beta"], scale=0.1, initial_state=None,
+                       output_final_state=True, use_qk_l2norm_in_kernel=l2, state_v_first=False, cu_seqlens=None)
+    GL._launch_all = _launch_all
+    results = {"signature_determines_keys": dict(ok=not sig_clash and len(sig_keys) > 20, clashes=sig_clash[:3],
+                                                 signatures=len(sig_keys))}
     for name, (jit_fn, c) in specs.items():
         src = ASTSource(jit_fn, c["signature"], c["constants"], c["configs"][0])
         try:

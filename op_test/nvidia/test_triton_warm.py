@@ -34,3 +34,13 @@ def test_record_reports_missing_until_added():
     assert rec.missing(keys) == keys[1:] and len(rec) == 1
     rec.clear()
     assert len(rec) == 0
+
+
+def test_signature_memo_is_cleared_with_the_keys():
+    rec = WarmRecord()
+    assert not rec.seen(("sig", 1))
+    rec.add([("k",)])
+    rec.mark(("sig", 1))
+    assert rec.seen(("sig", 1)) and not rec.seen(("sig", 2))
+    rec.clear()
+    assert not rec.seen(("sig", 1)) and len(rec) == 0

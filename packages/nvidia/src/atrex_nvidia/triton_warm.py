@@ -50,9 +50,24 @@ def launch_key(kernel, args, meta: dict) -> tuple:
 class WarmRecord:
     """A thread-safe set of launch keys (one per launcher module)."""
 
+    _MAX_SIGNATURES = 4096  # bound on the per-call signature memo (beyond it calls just compute their keys)
+
     def __init__(self):
         self._keys: set = set()
+        self._sigs: set = set()
         self._lock = threading.Lock()
+
+    def seen(self, signature) -> bool:
+        """Whether a call with this launcher-defined ``signature`` already launched eagerly. A launcher may use it
+        to skip computing its launch keys only if the signature determines every key of the call (all
+        argument specialisations, constexprs and launch options)."""
+        return signature in self._sigs
+
+    def mark(self, signature) -> None:
+        """Record ``signature`` after the call's launches succeeded and their keys were added."""
+        with self._lock:
+            if len(self._sigs) < self._MAX_SIGNATURES:
+                self._sigs.add(signature)
 
     def missing(self, keys) -> list:
         return [k for k in keys if k not in self._keys]
@@ -68,6 +83,7 @@ class WarmRecord:
     def clear(self) -> None:
         with self._lock:
             self._keys.clear()
+            self._sigs.clear()
 
     def __len__(self) -> int:
         return len(self._keys)

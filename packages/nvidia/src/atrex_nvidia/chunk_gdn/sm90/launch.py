@@ -313,7 +313,10 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
             grid, qn, kn, v, beta, gam, A, Aqk, W, U, h0, o, ht, cu, scale, T, HV, K, V, h0_strides, total_t,
             is_varlen, G, BK, BV, use_h0, state_v_first, use_qk_l2norm_in_kernel, use_beta_sigmoid_in_kernel,
             allow_neg_eigval, use_wy, fast, sw, sst))
-    return _launch_all(dev, launches, o, ht)
+    sig = _call_signature(dev, (q, k, v, g, beta, initial_state, cu_seqlens), (
+        bool(output_final_state), bool(use_qk_l2norm_in_kernel), bool(state_v_first),
+        bool(use_beta_sigmoid_in_kernel), bool(allow_neg_eigval), sm_count))
+    return _launch_all(dev, launches, o, ht, sig)
 
 
 def _intra_v1_launch(n_slots, H, q, k, v, g, beta, A, Aqk, gam, qn, kn, W, U, cu, co, fac, T, N, HV, K, V,
@@ -352,8 +355,29 @@ def _state_v1_launch(grid, qn, kn, v, beta, gam, A, Aqk, W, U, h0, o, ht, cu, sc
     ))
 
 
-def _launch_all(dev, launches, o, ht):
-    missing = WARM.missing([launch_key(kern, args, meta) for kern, _, args, meta in launches])
+def _tensor_sig(t):
+    return None if t is None else (t.shape, t.stride(), t.dtype, t.data_ptr() % 16 == 0)
+
+
+def _knobs():
+    """The module knobs that choose kernels and their configurations (part of a call's signature)."""
+    return (FAST_PATH, USE_WY, STATE_IMPL, TMA_DEVICE_DESC, STATE_PREFETCH, STATE_CFG_OVERRIDE, INTRA_IMPL,
+            INTRA_V2_PREC, INTRA_V3_NEWTON, INTRA_V3_MAXNREG, INTRA_CFG_OVERRIDE, V2_MAX_BK, _STATE_CFG_FEW,
+            _STATE_CFG_MANY, _STATE_V2_FEW_CFG, _INTRA_CFG)
+
+
+def _call_signature(dev, tensors, flags):
+    """What determines every launch key of a ``gdn_fwd`` call: the device, each input tensor's shape, strides,
+    dtype and 16-byte alignment (the launcher's own buffers are always aligned and shaped from these), the
+    flags and the module knobs. Cheaper to form than the ~60 argument specialisations of the keys."""
+    return dev, tuple(_tensor_sig(t) for t in tensors), flags, _knobs()
+
+
+def _launch_all(dev, launches, o, ht, sig=None):
+    if sig is not None and WARM.seen(sig):
+        missing = ()  # this exact signature launched before, so all of its keys are warm
+    else:
+        missing = WARM.missing([launch_key(kern, args, meta) for kern, _, args, meta in launches])
     if missing and dev.type == "cuda" and torch.cuda.is_current_stream_capturing():
         raise AtrexCaptureError(
             "nvidia.gdn_sm90: this call's Triton specialisation has not run in this process, so it would "
@@ -370,4 +394,6 @@ def _launch_all(dev, launches, o, ht):
         if scratch:
             _allocation._allocator.reset(token)
     WARM.add(missing)
+    if sig is not None:
+        WARM.mark(sig)
     return o, ht
