@@ -200,6 +200,7 @@ VARIANTS = [
     ("tma_hd", dict(state_impl="tma", tma_device_desc=False)),
     ("tma_r168", dict(state_impl="tma", maxnreg=168)),
     ("tma_s2", dict(state_impl="tma", state=(32, 4, 2))),
+    ("tma_s4", dict(state_impl="tma", state=(32, 4, 4))),
 ]
 
 # launch-module attributes a variant may set (key in VARIANTS -> attribute of launch.py)
