@@ -396,11 +396,11 @@ def ut_inverse_accuracy(launch, T=128, K=128):
     captured = {}
     orig = launch._launch_all
 
-    def spy(dev, launches, o, ht):
+    def spy(dev, launches, o, ht, sig=None):
         for kern, _grid, args, _meta in launches:
             if "intra" in getattr(kern, "__name__", str(kern)):
                 captured["A"] = args[4]
-        return orig(dev, launches, o, ht)
+        return orig(dev, launches, o, ht, sig)
 
     gen = torch.Generator().manual_seed(7)
     rn = lambda *s: torch.randn(*s, generator=gen)
