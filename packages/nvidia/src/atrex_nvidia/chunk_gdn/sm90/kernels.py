@@ -21,16 +21,15 @@ Math: CONTRACTS.md §2.3-2.4. Three kernels per call, all named ``atrex_sm90_gdn
    ``S <- e^{gamma_c} S + K^T (e^{gamma_c - gamma} U~)``. Diagonal scalings are applied to the
    ``[64, BV]`` products, not to the ``[64, K]`` operands.
 
-Default fast path (bf16, K % 16 == 0, K <= 128) since round 4: ``atrex_sm90_gdn_intra_chunk_v3`` (one 64x64
-``K K^T`` dot, UT inverse by recursive block merges with bf16 dots plus one hi/lo Newton step) and
-``atrex_sm90_gdn_state_output_v2``.
+Default fast path (bf16, K % 16 == 0, K <= 128) since round 5: ``atrex_sm90_gdn_intra_chunk_v3`` (one 64x64
+``K K^T`` dot, UT inverse by recursive block merges with bf16 dots plus one hi/lo Newton step; 168-register cap)
+and, for the state pass, ``atrex_sm90_gdn_state_output_tma`` (v2's math, tiles fetched by TMA with descriptors
+built in the kernel) when the pass has few programs per SM, else ``atrex_sm90_gdn_state_output_v2``.
 
 Alternative variants (launch.INTRA_IMPL / STATE_IMPL, swept by bench_gdn.VARIANTS; fast path only):
 ``atrex_sm90_gdn_intra_chunk_v2`` (grid over (chunk slot, value head), UT inverse by recursive
-doubling with batched dots, optionally writing the per-row factors of the state kernels below),
-``atrex_sm90_gdn_state_output_v2`` (factors precomputed, no strided load / exp / reduction in the
-loop) and ``atrex_sm90_gdn_state_output_v3`` (v2 transposed: the state is carried as ``S^T`` so that
-every dependent product takes its register operand on the left, no shared-memory round trip).
+doubling with batched dots, optionally writing the per-row factors of the state kernels below) and
+``atrex_sm90_gdn_state_output_v2`` (factors precomputed, no strided load / exp / reduction in the loop).
 
 Dot operands are rounded to the input dtype with fp32 accumulation (as fla does for A, W, U, h,
 v_new); the triangular inverse runs in fp32 with ieee dots. Masks are applied to exponents before

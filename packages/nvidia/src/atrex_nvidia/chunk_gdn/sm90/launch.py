@@ -80,10 +80,11 @@ INTRA_V3_MAXNREG = 168
 # 3-stage configuration: T=8192/16/32 0.194 vs 0.209 ms, T=32768 0.746 vs 0.809 ms) and v2 otherwise (varlen
 # 16x1024, 1024 programs: tma 0.370 vs v2 0.340 ms, the in-kernel descriptor set-up is paid per program).
 STATE_IMPL = "auto"
-# STATE_IMPL "tma": ``atrex_sm90_gdn_state_output_tma``, v2's math with k, q, A, Aqk and the v block loaded by TMA
-#   through host tensor descriptors (no per-element address arithmetic or masks for them). Taken when
-#   ``_tma_views`` can describe the tensors (K a power of two equal to BK, heads contiguous, batch and time
-#   mergeable into one row index, 16-byte aligned bases and row strides); otherwise that call runs v2.
+# STATE_IMPL "tma" (forced) / "auto" (few programs): ``atrex_sm90_gdn_state_output_tma``, v2's math with k, q, A, Aqk
+#   and the v block loaded by TMA (no per-element address arithmetic or masks for them; descriptors per
+#   TMA_DEVICE_DESC). Taken when ``_tma_operands`` can describe the tensors (K a power of two equal to BK, heads
+#   contiguous, batch and time mergeable into one row index, 16-byte aligned bases and row strides, B*T >= 64);
+#   otherwise that call runs v2. "v2" forces v2.
 STATE_PREFETCH = True  # v2: load v / factors one chunk ahead into registers by hand (else Triton pipelines them)
 # State v2 with at most ~2 programs per SM: a third pipeline stage (T=8192: 0.209 vs 0.275 ms; T=32768: 0.811 vs
 # 1.058 ms); with more programs the extra shared memory costs occupancy (varlen 16x1024: 0.483 vs 0.341 ms).
