@@ -276,6 +276,7 @@ VARIANT_HOOKS = {  # launcher variants measured by bench_gdn's sweep besides the
     "intra_v3_nonewton": dict(INTRA_V3_NEWTON=False),
     "state_tma": dict(STATE_IMPL="tma"),
     "state_tma_host_desc": dict(STATE_IMPL="tma", TMA_DEVICE_DESC=False),
+    "split_state_pass": dict(SPLIT_STATE_PASS=True, SPLIT_MIN_T=128),
 }
 VARIANT_CASES = [c for c in GPU_CASES if c[0] in ("T1", "T64", "varlen_0_1", "qwen3next_T4224_vfirst",
                                                   "qwen_varlen_mixed", "hv48_T127", "g_tiny_long")]
@@ -290,6 +291,36 @@ def test_cases_variants(case_id, kw, variant, monkeypatch):
         monkeypatch.setattr(launch, name, value)
     eo, eh, bound = run_case(fwd(), case_id, kw, "cuda")
     assert eo <= bound and eh <= bound, (case_id, variant, eo, eh, bound)
+
+
+def test_split_state_pass_graph_capture(monkeypatch):
+    """The split state pass (two streams inside the call) under CUDA-graph capture: replay equals eager, and the
+    call ran four launches (two halves)."""
+    from atrex_nvidia.chunk_gdn.sm90 import launch
+    monkeypatch.setattr(launch, "SPLIT_STATE_PASS", True)
+    monkeypatch.setattr(launch, "SPLIT_MIN_T", 128)
+    inp = make_inputs(device="cuda", T=1000, H=2, HV=4, K=128, h0=torch.float32)
+    seen = []
+    orig = launch._launch_all
+    monkeypatch.setattr(launch, "_launch_all", lambda *a, **kw: seen.append(len(a[1])) or orig(*a, **kw))
+
+    def call():
+        return fwd()(inp["q"], inp["k"], inp["v"], inp["g"], inp["beta"], scale=inp["scale"],
+                     initial_state=inp["initial_state"], output_final_state=True, use_qk_l2norm_in_kernel=True,
+                     state_v_first=False, cu_seqlens=None)
+
+    oe, he = call()
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        og, hg = call()
+    graph.replay()
+    torch.cuda.synchronize()
+    assert seen and set(seen) == {4}, seen
+    assert torch.equal(og, oe) and torch.equal(hg, he)
+    ro, rh = ref_recurrence(inp["q"], inp["k"], inp["v"], inp["g"], inp["beta"], scale=inp["scale"],
+                            initial_state=inp["initial_state"], state_v_first=False, use_qk_l2norm_in_kernel=True)
+    assert rrmse(ro, oe) <= RRMSE_BOUND and rrmse(rh, he) <= RRMSE_BOUND
 
 
 @pytest.mark.parametrize("state_impl", ["v2", "tma"])

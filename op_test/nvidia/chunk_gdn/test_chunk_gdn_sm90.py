@@ -13,4 +13,5 @@ from _gdn_cases import (  # noqa: E402,F401
                          test_graph_capture_replay_changed_cu_seqlens,
                          test_kernel_names_in_profiler,
                          test_split_and_carry,
+                         test_split_state_pass_graph_capture,
 )

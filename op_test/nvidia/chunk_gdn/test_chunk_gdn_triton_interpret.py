@@ -89,6 +89,19 @@ _SCRIPT = textwrap.dedent(r'''
     # UT inverse accuracy of intra v3 on strongly correlated keys (beta up to 2): with the Newton step the bf16
     # A workspace must be as close to the float64 inverse as rounding that inverse to bf16 (x1.25); the merges
     # alone are ~10x worse there, which this check must see (it would not discriminate otherwise)
+    # the split state pass (two halves, the second half's intra beside the first half's state kernel on a GPU):
+    # same contract bound, and it must actually have run as four launches
+    launch.SPLIT_STATE_PASS, launch.SPLIT_MIN_T = True, 128
+    nl = []
+    orig_la = launch._launch_all
+    launch._launch_all = lambda *a, **kw: nl.append(len(a[1])) or orig_la(*a, **kw)
+    for cid, kw in (("split_T300", dict(T=300, H=2, HV=4, K=64, h0=torch.float32)),
+                    ("split_T200_B2_vfirst", dict(T=200, B=2, H=2, HV=4, K=64, h0=torch.float32, state_v_first=True))):
+        eo, eh, bound = C.run_case(gdn_fwd, cid, kw, "cpu")
+        res[cid] = [eo, eh, bound]
+    launch._launch_all = orig_la
+    launch.SPLIT_STATE_PASS, launch.SPLIT_MIN_T = False, 4096
+    res["ran_split"] = [0.0 if nl == [4, 4] else 1.0, 0.0, 0.5]
     res.update(C.ut_inverse_accuracy(launch))
     print("RESULT " + json.dumps(res))
 ''').replace("HERE", repr(HERE)).replace("SRC", repr(SRC)).replace("OPTEST", repr(OPTEST))

@@ -201,12 +201,14 @@ VARIANTS = [
     ("tma_r168", dict(state_impl="tma", maxnreg=168)),
     ("tma_s2", dict(state_impl="tma", state=(32, 4, 2))),
     ("tma_s4", dict(state_impl="tma", state=(32, 4, 4))),
+    # the state pass split in two halves, the second half's intra kernel beside the first half's state kernel
+    ("split", dict(split=True)),
 ]
 
 # launch-module attributes a variant may set (key in VARIANTS -> attribute of launch.py)
 _HOOKS = dict(state="STATE_CFG_OVERRIDE", intra="INTRA_CFG_OVERRIDE", wy="USE_WY", intra_impl="INTRA_IMPL",
               prec="INTRA_V2_PREC", state_impl="STATE_IMPL", prefetch="STATE_PREFETCH",
-              newton="INTRA_V3_NEWTON", maxnreg="INTRA_V3_MAXNREG", tma_device_desc="TMA_DEVICE_DESC")
+              newton="INTRA_V3_NEWTON", maxnreg="INTRA_V3_MAXNREG", tma_device_desc="TMA_DEVICE_DESC", split="SPLIT_STATE_PASS")
 
 
 def _select_variants(spec):

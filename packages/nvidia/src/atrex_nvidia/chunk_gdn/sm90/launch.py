@@ -90,6 +90,10 @@ STATE_PREFETCH = True  # v2: load v / factors one chunk ahead into registers by 
 # 1.058 ms); with more programs the extra shared memory costs occupancy (varlen 16x1024: 0.483 vs 0.341 ms).
 _STATE_V2_FEW_CFG = (32, 4, 3)
 V2_MAX_BK = 128  # the v2 kernels run for padded K <= 128 (larger K: v1 pair)
+# Split state pass (round 5, not yet measured): for one-sequence-per-batch-row calls with T >= SPLIT_MIN_T, run the
+# second half's intra kernel beside the first half's state kernel on a side stream (``_gdn_split``).
+SPLIT_STATE_PASS = False
+SPLIT_MIN_T = 4096
 def _sm_count(dev) -> int:
     """The device's SM count from core's cached classification (132 when it reports none, e.g. on CPU)."""
     from atrex.dispatch.target import classify_device
@@ -173,7 +177,7 @@ def _h0_args(initial_state, state_v_first, q):
 
 def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_qk_l2norm_in_kernel,
             state_v_first, cu_seqlens, cu_seqlens_cpu=None, use_beta_sigmoid_in_kernel=False,
-            allow_neg_eigval=False, sm_count=None):
+            allow_neg_eigval=False, sm_count=None, _outputs=None, _plan_only=False):
     """Chunked Gated-DeltaNet forward (CONTRACTS.md §2), chunk 64.
 
     Parameters
@@ -189,6 +193,8 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     cu_seqlens : None or ``[N+1]`` int32/int64 on q's device (requires ``B == 1``).
     cu_seqlens_cpu : unused (the chunk bookkeeping is built on the device).
     sm_count : the device's SM count (the dispatcher passes ``call.target.sm_count``); None looks it up.
+    _outputs, _plan_only : internal (the split state pass): preallocated ``(o, final_state)``, and return the
+        launch list instead of launching.
 
     Returns
     -------
@@ -209,11 +215,14 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     total_t = B * T
     BK = max(16, triton.next_power_of_2(K))
 
-    o = torch.empty((B, T, HV, V), dtype=q.dtype, device=dev)
-    ht = None
-    if output_final_state:
-        shape = (N, HV, V, K) if state_v_first else (N, HV, K, V)
-        ht = torch.empty(shape, dtype=torch.float32, device=dev)
+    if _outputs is not None:
+        o, ht = _outputs
+    else:
+        o = torch.empty((B, T, HV, V), dtype=q.dtype, device=dev)
+        ht = None
+        if output_final_state:
+            shape = (N, HV, V, K) if state_v_first else (N, HV, K, V)
+            ht = torch.empty(shape, dtype=torch.float32, device=dev)
     if N == 0:
         return o, ht
     if total_t == 0:
@@ -226,6 +235,10 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
         return o, ht
 
     fast = _use_fast(q, K, V)
+    if (SPLIT_STATE_PASS and not _plan_only and fast and not is_varlen and T >= max(SPLIT_MIN_T, 128)
+            and STATE_IMPL in ("v2", "tma", "auto") and not USE_WY and BK <= V2_MAX_BK):
+        return _gdn_split(q, k, v, g, beta, o, ht, scale, initial_state, use_qk_l2norm_in_kernel, state_v_first,
+                          use_beta_sigmoid_in_kernel, allow_neg_eigval, sm_count, output_final_state)
     if fast and use_qk_l2norm_in_kernel:
         # L2-normalised q, k written once by the intra-chunk kernel, read by the state kernel
         qn = torch.empty((B, T, H, K), dtype=q.dtype, device=dev)
@@ -314,10 +327,47 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
             grid, qn, kn, v, beta, gam, A, Aqk, W, U, h0, o, ht, cu, scale, T, HV, K, V, h0_strides, total_t,
             is_varlen, G, BK, BV, use_h0, state_v_first, use_qk_l2norm_in_kernel, use_beta_sigmoid_in_kernel,
             allow_neg_eigval, use_wy, fast, sw, sst))
+    if _plan_only:
+        return launches
     sig = _call_signature(dev, (q, k, v, g, beta, initial_state, cu_seqlens), (
         bool(output_final_state), bool(use_qk_l2norm_in_kernel), bool(state_v_first),
         bool(use_beta_sigmoid_in_kernel), bool(allow_neg_eigval), sm_count))
     return _launch_all(dev, launches, o, ht, sig)
+
+
+def _gdn_split(q, k, v, g, beta, o, ht, scale, initial_state, l2norm, state_v_first, beta_sigmoid, neg_eigval,
+               sm_count, output_final_state):
+    """The state pass split at a chunk boundary near T/2 so that the second half's intra kernel runs while the
+    first half's sequential state kernel does (streams, no flags): ``intra1 -> state1`` on a side stream,
+    ``intra2`` on the caller's stream after ``intra1``, then ``state2`` (initial state = the first half's final
+    state) after both. Each half is an ordinary launch plan on time-slice views; the sequential state pass
+    underuses the SMs (one CTA per SM, issue-active ~27% in ncu) and leaves room for intra CTAs beside it."""
+    B, T, H, K = q.shape
+    HV, V = v.shape[2], v.shape[3]
+    T1 = (T // 2) // 64 * 64
+    mid = torch.empty((B, HV, V, K) if state_v_first else (B, HV, K, V), dtype=torch.float32, device=q.device)
+    kw = dict(scale=scale, use_qk_l2norm_in_kernel=l2norm, state_v_first=state_v_first, cu_seqlens=None,
+              use_beta_sigmoid_in_kernel=beta_sigmoid, allow_neg_eigval=neg_eigval, sm_count=sm_count,
+              _plan_only=True)
+    first = gdn_fwd(q[:, :T1], k[:, :T1], v[:, :T1], g[:, :T1], beta[:, :T1], initial_state=initial_state,
+                    output_final_state=True, _outputs=(o[:, :T1], mid), **kw)
+    second = gdn_fwd(q[:, T1:], k[:, T1:], v[:, T1:], g[:, T1:], beta[:, T1:], initial_state=mid,
+                     output_final_state=output_final_state, _outputs=(o[:, T1:], ht), **kw)
+    assert len(first) == 2 and len(second) == 2  # (intra, state) each: non-varlen plans
+    sig = _call_signature(q.device, (q, k, v, g, beta, initial_state, None), (
+        "split", bool(output_final_state), bool(l2norm), bool(state_v_first), bool(beta_sigmoid),
+        bool(neg_eigval), sm_count))
+    return _launch_all(q.device, first + second, o, ht, sig, split=True)
+
+
+_SIDE_STREAMS = {}
+
+
+def _side_stream(dev):
+    s = _SIDE_STREAMS.get(dev)
+    if s is None:
+        s = _SIDE_STREAMS[dev] = torch.cuda.Stream(device=dev)
+    return s
 
 
 def _intra_v1_launch(n_slots, H, q, k, v, g, beta, A, Aqk, gam, qn, kn, W, U, cu, co, fac, T, N, HV, K, V,
@@ -356,6 +406,10 @@ def _state_v1_launch(grid, qn, kn, v, beta, gam, A, Aqk, W, U, h0, o, ht, cu, sc
     ))
 
 
+def _launch(kern, grid_, args, meta):
+    kern[grid_](*args, **meta)
+
+
 def _tensor_sig(t):
     return None if t is None else (t.shape, t.stride(), t.dtype, t.data_ptr() % 16 == 0)
 
@@ -363,7 +417,8 @@ def _tensor_sig(t):
 def _knobs():
     """The module knobs that choose kernels and their configurations (part of a call's signature)."""
     return (FAST_PATH, USE_WY, STATE_IMPL, TMA_DEVICE_DESC, STATE_PREFETCH, STATE_CFG_OVERRIDE, INTRA_IMPL,
-            INTRA_V2_PREC, INTRA_V3_NEWTON, INTRA_V3_MAXNREG, INTRA_CFG_OVERRIDE, V2_MAX_BK, _STATE_CFG_FEW,
+            INTRA_V2_PREC, INTRA_V3_NEWTON, INTRA_V3_MAXNREG, INTRA_CFG_OVERRIDE, V2_MAX_BK, SPLIT_STATE_PASS,
+            SPLIT_MIN_T, _STATE_CFG_FEW,
             _STATE_CFG_MANY, _STATE_V2_FEW_CFG, _INTRA_CFG)
 
 
@@ -374,7 +429,7 @@ def _call_signature(dev, tensors, flags):
     return dev, tuple(_tensor_sig(t) for t in tensors), flags, _knobs()
 
 
-def _launch_all(dev, launches, o, ht, sig=None):
+def _launch_all(dev, launches, o, ht, sig=None, split=False):
     if sig is not None and WARM.seen(sig):
         missing = ()  # this exact signature launched before, so all of its keys are warm
     else:
@@ -389,8 +444,24 @@ def _launch_all(dev, launches, o, ht, sig=None):
         from triton.runtime import _allocation
         token = _allocation._allocator.set(lambda size, alignment, stream: _scratch(size, dev))
     try:
-        for kern, grid_, args, meta in launches:
-            kern[grid_](*args, **meta)
+        if split and dev.type == "cuda":
+            (i1, s1, i2, s2) = [(kern, grid_, args, meta) for kern, grid_, args, meta in launches]
+            main = torch.cuda.current_stream(dev)
+            side = _side_stream(dev)
+            side.wait_stream(main)
+            _launch(*i1)
+            e1 = main.record_event()
+            _launch(*i2)
+            e2 = main.record_event()
+            with torch.cuda.stream(side):
+                side.wait_event(e1)
+                _launch(*s1)
+                side.wait_event(e2)
+                _launch(*s2)
+            main.wait_stream(side)
+        else:
+            for launch in launches:
+                _launch(*launch)
     finally:
         if scratch:
             _allocation._allocator.reset(token)
