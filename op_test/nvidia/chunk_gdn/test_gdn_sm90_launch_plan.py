@@ -1,0 +1,107 @@
+"""CPU tier: which kernels and configurations ``nvidia.gdn_sm90``'s launcher plans for a call.
+
+``gdn_fwd`` builds its launch list from shapes, strides, dtypes and alignment only, so the plan can be
+inspected on CPU tensors: ``_launch_all`` is replaced by a recorder and nothing is compiled or launched.
+Covers the round-5 selection rules (state kernel "auto": tma for the few-program configuration when the
+tensors can be described by TMA, v2 otherwise; the intra register cap; the split state pass), both sides of
+each rule.
+"""
+
+import pytest
+import torch
+
+pytest.importorskip("triton")
+
+from atrex_nvidia.chunk_gdn.sm90 import launch as L  # noqa: E402
+
+
+@pytest.fixture
+def plan(monkeypatch):
+    """Call ``gdn_fwd`` and return its planned launches as [(kernel name, grid, args, meta)] (and split flag)."""
+    seen = {}
+
+    def record(dev, launches, o, ht, sig=None, split=False):
+        seen["launches"] = [(kern.__name__, grid, args, meta) for kern, grid, args, meta in launches]
+        seen["split"] = split
+        return o, ht
+
+    monkeypatch.setattr(L, "_launch_all", record)
+
+    def run(T=256, B=1, H=2, HV=4, K=128, V=None, dtype=torch.bfloat16, cu_seqlens=None, q=None, l2norm=True,
+            sm_count=132):
+        V = V or K
+        gen = torch.Generator().manual_seed(0)
+        r = lambda *s: torch.randn(*s, generator=gen)
+        q = r(B, T, H, K).to(dtype) if q is None else q
+        k, v = r(B, T, H, K).to(dtype), r(B, T, HV, V).to(dtype)
+        g, beta = -torch.rand(B, T, HV, generator=gen), torch.rand(B, T, HV, generator=gen).to(dtype)
+        cu = None if cu_seqlens is None else torch.tensor(cu_seqlens, dtype=torch.int32)
+        L.gdn_fwd(q, k, v, g, beta, scale=0.1, initial_state=None, output_final_state=True,
+                  use_qk_l2norm_in_kernel=l2norm, state_v_first=False, cu_seqlens=cu, sm_count=sm_count)
+        return seen
+
+    return run
+
+
+def state_kernel(seen):
+    names = [n for n, *_ in seen["launches"] if "state_output" in n]
+    assert len(names) in (1, 2), names
+    return names[-1]
+
+
+def test_few_programs_take_the_tma_state_kernel_with_in_kernel_descriptors(plan):
+    seen = plan(T=8192 // 32, H=16, HV=32)  # 32 programs x 4 V-blocks: the 3-stage configuration
+    name, grid, args, meta = seen["launches"][-1]
+    assert name == "atrex_sm90_gdn_state_output_tma"
+    assert meta["DEVICE_DESC"] is True and (meta["num_warps"], meta["num_stages"]) == (4, 3)
+    assert grid == (4, 32)
+    intra = seen["launches"][0]
+    assert intra[0] == "atrex_sm90_gdn_intra_chunk_v3" and intra[3]["maxnreg"] == 168
+
+
+def test_many_programs_keep_state_v2(plan):
+    # 16 sequences x 32 heads: 2048 (program, V-block) pairs > 2 per SM
+    cu = [64 * 4 * i for i in range(17)]
+    seen = plan(T=cu[-1], H=32, HV=32, cu_seqlens=cu)
+    assert state_kernel(seen) == "atrex_sm90_gdn_state_output_v2"
+
+
+def test_fewer_than_64_rows_keep_state_v2(plan):
+    assert state_kernel(plan(T=63)) == "atrex_sm90_gdn_state_output_v2"
+    assert state_kernel(plan(T=64)) == "atrex_sm90_gdn_state_output_tma"
+
+
+def test_k_not_a_power_of_two_keeps_state_v2(plan):
+    assert state_kernel(plan(K=80)) == "atrex_sm90_gdn_state_output_v2"  # BK = 128 != K
+    assert state_kernel(plan(K=64)) == "atrex_sm90_gdn_state_output_tma"
+
+
+def test_misaligned_or_unmergeable_q_keeps_state_v2(plan):
+    T, H, K = 256, 2, 128
+    base = torch.randn(1 * T * H * K + 8).bfloat16()
+    q = base[8:].view(1, T, H, K)  # 16-byte aligned: tma
+    assert state_kernel(plan(T=T, q=q, l2norm=False)) == "atrex_sm90_gdn_state_output_tma"
+    q = base[1:1 + T * H * K].view(1, T, H, K)  # 2-byte offset: not describable
+    assert state_kernel(plan(T=T, q=q, l2norm=False)) == "atrex_sm90_gdn_state_output_v2"
+    full = torch.randn(2, 2 * T, H, K).bfloat16()
+    q = full[:, :T]  # batch stride != T * time stride
+    assert state_kernel(plan(T=T, B=2, q=q, l2norm=False)) == "atrex_sm90_gdn_state_output_v2"
+
+
+def test_forced_v2_and_fp16_do_not_take_tma(plan, monkeypatch):
+    assert state_kernel(plan(dtype=torch.float16)) == "atrex_sm90_gdn_state_output"  # the v1 pair
+    monkeypatch.setattr(L, "STATE_IMPL", "v2")
+    assert state_kernel(plan()) == "atrex_sm90_gdn_state_output_v2"
+
+
+def test_split_state_pass_plans_two_halves_only_when_enabled_and_not_varlen(plan, monkeypatch):
+    assert not plan(T=4096)["split"] and len(plan(T=4096)["launches"]) == 2  # off by default
+    monkeypatch.setattr(L, "SPLIT_STATE_PASS", True)
+    seen = plan(T=4096)
+    names = [n for n, *_ in seen["launches"]]
+    assert seen["split"] and names == ["atrex_sm90_gdn_intra_chunk_v3", "atrex_sm90_gdn_state_output_tma"] * 2
+    # the halves meet at a chunk boundary: the first state kernel stores the mid state, the second reads it
+    first_state, second_state = seen["launches"][1], seen["launches"][3]
+    assert first_state[3]["STORE_HT"] and second_state[3]["USE_H0"]
+    assert not plan(T=4095)["split"]  # below SPLIT_MIN_T
+    assert not plan(T=4096, cu_seqlens=[0, 1000, 4096])["split"]  # varlen is not split
