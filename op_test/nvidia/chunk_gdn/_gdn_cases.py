@@ -277,6 +277,8 @@ VARIANT_HOOKS = {  # launcher variants measured by bench_gdn's sweep besides the
     "state_tma": dict(STATE_IMPL="tma"),
     "state_tma_host_desc": dict(STATE_IMPL="tma", TMA_DEVICE_DESC=False),
     "split_state_pass": dict(SPLIT_STATE_PASS=True, SPLIT_MIN_T=128),
+    "split_state_pass_p3": dict(SPLIT_STATE_PASS=True, SPLIT_MIN_T=128, SPLIT_PIECES=3),
+    "split_state_pass_p4_prio0": dict(SPLIT_STATE_PASS=True, SPLIT_MIN_T=128, SPLIT_PIECES=4, SPLIT_SIDE_PRIORITY=0),
 }
 VARIANT_CASES = [c for c in GPU_CASES if c[0] in ("T1", "T64", "varlen_0_1", "qwen3next_T4224_vfirst",
                                                   "qwen_varlen_mixed", "hv48_T127", "g_tiny_long")]
@@ -293,12 +295,14 @@ def test_cases_variants(case_id, kw, variant, monkeypatch):
     assert eo <= bound and eh <= bound, (case_id, variant, eo, eh, bound)
 
 
-def test_split_state_pass_graph_capture(monkeypatch):
+@pytest.mark.parametrize("pieces", [2, 4])
+def test_split_state_pass_graph_capture(pieces, monkeypatch):
     """The split state pass (two streams inside the call) under CUDA-graph capture: replay equals eager, and the
-    call ran four launches (two halves)."""
+    call ran two launches per piece."""
     from atrex_nvidia.chunk_gdn.sm90 import launch
     monkeypatch.setattr(launch, "SPLIT_STATE_PASS", True)
     monkeypatch.setattr(launch, "SPLIT_MIN_T", 128)
+    monkeypatch.setattr(launch, "SPLIT_PIECES", pieces)
     inp = make_inputs(device="cuda", T=1000, H=2, HV=4, K=128, h0=torch.float32)
     seen = []
     orig = launch._launch_all
@@ -316,7 +320,7 @@ def test_split_state_pass_graph_capture(monkeypatch):
         og, hg = call()
     graph.replay()
     torch.cuda.synchronize()
-    assert seen and set(seen) == {4}, seen
+    assert seen and set(seen) == {2 * pieces}, seen
     assert torch.equal(og, oe) and torch.equal(hg, he)
     ro, rh = ref_recurrence(inp["q"], inp["k"], inp["v"], inp["g"], inp["beta"], scale=inp["scale"],
                             initial_state=inp["initial_state"], state_v_first=False, use_qk_l2norm_in_kernel=True)

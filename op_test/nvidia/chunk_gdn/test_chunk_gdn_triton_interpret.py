@@ -95,13 +95,17 @@ _SCRIPT = textwrap.dedent(r'''
     nl = []
     orig_la = launch._launch_all
     launch._launch_all = lambda *a, **kw: nl.append(len(a[1])) or orig_la(*a, **kw)
-    for cid, kw in (("split_T300", dict(T=300, H=2, HV=4, K=64, h0=torch.float32)),
-                    ("split_T200_B2_vfirst", dict(T=200, B=2, H=2, HV=4, K=64, h0=torch.float32, state_v_first=True))):
+    for cid, pieces, kw in (("split_T300", 2, dict(T=300, H=2, HV=4, K=64, h0=torch.float32)),
+                            ("split_T200_B2_vfirst", 2, dict(T=200, B=2, H=2, HV=4, K=64, h0=torch.float32,
+                                                             state_v_first=True)),
+                            ("split3_T300_vfirst", 3, dict(T=300, H=2, HV=4, K=64, h0=torch.float32,
+                                                           state_v_first=True))):
+        launch.SPLIT_PIECES = pieces
         eo, eh, bound = C.run_case(gdn_fwd, cid, kw, "cpu")
         res[cid] = [eo, eh, bound]
     launch._launch_all = orig_la
-    launch.SPLIT_STATE_PASS, launch.SPLIT_MIN_T = False, 4096
-    res["ran_split"] = [0.0 if nl == [4, 4] else 1.0, 0.0, 0.5]
+    launch.SPLIT_STATE_PASS, launch.SPLIT_MIN_T, launch.SPLIT_PIECES = False, 4096, 2
+    res["ran_split"] = [0.0 if nl == [4, 4, 6] else 1.0, 0.0, 0.5]
     res.update(C.ut_inverse_accuracy(launch))
     print("RESULT " + json.dumps(res))
 ''').replace("HERE", repr(HERE)).replace("SRC", repr(SRC)).replace("OPTEST", repr(OPTEST))

@@ -105,3 +105,34 @@ def test_split_state_pass_plans_two_halves_only_when_enabled_and_not_varlen(plan
     assert first_state[3]["STORE_HT"] and second_state[3]["USE_H0"]
     assert not plan(T=4095)["split"]  # below SPLIT_MIN_T
     assert not plan(T=4096, cu_seqlens=[0, 1000, 4096])["split"]  # varlen is not split
+
+
+@pytest.mark.parametrize("T,pieces,want", [
+    (4096, 2, [0, 2048, 4096]), (4096, 4, [0, 1024, 2048, 3072, 4096]), (1000, 3, [0, 320, 640, 1000]),
+    (300, 3, [0, 64, 192, 300]), (150, 8, [0, 64, 150]), (128, 2, [0, 64, 128]),
+])
+def test_split_bounds_are_chunk_aligned_and_cover_the_sequence(T, pieces, want):
+    b = L._split_bounds(T, pieces)
+    assert b == want
+    assert all(x % 64 == 0 for x in b[:-1]) and all(y - x >= 64 for x, y in zip(b, b[1:-1]))
+
+
+@pytest.mark.parametrize("pieces", [3, 4])
+def test_split_state_pass_chains_every_piece_through_its_mid_state(plan, monkeypatch, pieces):
+    monkeypatch.setattr(L, "SPLIT_STATE_PASS", True)
+    monkeypatch.setattr(L, "SPLIT_PIECES", pieces)
+    seen = plan(T=4096)
+    names = [n for n, *_ in seen["launches"]]
+    assert seen["split"] and names == ["atrex_sm90_gdn_intra_chunk_v3", "atrex_sm90_gdn_state_output_tma"] * pieces
+    states = [launch for launch in seen["launches"] if "state_output" in launch[0]]
+    # state kernel args: (..., fac, h0, o, ht, ...) after the five operands; piece j's ht is piece j+1's h0
+    h0s = [st[2][6] for st in states]
+    hts = [st[2][8] for st in states]
+    assert not states[0][3]["USE_H0"] and all(st[3]["USE_H0"] for st in states[1:])
+    assert all(st[3]["STORE_HT"] for st in states)
+    for j in range(pieces - 1):
+        assert hts[j].data_ptr() == h0s[j + 1].data_ptr() and hts[j].dtype == torch.float32
+    # each piece's output is a time slice of the call's output, in order
+    outs = [st[2][7] for st in states]
+    starts = [(o_.data_ptr() - outs[0].data_ptr()) // (o_.stride(1) * o_.element_size()) for o_ in outs]
+    assert starts == L._split_bounds(4096, pieces)[:-1] and starts[1] == (4096 // pieces) // 64 * 64

@@ -201,14 +201,21 @@ VARIANTS = [
     ("tma_r168", dict(state_impl="tma", maxnreg=168)),
     ("tma_s2", dict(state_impl="tma", state=(32, 4, 2))),
     ("tma_s4", dict(state_impl="tma", state=(32, 4, 4))),
-    # the state pass split in two halves, the second half's intra kernel beside the first half's state kernel
+    # the state pass split in pieces, piece j+1's intra kernel beside piece j's state kernel (round 6)
     ("split", dict(split=True)),
+    ("split_np", dict(split=True, prio=0)),
+    ("split3", dict(split=True, pieces=3)),
+    ("split4", dict(split=True, pieces=4)),
+    ("split8", dict(split=True, pieces=8)),
+    ("split4_s2", dict(split=True, pieces=4, state_impl="tma", state=(32, 4, 2))),
+    ("split2_s2", dict(split=True, state_impl="tma", state=(32, 4, 2))),
 ]
 
 # launch-module attributes a variant may set (key in VARIANTS -> attribute of launch.py)
 _HOOKS = dict(state="STATE_CFG_OVERRIDE", intra="INTRA_CFG_OVERRIDE", wy="USE_WY", intra_impl="INTRA_IMPL",
               prec="INTRA_V2_PREC", state_impl="STATE_IMPL", prefetch="STATE_PREFETCH",
-              newton="INTRA_V3_NEWTON", maxnreg="INTRA_V3_MAXNREG", tma_device_desc="TMA_DEVICE_DESC", split="SPLIT_STATE_PASS")
+              newton="INTRA_V3_NEWTON", maxnreg="INTRA_V3_MAXNREG", tma_device_desc="TMA_DEVICE_DESC", split="SPLIT_STATE_PASS",
+              pieces="SPLIT_PIECES", prio="SPLIT_SIDE_PRIORITY")
 
 
 def _select_variants(spec):

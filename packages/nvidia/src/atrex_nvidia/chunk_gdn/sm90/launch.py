@@ -90,10 +90,15 @@ STATE_PREFETCH = True  # v2: load v / factors one chunk ahead into registers by 
 # 1.058 ms); with more programs the extra shared memory costs occupancy (varlen 16x1024: 0.483 vs 0.341 ms).
 _STATE_V2_FEW_CFG = (32, 4, 3)
 V2_MAX_BK = 128  # the v2 kernels run for padded K <= 128 (larger K: v1 pair)
-# Split state pass (round 5, not yet measured): for one-sequence-per-batch-row calls with T >= SPLIT_MIN_T, run the
-# second half's intra kernel beside the first half's state kernel on a side stream (``_gdn_split``).
+# Split state pass (round 5 built it, round 6 measures it): for one-sequence-per-batch-row calls with
+# T >= SPLIT_MIN_T, cut the time axis into SPLIT_PIECES pieces at chunk boundaries and pipeline them: piece j+1's intra
+# kernel runs on the caller's stream beside piece j's sequential state kernel on a side stream (``_gdn_split``). The
+# side stream has priority SPLIT_SIDE_PRIORITY (CUDA: lower is more urgent) so that the state chain, the critical
+# path, is scheduled ahead of the intra CTAs it shares the SMs with.
 SPLIT_STATE_PASS = False
 SPLIT_MIN_T = 4096
+SPLIT_PIECES = 2
+SPLIT_SIDE_PRIORITY = -1
 def _sm_count(dev) -> int:
     """The device's SM count from core's cached classification (132 when it reports none, e.g. on CPU)."""
     from atrex.dispatch.target import classify_device
@@ -335,38 +340,56 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     return _launch_all(dev, launches, o, ht, sig)
 
 
+def _split_bounds(T, pieces):
+    """Piece boundaries of the split state pass: ``pieces`` (at least 2, at most one per chunk) spans of about equal
+    length, every boundary but the last on a multiple of 64."""
+    p = max(2, min(int(pieces), T // 64))
+    cuts = sorted({(T * j // p) // 64 * 64 for j in range(1, p)} - {0})
+    return [0] + cuts + [T]
+
+
 def _gdn_split(q, k, v, g, beta, o, ht, scale, initial_state, l2norm, state_v_first, beta_sigmoid, neg_eigval,
                sm_count, output_final_state):
-    """The state pass split at a chunk boundary near T/2 so that the second half's intra kernel runs while the
-    first half's sequential state kernel does (streams, no flags): ``intra1 -> state1`` on a side stream,
-    ``intra2`` on the caller's stream after ``intra1``, then ``state2`` (initial state = the first half's final
-    state) after both. Each half is an ordinary launch plan on time-slice views; the sequential state pass
-    underuses the SMs (one CTA per SM, issue-active ~27% in ncu) and leaves room for intra CTAs beside it."""
+    """The state pass cut into pieces at chunk boundaries (``_split_bounds``) and pipelined over two streams, no
+    flags: the caller's stream runs the intra kernels of pieces 1..P in order, each followed by an event; the side
+    stream runs piece j's state kernel after event j and after piece j-1's state kernel, whose final state (an fp32
+    ``mid`` buffer) is its initial state. So piece j+1's intra kernel runs while piece j's state kernel does. Each
+    piece is an ordinary launch plan on time-slice views. The sequential state pass underuses the SMs (one CTA per
+    SM, issue-active ~27% in ncu, 168 KB of shared memory and ~20 K registers of the 228 KB / 64 K an SM has), which
+    leaves room for an intra CTA beside each state CTA."""
     B, T, H, K = q.shape
     HV, V = v.shape[2], v.shape[3]
-    T1 = (T // 2) // 64 * 64
-    mid = torch.empty((B, HV, V, K) if state_v_first else (B, HV, K, V), dtype=torch.float32, device=q.device)
+    bounds = _split_bounds(T, SPLIT_PIECES)
+    P = len(bounds) - 1
+    mid = torch.empty((P - 1, B, HV, V, K) if state_v_first else (P - 1, B, HV, K, V), dtype=torch.float32,
+                      device=q.device)
     kw = dict(scale=scale, use_qk_l2norm_in_kernel=l2norm, state_v_first=state_v_first, cu_seqlens=None,
               use_beta_sigmoid_in_kernel=beta_sigmoid, allow_neg_eigval=neg_eigval, sm_count=sm_count,
               _plan_only=True)
-    first = gdn_fwd(q[:, :T1], k[:, :T1], v[:, :T1], g[:, :T1], beta[:, :T1], initial_state=initial_state,
-                    output_final_state=True, _outputs=(o[:, :T1], mid), **kw)
-    second = gdn_fwd(q[:, T1:], k[:, T1:], v[:, T1:], g[:, T1:], beta[:, T1:], initial_state=mid,
-                     output_final_state=output_final_state, _outputs=(o[:, T1:], ht), **kw)
-    assert len(first) == 2 and len(second) == 2  # (intra, state) each: non-varlen plans
+    plans, h_in = [], initial_state
+    for j in range(P):
+        a, b = bounds[j], bounds[j + 1]
+        last = j == P - 1
+        plan = gdn_fwd(q[:, a:b], k[:, a:b], v[:, a:b], g[:, a:b], beta[:, a:b], initial_state=h_in,
+                       output_final_state=output_final_state if last else True,
+                       _outputs=(o[:, a:b], ht if last else mid[j]), **kw)
+        assert len(plan) == 2  # (intra, state): a non-varlen plan
+        plans += plan
+        h_in = None if last else mid[j]
     sig = _call_signature(q.device, (q, k, v, g, beta, initial_state, None), (
         "split", bool(output_final_state), bool(l2norm), bool(state_v_first), bool(beta_sigmoid),
         bool(neg_eigval), sm_count))
-    return _launch_all(q.device, first + second, o, ht, sig, split=True)
+    return _launch_all(q.device, plans, o, ht, sig, split=True)
 
 
 _SIDE_STREAMS = {}
 
 
 def _side_stream(dev):
-    s = _SIDE_STREAMS.get(dev)
+    key = (dev, int(SPLIT_SIDE_PRIORITY))
+    s = _SIDE_STREAMS.get(key)
     if s is None:
-        s = _SIDE_STREAMS[dev] = torch.cuda.Stream(device=dev)
+        s = _SIDE_STREAMS[key] = torch.cuda.Stream(device=dev, priority=key[1])
     return s
 
 
@@ -418,7 +441,7 @@ def _knobs():
     """The module knobs that choose kernels and their configurations (part of a call's signature)."""
     return (FAST_PATH, USE_WY, STATE_IMPL, TMA_DEVICE_DESC, STATE_PREFETCH, STATE_CFG_OVERRIDE, INTRA_IMPL,
             INTRA_V2_PREC, INTRA_V3_NEWTON, INTRA_V3_MAXNREG, INTRA_CFG_OVERRIDE, V2_MAX_BK, SPLIT_STATE_PASS,
-            SPLIT_MIN_T, _STATE_CFG_FEW,
+            SPLIT_MIN_T, SPLIT_PIECES, _STATE_CFG_FEW,
             _STATE_CFG_MANY, _STATE_V2_FEW_CFG, _INTRA_CFG)
 
 
@@ -445,19 +468,16 @@ def _launch_all(dev, launches, o, ht, sig=None, split=False):
         token = _allocation._allocator.set(lambda size, alignment, stream: _scratch(size, dev))
     try:
         if split and dev.type == "cuda":
-            (i1, s1, i2, s2) = [(kern, grid_, args, meta) for kern, grid_, args, meta in launches]
+            # launches = [intra_1, state_1, intra_2, state_2, ...]; intra on the caller's stream, state on the side
             main = torch.cuda.current_stream(dev)
             side = _side_stream(dev)
-            side.wait_stream(main)
-            _launch(*i1)
-            e1 = main.record_event()
-            _launch(*i2)
-            e2 = main.record_event()
-            with torch.cuda.stream(side):
-                side.wait_event(e1)
-                _launch(*s1)
-                side.wait_event(e2)
-                _launch(*s2)
+            side.wait_stream(main)  # (under capture this forks the side stream into the graph)
+            for j in range(0, len(launches), 2):
+                _launch(*launches[j])
+                ready = main.record_event()
+                with torch.cuda.stream(side):
+                    side.wait_event(ready)
+                    _launch(*launches[j + 1])
             main.wait_stream(side)
         else:
             for launch in launches:
