@@ -84,11 +84,11 @@ _SCRIPT = textwrap.dedent(r'''
     sig_keys, sig_clash = {}, []
     _launch_all = GL._launch_all
 
-    def recording_launch_all(dev, launches, o, ht, sig=None):
+    def recording_launch_all(dev, launches, o, ht, sig=None, split=False):
         keys = [launch_key(kern, args, meta) for kern, _, args, meta in launches]
         if sig_keys.setdefault(sig, keys) != keys:
             sig_clash.append(repr(sig)[:300])
-        return _launch_all(dev, launches, o, ht, sig)
+        return _launch_all(dev, launches, o, ht, sig, split=split)
 
     GL._launch_all = recording_launch_all
     gdn_cases = dict(C.GPU_CASES)

@@ -91,6 +91,7 @@ _SCRIPT = textwrap.dedent(r'''
     # alone are ~10x worse there, which this check must see (it would not discriminate otherwise)
     # the split state pass (two halves, the second half's intra beside the first half's state kernel on a GPU):
     # same contract bound, and it must actually have run as four launches
+    saved_split = launch.SPLIT_STATE_PASS, launch.SPLIT_MIN_T, launch.SPLIT_PIECES
     launch.SPLIT_STATE_PASS, launch.SPLIT_MIN_T = True, 128
     nl = []
     orig_la = launch._launch_all
@@ -104,7 +105,7 @@ _SCRIPT = textwrap.dedent(r'''
         eo, eh, bound = C.run_case(gdn_fwd, cid, kw, "cpu")
         res[cid] = [eo, eh, bound]
     launch._launch_all = orig_la
-    launch.SPLIT_STATE_PASS, launch.SPLIT_MIN_T, launch.SPLIT_PIECES = False, 4096, 2
+    launch.SPLIT_STATE_PASS, launch.SPLIT_MIN_T, launch.SPLIT_PIECES = saved_split
     res["ran_split"] = [0.0 if nl == [4, 4, 6] else 1.0, 0.0, 0.5]
     res.update(C.ut_inverse_accuracy(launch))
     print("RESULT " + json.dumps(res))

@@ -94,9 +94,21 @@ def test_forced_v2_and_fp16_do_not_take_tma(plan, monkeypatch):
     assert state_kernel(plan()) == "atrex_sm90_gdn_state_output_v2"
 
 
+def test_split_state_pass_default_four_pieces_from_16384(plan, monkeypatch):
+    assert not plan(T=16383)["split"] and len(plan(T=16383)["launches"]) == 2
+    seen = plan(T=16384, H=1, HV=1, K=16)
+    assert seen["split"] and len(seen["launches"]) == 8
+    assert not plan(T=16384, H=1, HV=1, K=16, cu_seqlens=[0, 16384])["split"]  # varlen is not split
+    monkeypatch.setattr(L, "SPLIT_STATE_PASS", False)
+    assert not plan(T=16384, H=1, HV=1, K=16)["split"]
+
+
 def test_split_state_pass_plans_two_halves_only_when_enabled_and_not_varlen(plan, monkeypatch):
-    assert not plan(T=4096)["split"] and len(plan(T=4096)["launches"]) == 2  # off by default
+    monkeypatch.setattr(L, "SPLIT_STATE_PASS", False)
+    assert not plan(T=4096)["split"] and len(plan(T=4096)["launches"]) == 2
     monkeypatch.setattr(L, "SPLIT_STATE_PASS", True)
+    monkeypatch.setattr(L, "SPLIT_MIN_T", 4096)
+    monkeypatch.setattr(L, "SPLIT_PIECES", 2)
     seen = plan(T=4096)
     names = [n for n, *_ in seen["launches"]]
     assert seen["split"] and names == ["atrex_sm90_gdn_intra_chunk_v3", "atrex_sm90_gdn_state_output_tma"] * 2
@@ -120,6 +132,7 @@ def test_split_bounds_are_chunk_aligned_and_cover_the_sequence(T, pieces, want):
 @pytest.mark.parametrize("pieces", [3, 4])
 def test_split_state_pass_chains_every_piece_through_its_mid_state(plan, monkeypatch, pieces):
     monkeypatch.setattr(L, "SPLIT_STATE_PASS", True)
+    monkeypatch.setattr(L, "SPLIT_MIN_T", 4096)
     monkeypatch.setattr(L, "SPLIT_PIECES", pieces)
     seen = plan(T=4096)
     names = [n for n, *_ in seen["launches"]]

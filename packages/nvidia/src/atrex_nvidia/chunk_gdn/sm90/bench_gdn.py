@@ -201,21 +201,23 @@ VARIANTS = [
     ("tma_r168", dict(state_impl="tma", maxnreg=168)),
     ("tma_s2", dict(state_impl="tma", state=(32, 4, 2))),
     ("tma_s4", dict(state_impl="tma", state=(32, 4, 4))),
-    # the state pass split in pieces, piece j+1's intra kernel beside piece j's state kernel (round 6)
-    ("split", dict(split=True)),
-    ("split_np", dict(split=True, prio=0)),
-    ("split3", dict(split=True, pieces=3)),
-    ("split4", dict(split=True, pieces=4)),
-    ("split8", dict(split=True, pieces=8)),
-    ("split4_s2", dict(split=True, pieces=4, state_impl="tma", state=(32, 4, 2))),
-    ("split2_s2", dict(split=True, state_impl="tma", state=(32, 4, 2))),
+    # the state pass split in pieces, piece j+1's intra kernel beside piece j's state kernel (round 6; the default
+    # since round 6 is 4 pieces from T = 16384)
+    ("nosplit", dict(split=False)),
+    ("split", dict(split=True, pieces=2, split_min_t=128)),
+    ("split_np", dict(split=True, pieces=2, prio=0, split_min_t=128)),
+    ("split3", dict(split=True, pieces=3, split_min_t=128)),
+    ("split4", dict(split=True, pieces=4, split_min_t=128)),
+    ("split8", dict(split=True, pieces=8, split_min_t=128)),
+    ("split4_s2", dict(split=True, pieces=4, split_min_t=128, state_impl="tma", state=(32, 4, 2))),
+    ("split2_s2", dict(split=True, pieces=2, split_min_t=128, state_impl="tma", state=(32, 4, 2))),
 ]
 
 # launch-module attributes a variant may set (key in VARIANTS -> attribute of launch.py)
 _HOOKS = dict(state="STATE_CFG_OVERRIDE", intra="INTRA_CFG_OVERRIDE", wy="USE_WY", intra_impl="INTRA_IMPL",
               prec="INTRA_V2_PREC", state_impl="STATE_IMPL", prefetch="STATE_PREFETCH",
               newton="INTRA_V3_NEWTON", maxnreg="INTRA_V3_MAXNREG", tma_device_desc="TMA_DEVICE_DESC", split="SPLIT_STATE_PASS",
-              pieces="SPLIT_PIECES", prio="SPLIT_SIDE_PRIORITY")
+              pieces="SPLIT_PIECES", prio="SPLIT_SIDE_PRIORITY", split_min_t="SPLIT_MIN_T")
 
 
 def _select_variants(spec):
@@ -302,7 +304,9 @@ def main(argv=None):
                                  wy=L.USE_WY, intra_impl=L.INTRA_IMPL, state_impl=L.STATE_IMPL,
                                  intra_v2_prec=L.INTRA_V2_PREC, intra_v3_newton=L.INTRA_V3_NEWTON,
                                  state_prefetch=L.STATE_PREFETCH,
-                                 state_v2_few=L._STATE_V2_FEW_CFG))
+                                 state_v2_few=L._STATE_V2_FEW_CFG,
+                                 split=dict(on=L.SPLIT_STATE_PASS, min_t=L.SPLIT_MIN_T, pieces=L.SPLIT_PIECES,
+                                            side_priority=L.SPLIT_SIDE_PRIORITY)))
     cases = [c for c in CASES if not a.cases or c[0] in a.cases.split(",")]
     rows, sweeps = [], {}
     inputs = {}

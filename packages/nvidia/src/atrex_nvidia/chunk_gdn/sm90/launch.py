@@ -90,14 +90,18 @@ STATE_PREFETCH = True  # v2: load v / factors one chunk ahead into registers by 
 # 1.058 ms); with more programs the extra shared memory costs occupancy (varlen 16x1024: 0.483 vs 0.341 ms).
 _STATE_V2_FEW_CFG = (32, 4, 3)
 V2_MAX_BK = 128  # the v2 kernels run for padded K <= 128 (larger K: v1 pair)
-# Split state pass (round 5 built it, round 6 measures it): for one-sequence-per-batch-row calls with
+# Split state pass (round 5 built it, round 6 measured it): for one-sequence-per-batch-row calls with
 # T >= SPLIT_MIN_T, cut the time axis into SPLIT_PIECES pieces at chunk boundaries and pipeline them: piece j+1's intra
 # kernel runs on the caller's stream beside piece j's sequential state kernel on a side stream (``_gdn_split``). The
 # side stream has priority SPLIT_SIDE_PRIORITY (CUDA: lower is more urgent) so that the state chain, the critical
 # path, is scheduled ahead of the intra CTAs it shares the SMs with.
-SPLIT_STATE_PASS = False
-SPLIT_MIN_T = 4096
-SPLIT_PIECES = 2
+# Round 6 (H200, one sweep, BENCH_H200.md): T=32768/16/32 1.206 ms with 4 pieces vs 1.313 ms unsplit (3 pieces 1.210,
+# 2 pieces 1.231, 8 pieces 1.523); at T=8192 every split was slower (2 pieces 0.543 vs 0.393 ms): an intra CTA beside
+# a state CTA runs at a fraction of its speed (the intra kernel's summed time rose from 0.147 to 0.19-0.21 ms) and
+# the state kernel slows too, so splitting only pays when each piece's state kernel is long. Hence 16384.
+SPLIT_STATE_PASS = True
+SPLIT_MIN_T = 16384
+SPLIT_PIECES = 4
 SPLIT_SIDE_PRIORITY = -1
 def _sm_count(dev) -> int:
     """The device's SM count from core's cached classification (132 when it reports none, e.g. on CPU)."""
