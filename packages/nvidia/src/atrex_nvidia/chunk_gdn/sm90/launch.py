@@ -95,11 +95,12 @@ V2_MAX_BK = 128  # the v2 kernels run for padded K <= 128 (larger K: v1 pair)
 # kernel runs on the caller's stream beside piece j's sequential state kernel on a side stream (``_gdn_split``). The
 # side stream has priority SPLIT_SIDE_PRIORITY (CUDA: lower is more urgent) so that the state chain, the critical
 # path, is scheduled ahead of the intra CTAs it shares the SMs with.
-# Round 6 (H200, one sweep, BENCH_H200.md): T=32768/16/32 1.206 ms with 4 pieces vs 1.313 ms unsplit (3 pieces 1.210,
-# 2 pieces 1.231, 8 pieces 1.523); at T=8192 every split was slower (2 pieces 0.543 vs 0.393 ms): an intra CTA beside
-# a state CTA runs at a fraction of its speed (the intra kernel's summed time rose from 0.147 to 0.19-0.21 ms) and
-# the state kernel slows too, so splitting only pays when each piece's state kernel is long. Hence 16384.
-SPLIT_STATE_PASS = True
+# Round 6 (H200, two sweeps, BENCH_H200.md): at T=8192/16/32 every split was slower (2 pieces 0.543 vs 0.393 ms):
+# an intra CTA beside a state CTA runs at a fraction of its speed (the intra kernel's summed time rose from 0.147 to
+# 0.19-0.21 ms) and the state kernel slows too. At T=32768 the first sweep had 4 pieces at 1.206 vs 1.313 ms
+# unsplit, the second (another machine start) 1.851 vs 1.316 ms (3 pieces 1.210, then 1.465): how the two streams'
+# CTAs interleave is not controlled, and the result was not reproducible. Off; 4 pieces from 16384 when enabled.
+SPLIT_STATE_PASS = False
 SPLIT_MIN_T = 16384
 SPLIT_PIECES = 4
 SPLIT_SIDE_PRIORITY = -1
