@@ -400,6 +400,30 @@ def _initial_state(h0, n64, hv, s_h0n, s_h0h, s_h0k, s_h0v, offs_k, offs_v, mk, 
 
 
 @triton.jit
+def _state_program(h0, cu, T, HV, K, V, s_h0n, s_h0h, s_h0k, s_h0v, IS_VARLEN: tl.constexpr, G: tl.constexpr,
+                   BK: tl.constexpr, BV: tl.constexpr, USE_H0: tl.constexpr):
+    """Program (V-block ``program_id(0)``, sequence x value head ``program_id(1)``) of the state/output kernels:
+    (hv, h, bos, eos, b_idx, tg0, L, NT, offs_k, offs_v, mk, mv, r64, n64, S) with the sequence span, its chunk
+    count, the K / V offsets and masks of the block and its initial fp32 state."""
+    i_v = tl.program_id(0)
+    i_nh = tl.program_id(1)
+    n = i_nh // HV
+    hv = i_nh % HV
+    h = hv // G
+    bos, eos, b_idx, tg0 = _seq_span(n, cu, T, IS_VARLEN)
+    L = eos - bos
+    NT = tl.cdiv(L, 64)
+    offs_k = tl.arange(0, BK)
+    offs_v = i_v * BV + tl.arange(0, BV)
+    mk = offs_k < K
+    mv = offs_v < V
+    r64 = tl.arange(0, 64)
+    n64 = n.to(tl.int64)
+    S = _initial_state(h0, n64, hv, s_h0n, s_h0h, s_h0k, s_h0v, offs_k, offs_v, mk, mv, USE_H0, BK, BV)
+    return hv, h, bos, eos, b_idx, tg0, L, NT, offs_k, offs_v, mk, mv, r64, n64, S
+
+
+@triton.jit
 def _store_state(ht, S, n64, hv, HV, K, V, offs_k, offs_v, mk, mv, STATE_V_FIRST: tl.constexpr):
     """Final fp32 state block into ``ht`` ``[N, HV, K, V]`` (``[N, HV, V, K]`` if ``STATE_V_FIRST``)."""
     if STATE_V_FIRST:
@@ -421,23 +445,8 @@ def atrex_sm90_gdn_state_output(
     USE_L2NORM: tl.constexpr, BETA_SIGMOID: tl.constexpr, NEG_EIGVAL: tl.constexpr,
     USE_WY: tl.constexpr, FAST: tl.constexpr,
 ):
-    i_v = tl.program_id(0)
-    i_nh = tl.program_id(1)
-    n = i_nh // HV
-    hv = i_nh % HV
-    h = hv // G
-    bos, eos, b_idx, tg0 = _seq_span(n, cu, T, IS_VARLEN)
-    L = eos - bos
-    NT = tl.cdiv(L, 64)
-
-    offs_k = tl.arange(0, BK)
-    offs_v = i_v * BV + tl.arange(0, BV)
-    mk = offs_k < K
-    mv = offs_v < V
-    r64 = tl.arange(0, 64)
-
-    n64 = n.to(tl.int64)
-    S = _initial_state(h0, n64, hv, s_h0n, s_h0h, s_h0k, s_h0v, offs_k, offs_v, mk, mv, USE_H0, BK, BV)
+    hv, h, bos, eos, b_idx, tg0, L, NT, offs_k, offs_v, mk, mv, r64, n64, S = _state_program(
+        h0, cu, T, HV, K, V, s_h0n, s_h0h, s_h0k, s_h0v, IS_VARLEN, G, BK, BV, USE_H0)
 
     q_base = q + b_idx.to(tl.int64) * s_qb + h * s_qh
     k_base = k + b_idx.to(tl.int64) * s_kb + h * s_kh
@@ -743,23 +752,8 @@ def atrex_sm90_gdn_state_output_v2(
     in the loop). With ``PREFETCH`` the small per-chunk operands (v block, factors, e^gamma_last) are
     loaded one chunk ahead into registers by hand; otherwise Triton's pipeliner handles them like the
     q/k/A/Aqk tiles. The state update accumulates into the dot."""
-    i_v = tl.program_id(0)
-    i_nh = tl.program_id(1)
-    n = i_nh // HV
-    hv = i_nh % HV
-    h = hv // G
-    bos, eos, b_idx, tg0 = _seq_span(n, cu, T, IS_VARLEN)
-    L = eos - bos
-    NT = tl.cdiv(L, 64)
-
-    offs_k = tl.arange(0, BK)
-    offs_v = i_v * BV + tl.arange(0, BV)
-    mk = offs_k < K
-    mv = offs_v < V
-    r64 = tl.arange(0, 64)
-
-    n64 = n.to(tl.int64)
-    S = _initial_state(h0, n64, hv, s_h0n, s_h0h, s_h0k, s_h0v, offs_k, offs_v, mk, mv, USE_H0, BK, BV)
+    hv, h, bos, eos, b_idx, tg0, L, NT, offs_k, offs_v, mk, mv, r64, n64, S = _state_program(
+        h0, cu, T, HV, K, V, s_h0n, s_h0h, s_h0k, s_h0v, IS_VARLEN, G, BK, BV, USE_H0)
 
     bi64 = b_idx.to(tl.int64)
     q_base = q + bi64 * s_qb + h * s_qh
@@ -956,28 +950,13 @@ def atrex_sm90_gdn_state_output_tma(
         vd = tl.make_tensor_descriptor(vd, [ROWS, VW], [s_vr, 1], [64, BV])
         ad = tl.make_tensor_descriptor(ad, [HV * TOTAL_T, 64], [64, 1], [64, 64])
         aqd = tl.make_tensor_descriptor(aqd, [HV * TOTAL_T, 64], [64, 1], [64, 64])
-    i_v = tl.program_id(0)
-    i_nh = tl.program_id(1)
-    n = i_nh // HV
-    hv = i_nh % HV
-    h = hv // G
-    bos, eos, b_idx, tg0 = _seq_span(n, cu, T, IS_VARLEN)
-    L = eos - bos
-    NT = tl.cdiv(L, 64)
-
-    offs_k = tl.arange(0, BK)
-    offs_v = i_v * BV + tl.arange(0, BV)
-    mk = offs_k < K
-    mv = offs_v < V
-    r64 = tl.arange(0, 64)
-
-    n64 = n.to(tl.int64)
-    S = _initial_state(h0, n64, hv, s_h0n, s_h0h, s_h0k, s_h0v, offs_k, offs_v, mk, mv, USE_H0, BK, BV)
+    hv, h, bos, eos, b_idx, tg0, L, NT, offs_k, offs_v, mk, mv, r64, n64, S = _state_program(
+        h0, cu, T, HV, K, V, s_h0n, s_h0h, s_h0k, s_h0v, IS_VARLEN, G, BK, BV, USE_H0)
 
     row = b_idx * T + bos          # first row of the sequence in the [B*T, *] views
     arow = hv * TOTAL_T + tg0      # ... and in the [HV*B*T, 64] workspaces
     qcol = h * K
-    vcol = hv * V + i_v * BV
+    vcol = hv * V + tl.program_id(0) * BV
     plane = (hv * 0 + HV).to(tl.int64) * TOTAL_T  # HV == 1 is specialised to a constexpr int
     f0 = fac + hv.to(tl.int64) * TOTAL_T + tg0.to(tl.int64) + 3 * plane - 1  # e^gamma of token 0, minus one row
     p_f = fac + hv.to(tl.int64) * TOTAL_T + tg0.to(tl.int64) + r64
