@@ -10,9 +10,9 @@ import sys
 import torch
 
 sys.path.insert(0, "op_test/nvidia/chunk_gdn")
-import _gdn_cases as C  # noqa: E402
+import _gdn_cases as C
 
-from atrex_nvidia.chunk_gdn.sm90 import launch  # noqa: E402
+from atrex_nvidia.chunk_gdn.sm90 import launch
 
 mode, reps = sys.argv[1], int(sys.argv[2])
 if mode == "v2":

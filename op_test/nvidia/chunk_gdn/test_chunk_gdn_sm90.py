@@ -25,8 +25,8 @@ def test_t1_after_the_tma_state_kernel_replay():
     every result against the float64 recurrence. It fails (a device error, which poisons the process) for as long
     as the fault recurs in this order."""
     import torch
-
     from _gdn_cases import GPU_CASES, run_case
+
     from atrex_nvidia.chunk_gdn.sm90 import launch
 
     cases = dict(GPU_CASES)

@@ -12,7 +12,7 @@ import torch
 
 pytest.importorskip("triton")
 
-from atrex_nvidia.chunk_gdn.sm90 import launch as L  # noqa: E402
+from atrex_nvidia.chunk_gdn.sm90 import launch as L
 
 
 @pytest.fixture
