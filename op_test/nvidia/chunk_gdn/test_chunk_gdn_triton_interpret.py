@@ -73,17 +73,36 @@ _SCRIPT = textwrap.dedent(r'''
         ("tma", dict(STATE_IMPL="tma"), None, "atrex_sm90_gdn_state_output_tma"),
         ("tmahd", dict(STATE_IMPL="tma", TMA_DEVICE_DESC=False), ("T63", "varlen_0_1"), "atrex_sm90_gdn_state_output_tma"),
     ]
+    # the persistent tma kernel: with sm_count=1 its grid is one or two CTAs, so every CTA loops over many programs
+    fwd_one_sm = lambda *a, **kw: gdn_fwd(*a, sm_count=1, **kw)
+    variants_fwd = {"tmap": fwd_one_sm}
+    variants.append(("tmap", dict(STATE_IMPL="tma", STATE_TMA_PERSISTENT=True),
+                     ("T130_B2_gva_bf16h0", "varlen_0_1", "T63", "g_strong"), "atrex_sm90_gdn_state_output_tma"))
+    seen_tma, orig_launch_all = [], launch._launch_all
+
+    def spy_launch_all(dev, launches, *a, **kw):
+        seen_tma.extend(lc for lc in launches if lc[0].__name__ == "atrex_sm90_gdn_state_output_tma")
+        return orig_launch_all(dev, launches, *a, **kw)
+
     for tag, cfg, only, kname in variants:
+        if tag == "tmap":
+            launch._launch_all = spy_launch_all
         saved = {a: getattr(launch, a) for a in cfg}
         for a, val in cfg.items():
             setattr(launch, a, val)
         launch.WARM.clear()
         for cid, kw in C.SMALL_CASES:
             if only is None or cid in only:
-                eo, eh, bound = C.run_case(gdn_fwd, cid, kw, "cpu")
+                eo, eh, bound = C.run_case(variants_fwd.get(tag, gdn_fwd), cid, kw, "cpu")
                 res[cid + "_" + tag] = [eo, eh, bound]
         ran = {key[0] for key in launch.WARM.keys()}
         res["ran_" + tag] = [0.0 if kname in ran else 1.0, 0.0, 0.5]
+        if tag == "tmap":  # persistent: 1-D grid smaller than the program count, so CTAs looped
+            looped = [meta.get("PERSISTENT") and len(grid_) == 1 and grid_[0] < args[-1]
+                      for kern, grid_, args, meta in seen_tma]
+            res["tmap_looped"] = [0.0 if looped and any(looped) and all(
+                meta.get("PERSISTENT") for _, _, _, meta in seen_tma) else 1.0, 0.0, 0.5]
+            launch._launch_all = orig_launch_all
         for a, val in saved.items():
             setattr(launch, a, val)
     # UT inverse accuracy of intra v3 on strongly correlated keys (beta up to 2): with the Newton step the bf16

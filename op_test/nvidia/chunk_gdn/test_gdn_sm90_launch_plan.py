@@ -151,3 +151,17 @@ def test_split_state_pass_chains_every_piece_through_its_mid_state(plan, monkeyp
     outs = [st[2][7] for st in states]
     starts = [(o_.data_ptr() - outs[0].data_ptr()) // (o_.stride(1) * o_.element_size()) for o_ in outs]
     assert starts == L._split_bounds(4096, pieces)[:-1] and starts[1] == (4096 // pieces) // 64 * 64
+
+
+def test_persistent_tma_plans_a_1d_grid_of_at_most_two_ctas_per_sm(plan, monkeypatch):
+    monkeypatch.setattr(L, "STATE_TMA_PERSISTENT", True)
+    monkeypatch.setattr(L, "STATE_IMPL", "tma")
+    cu = [64 * 4 * i for i in range(17)]  # 16 sequences x 32 heads x 4 V-blocks (2-stage configuration)
+    name, grid, args, meta = plan(T=cu[-1], H=32, HV=32, cu_seqlens=cu, sm_count=132)["launches"][-1]
+    assert name == "atrex_sm90_gdn_state_output_tma" and meta["PERSISTENT"] is True
+    assert meta["num_stages"] == 2 and grid == (264,) and args[-1] == 16 * 32
+    name, grid, args, meta = plan(T=256, H=16, HV=32, sm_count=132)["launches"][-1]  # 128 programs, 3 stages
+    assert meta["PERSISTENT"] is True and meta["num_stages"] == 3 and grid == (128,) and args[-1] == 32
+    monkeypatch.setattr(L, "STATE_TMA_PERSISTENT", False)
+    name, grid, args, meta = plan(T=256, H=16, HV=32, sm_count=132)["launches"][-1]
+    assert meta["PERSISTENT"] is False and grid == (4, 32)

@@ -201,6 +201,9 @@ VARIANTS = [
     ("tma_r168", dict(state_impl="tma", maxnreg=168)),
     ("tma_s2", dict(state_impl="tma", state=(32, 4, 2))),
     ("tma_s4", dict(state_impl="tma", state=(32, 4, 4))),
+    # round 6: the persistent tma kernel (descriptors once per CTA; meant for many programs, e.g. varlen)
+    ("tma_p", dict(state_impl="tma", persistent=True)),
+    ("tma_p_s3", dict(state_impl="tma", persistent=True, state=(32, 4, 3))),
     # the state pass split in pieces, piece j+1's intra kernel beside piece j's state kernel (round 6; the default
     # since round 6 is 4 pieces from T = 16384)
     ("nosplit", dict(split=False)),
@@ -217,7 +220,8 @@ VARIANTS = [
 _HOOKS = dict(state="STATE_CFG_OVERRIDE", intra="INTRA_CFG_OVERRIDE", wy="USE_WY", intra_impl="INTRA_IMPL",
               prec="INTRA_V2_PREC", state_impl="STATE_IMPL", prefetch="STATE_PREFETCH",
               newton="INTRA_V3_NEWTON", maxnreg="INTRA_V3_MAXNREG", tma_device_desc="TMA_DEVICE_DESC", split="SPLIT_STATE_PASS",
-              pieces="SPLIT_PIECES", prio="SPLIT_SIDE_PRIORITY", split_min_t="SPLIT_MIN_T")
+              pieces="SPLIT_PIECES", prio="SPLIT_SIDE_PRIORITY", split_min_t="SPLIT_MIN_T",
+              persistent="STATE_TMA_PERSISTENT")
 
 
 def _select_variants(spec):

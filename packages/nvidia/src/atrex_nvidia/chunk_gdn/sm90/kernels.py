@@ -400,13 +400,11 @@ def _initial_state(h0, n64, hv, s_h0n, s_h0h, s_h0k, s_h0v, offs_k, offs_v, mk, 
 
 
 @triton.jit
-def _state_program(h0, cu, T, HV, K, V, s_h0n, s_h0h, s_h0k, s_h0v, IS_VARLEN: tl.constexpr, G: tl.constexpr,
-                   BK: tl.constexpr, BV: tl.constexpr, USE_H0: tl.constexpr):
-    """Program (V-block ``program_id(0)``, sequence x value head ``program_id(1)``) of the state/output kernels:
+def _state_program(i_v, i_nh, h0, cu, T, HV, K, V, s_h0n, s_h0h, s_h0k, s_h0v, IS_VARLEN: tl.constexpr,
+                   G: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr, USE_H0: tl.constexpr):
+    """Program (V-block ``i_v``, sequence x value head ``i_nh``) of the state/output kernels:
     (hv, h, bos, eos, b_idx, tg0, L, NT, offs_k, offs_v, mk, mv, r64, n64, S) with the sequence span, its chunk
     count, the K / V offsets and masks of the block and its initial fp32 state."""
-    i_v = tl.program_id(0)
-    i_nh = tl.program_id(1)
     n = i_nh // HV
     hv = i_nh % HV
     h = hv // G
@@ -446,7 +444,8 @@ def atrex_sm90_gdn_state_output(
     USE_WY: tl.constexpr, FAST: tl.constexpr,
 ):
     hv, h, bos, eos, b_idx, tg0, L, NT, offs_k, offs_v, mk, mv, r64, n64, S = _state_program(
-        h0, cu, T, HV, K, V, s_h0n, s_h0h, s_h0k, s_h0v, IS_VARLEN, G, BK, BV, USE_H0)
+        tl.program_id(0), tl.program_id(1), h0, cu, T, HV, K, V, s_h0n, s_h0h, s_h0k, s_h0v, IS_VARLEN, G, BK, BV,
+        USE_H0)
 
     q_base = q + b_idx.to(tl.int64) * s_qb + h * s_qh
     k_base = k + b_idx.to(tl.int64) * s_kb + h * s_kh
@@ -753,7 +752,8 @@ def atrex_sm90_gdn_state_output_v2(
     loaded one chunk ahead into registers by hand; otherwise Triton's pipeliner handles them like the
     q/k/A/Aqk tiles. The state update accumulates into the dot."""
     hv, h, bos, eos, b_idx, tg0, L, NT, offs_k, offs_v, mk, mv, r64, n64, S = _state_program(
-        h0, cu, T, HV, K, V, s_h0n, s_h0h, s_h0k, s_h0v, IS_VARLEN, G, BK, BV, USE_H0)
+        tl.program_id(0), tl.program_id(1), h0, cu, T, HV, K, V, s_h0n, s_h0h, s_h0k, s_h0v, IS_VARLEN, G, BK, BV,
+        USE_H0)
 
     bi64 = b_idx.to(tl.int64)
     q_base = q + bi64 * s_qb + h * s_qh
@@ -923,40 +923,18 @@ def atrex_sm90_gdn_intra_chunk_v3(
 
 
 @triton.jit
-def atrex_sm90_gdn_state_output_tma(
-    qd, kd, vd, ad, aqd, fac, h0, o, ht, cu, scale,
-    T, HV, K, V,
-    s_ob, s_ot, s_oh,
-    s_h0n, s_h0h, s_h0k, s_h0v,
-    TOTAL_T, ROWS, QW, VW, s_qr, s_kr, s_vr,
-    IS_VARLEN: tl.constexpr, G: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
-    USE_H0: tl.constexpr, STORE_HT: tl.constexpr, STATE_V_FIRST: tl.constexpr, DEVICE_DESC: tl.constexpr,
-):
-    """State/output kernel v2's math with the four tiles of each chunk step (k, q, A, Aqk) and the v block
-    fetched by TMA through host tensor descriptors: ``qd``/``kd`` over q/k viewed as ``[B*T, H*K]`` (block
-    ``[64, K]``, ``K == BK``), ``vd`` over v as ``[B*T, HV*V]`` (block ``[64, BV]``), ``ad``/``aqd`` over
-    the ``[HV*B*T, 64]`` workspaces. No per-element address arithmetic or masks for these loads (the
-    v2 loop spent ~300 of its ~790 instructions per step on them). Rows of a chunk past the sequence's end
-    are read from the next sequence (finite; zero past the tensor's end) and are cancelled exactly as in v2:
-    their factors beta, beta e^gamma and e^(gamma_last - gamma) are loaded as 0 and their outputs are not
-    stored. The output store and the per-row factors use pointers advanced by one chunk per step.
-
-    With ``DEVICE_DESC`` the five operands arrive as plain pointers and the same descriptors are built in the
-    kernel (``ROWS = B*T``, widths ``QW = H*K`` / ``VW = HV*V``, row strides ``s_qr, s_kr, s_vr``), which keeps
-    Triton's host-side descriptor encoding off the launch path (it needs ``triton.set_allocator`` scratch)."""
-    if DEVICE_DESC:
-        qd = tl.make_tensor_descriptor(qd, [ROWS, QW], [s_qr, 1], [64, BK])
-        kd = tl.make_tensor_descriptor(kd, [ROWS, QW], [s_kr, 1], [64, BK])
-        vd = tl.make_tensor_descriptor(vd, [ROWS, VW], [s_vr, 1], [64, BV])
-        ad = tl.make_tensor_descriptor(ad, [HV * TOTAL_T, 64], [64, 1], [64, 64])
-        aqd = tl.make_tensor_descriptor(aqd, [HV * TOTAL_T, 64], [64, 1], [64, 64])
+def _tma_state_program(i_v, i_nh, qd, kd, vd, ad, aqd, fac, h0, o, ht, cu, scale, T, HV, K, V,
+                       s_ob, s_ot, s_oh, s_h0n, s_h0h, s_h0k, s_h0v, TOTAL_T,
+                       IS_VARLEN: tl.constexpr, G: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
+                       USE_H0: tl.constexpr, STORE_HT: tl.constexpr, STATE_V_FIRST: tl.constexpr):
+    """One (V-block ``i_v``, sequence x value head ``i_nh``) program of ``atrex_sm90_gdn_state_output_tma``."""
     hv, h, bos, eos, b_idx, tg0, L, NT, offs_k, offs_v, mk, mv, r64, n64, S = _state_program(
-        h0, cu, T, HV, K, V, s_h0n, s_h0h, s_h0k, s_h0v, IS_VARLEN, G, BK, BV, USE_H0)
+        i_v, i_nh, h0, cu, T, HV, K, V, s_h0n, s_h0h, s_h0k, s_h0v, IS_VARLEN, G, BK, BV, USE_H0)
 
     row = b_idx * T + bos          # first row of the sequence in the [B*T, *] views
     arow = hv * TOTAL_T + tg0      # ... and in the [HV*B*T, 64] workspaces
     qcol = h * K
-    vcol = hv * V + tl.program_id(0) * BV
+    vcol = hv * V + i_v * BV
     plane = (hv * 0 + HV).to(tl.int64) * TOTAL_T  # HV == 1 is specialised to a constexpr int
     f0 = fac + hv.to(tl.int64) * TOTAL_T + tg0.to(tl.int64) + 3 * plane - 1  # e^gamma of token 0, minus one row
     p_f = fac + hv.to(tl.int64) * TOTAL_T + tg0.to(tl.int64) + r64
@@ -1000,4 +978,50 @@ def atrex_sm90_gdn_state_output_tma(
 
     if STORE_HT:
         _store_state(ht, S, n64, hv, HV, K, V, offs_k, offs_v, mk, mv, STATE_V_FIRST)
+
+
+@triton.jit
+def atrex_sm90_gdn_state_output_tma(
+    qd, kd, vd, ad, aqd, fac, h0, o, ht, cu, scale,
+    T, HV, K, V,
+    s_ob, s_ot, s_oh,
+    s_h0n, s_h0h, s_h0k, s_h0v,
+    TOTAL_T, ROWS, QW, VW, s_qr, s_kr, s_vr, N_NH,
+    IS_VARLEN: tl.constexpr, G: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
+    USE_H0: tl.constexpr, STORE_HT: tl.constexpr, STATE_V_FIRST: tl.constexpr, DEVICE_DESC: tl.constexpr,
+    PERSISTENT: tl.constexpr = False,
+):
+    """State/output kernel v2's math with the four tiles of each chunk step (k, q, A, Aqk) and the v block
+    fetched by TMA through host tensor descriptors: ``qd``/``kd`` over q/k viewed as ``[B*T, H*K]`` (block
+    ``[64, K]``, ``K == BK``), ``vd`` over v as ``[B*T, HV*V]`` (block ``[64, BV]``), ``ad``/``aqd`` over
+    the ``[HV*B*T, 64]`` workspaces. No per-element address arithmetic or masks for these loads (the
+    v2 loop spent ~300 of its ~790 instructions per step on them). Rows of a chunk past the sequence's end
+    are read from the next sequence (finite; zero past the tensor's end) and are cancelled exactly as in v2:
+    their factors beta, beta e^gamma and e^(gamma_last - gamma) are loaded as 0 and their outputs are not
+    stored. The output store and the per-row factors use pointers advanced by one chunk per step.
+
+    With ``DEVICE_DESC`` the five operands arrive as plain pointers and the same descriptors are built in the
+    kernel (``ROWS = B*T``, widths ``QW = H*K`` / ``VW = HV*V``, row strides ``s_qr, s_kr, s_vr``), which keeps
+    Triton's host-side descriptor encoding off the launch path (it needs ``triton.set_allocator`` scratch).
+
+    With ``PERSISTENT`` the grid is 1-D and each CTA loops over programs ``pid, pid + grid, ...`` of the
+    ``cdiv(V, BV) * N_NH`` (V-block, sequence x value head) programs, so that the descriptors are built once per
+    CTA rather than once per program (many short sequences); ``N_NH`` is the number of (sequence, value head)
+    pairs."""
+    if DEVICE_DESC:
+        qd = tl.make_tensor_descriptor(qd, [ROWS, QW], [s_qr, 1], [64, BK])
+        kd = tl.make_tensor_descriptor(kd, [ROWS, QW], [s_kr, 1], [64, BK])
+        vd = tl.make_tensor_descriptor(vd, [ROWS, VW], [s_vr, 1], [64, BV])
+        ad = tl.make_tensor_descriptor(ad, [HV * TOTAL_T, 64], [64, 1], [64, 64])
+        aqd = tl.make_tensor_descriptor(aqd, [HV * TOTAL_T, 64], [64, 1], [64, 64])
+    if PERSISTENT:
+        n_v = tl.cdiv(V, BV)
+        for p in range(tl.program_id(0), n_v * N_NH, tl.num_programs(0)):
+            _tma_state_program(p % n_v, p // n_v, qd, kd, vd, ad, aqd, fac, h0, o, ht, cu, scale, T, HV, K, V,
+                               s_ob, s_ot, s_oh, s_h0n, s_h0h, s_h0k, s_h0v, TOTAL_T,
+                               IS_VARLEN, G, BK, BV, USE_H0, STORE_HT, STATE_V_FIRST)
+    else:
+        _tma_state_program(tl.program_id(0), tl.program_id(1), qd, kd, vd, ad, aqd, fac, h0, o, ht, cu, scale,
+                           T, HV, K, V, s_ob, s_ot, s_oh, s_h0n, s_h0h, s_h0k, s_h0v, TOTAL_T,
+                           IS_VARLEN, G, BK, BV, USE_H0, STORE_HT, STATE_V_FIRST)
 

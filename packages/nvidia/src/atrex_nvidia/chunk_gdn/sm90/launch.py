@@ -85,6 +85,11 @@ STATE_IMPL = "auto"
 #   TMA_DEVICE_DESC). Taken when ``_tma_operands`` can describe the tensors (K a power of two equal to BK, heads
 #   contiguous, batch and time mergeable into one row index, 16-byte aligned bases and row strides, B*T >= 64);
 #   otherwise that call runs v2. "v2" forces v2.
+# STATE_TMA_PERSISTENT (round 6, not yet measured on the H200; CPU interpreter-verified): the tma kernel with a 1-D grid
+#   of at most (CTAs per SM) x (SMs) CTAs, each looping over programs, so that the five in-kernel descriptors are built
+#   once per CTA (the non-persistent tma kernel lost to v2 for varlen 16x1024, 1024+ programs, by its per-program
+#   descriptor set-up: 0.370 vs 0.340 ms). Off; forced through bench_gdn's variants.
+STATE_TMA_PERSISTENT = False
 STATE_PREFETCH = True  # v2: load v / factors one chunk ahead into registers by hand (else Triton pipelines them)
 # State v2 with at most ~2 programs per SM: a third pipeline stage (T=8192: 0.209 vs 0.275 ms; T=32768: 0.811 vs
 # 1.058 ms); with more programs the extra shared memory costs occupancy (varlen 16x1024: 0.483 vs 0.341 ms).
@@ -309,15 +314,18 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     tma = _tma_operands(qn, kn, v, A, Aqk, B, T, H, HV, K, V, BK, BV) if state_v2 and want_tma else None
     if tma is not None:
         operands, rows_args, device_desc = tma
+        persistent = bool(STATE_TMA_PERSISTENT)
+        if persistent:  # 1-D grid, one or two CTAs per SM (two fit in shared memory with 2 stages)
+            grid = (min(grid[0] * grid[1], (sm_count or _sm_count(dev)) * (2 if sst <= 2 else 1)),)
         launches.append((_k.atrex_sm90_gdn_state_output_tma, grid, (
             *operands, fac, h0, o, ht if ht is not None else o, cu, float(scale),
             T, HV, K, V,
             o.stride(0), o.stride(1), o.stride(2),
             *h0_strides,
-            total_t, *rows_args), dict(
+            total_t, *rows_args, N * HV), dict(
             IS_VARLEN=is_varlen, G=G, BK=BK, BV=BV,
             USE_H0=use_h0, STORE_HT=ht is not None, STATE_V_FIRST=bool(state_v_first), DEVICE_DESC=device_desc,
-            num_warps=sw, num_stages=sst,
+            PERSISTENT=persistent, num_warps=sw, num_stages=sst,
         )))
     elif state_v2:
         launches.append((_k.atrex_sm90_gdn_state_output_v2, grid, (
@@ -444,7 +452,7 @@ def _tensor_sig(t):
 
 def _knobs():
     """The module knobs that choose kernels and their configurations (part of a call's signature)."""
-    return (FAST_PATH, USE_WY, STATE_IMPL, TMA_DEVICE_DESC, STATE_PREFETCH, STATE_CFG_OVERRIDE, INTRA_IMPL,
+    return (FAST_PATH, USE_WY, STATE_IMPL, TMA_DEVICE_DESC, STATE_TMA_PERSISTENT, STATE_PREFETCH, STATE_CFG_OVERRIDE, INTRA_IMPL,
             INTRA_V2_PREC, INTRA_V3_NEWTON, INTRA_V3_MAXNREG, INTRA_CFG_OVERRIDE, V2_MAX_BK, SPLIT_STATE_PASS,
             SPLIT_MIN_T, SPLIT_PIECES, _STATE_CFG_FEW,
             _STATE_CFG_MANY, _STATE_V2_FEW_CFG, _INTRA_CFG)
