@@ -340,6 +340,21 @@ def test_graph_capture_replay_changed_cu_seqlens(state_impl, monkeypatch):
     assert kernel in {key[0] for key in launch.WARM.keys()}
 
 
+def test_t1_after_the_tma_state_kernel_replay():
+    """Regression test for the open intermittent device fault (BENCH_H200.md, round 6): in 2 of 5 parallel runs of
+    the sm90 file on the H200, an xdist worker hit an illegal memory access first reported at ``T1-state_tma``.
+    Before it, that worker had run T64, T65_noL2 and T130_B2_gva_bf16h0 (whose state kernel takes TMA operands,
+    in-kernel descriptors). This replays that order four times in one process, syncing after each call, and checks
+    every result against the float64 recurrence. It fails (a device error, which poisons the process) while the fault
+    recurs in this order."""
+    cases = dict(GPU_CASES)
+    for _ in range(4):
+        for cid in ("T64", "T65_noL2", "T130_B2_gva_bf16h0", "T1"):
+            eo, eh, bound = run_case(fwd(), cid, cases[cid], "cuda")
+            torch.cuda.synchronize()
+            assert eo <= bound and eh <= bound, (cid, eo, eh, bound)
+
+
 def test_split_and_carry():
     eo, eh = split_carry_check(fwd(), "cuda")
     assert eo <= RRMSE_BOUND and eh <= RRMSE_BOUND, (eo, eh)
