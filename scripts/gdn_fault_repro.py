@@ -24,6 +24,9 @@ for r in range(reps):
         try:
             eo, eh, bound = C.run_case(launch.gdn_fwd, cid, cases[cid], "cuda")
             torch.cuda.synchronize()
+            if not (eo <= bound and eh <= bound):
+                print(f"{mode} rep {r} {cid}: WRONG o {eo:.2e} ht {eh:.2e} bound {bound:.1e}", flush=True)
+                sys.exit(4)
         except Exception as exc:
             print(f"{mode} rep {r} {cid}: FAULT {type(exc).__name__}: {str(exc)[:80]}", flush=True)
             sys.exit(3)

@@ -315,7 +315,8 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     if tma is not None:
         operands, rows_args, device_desc = tma
         persistent = bool(STATE_TMA_PERSISTENT)
-        if persistent:  # 1-D grid, one or two CTAs per SM (two fit in shared memory with 2 stages)
+        if persistent:  # 1-D grid: two CTAs per SM with 2 stages (both fit at K = 128, BV = 32: 114.7 KB each;
+            # where they do not, the second round of CTAs waits, which costs time, not correctness), else one
             grid = (min(grid[0] * grid[1], (sm_count or _sm_count(dev)) * (2 if sst <= 2 else 1)),)
         launches.append((_k.atrex_sm90_gdn_state_output_tma, grid, (
             *operands, fac, h0, o, ht if ht is not None else o, cu, float(scale),
