@@ -95,6 +95,12 @@ _SCRIPT = textwrap.dedent(r'''
     for cid in ("T1", "T64", "varlen_0_1", "varlen_i64_noh0", "K60_V100_fp16", "T65_noL2", "hv48_T127",
                 "K256_bf16", "K256_varlen"):
         gdn(gdn_cases[cid])
+    # T = 1 with more batch rows, GVA, an initial state, varlen; T = 1 and 2 at the perf head shapes
+    for kw in (dict(B=2, T=1, H=2, HV=4, K=64, h0=torch.float32),
+               dict(B=3, T=1, H=16, HV=32, K=128, h0=torch.bfloat16, state_v_first=True),
+               dict(T=1, H=2, K=32, cu_seqlens=[0, 1]), dict(T=1, H=16, HV=32, K=128), dict(T=2, H=16, HV=32, K=128)):
+        gdn(kw)
+        gdn(kw, STATE_IMPL="v2")
     # the perf shapes' configurations (few programs: 3-stage state kernel; many: 2 stages), small T
     gdn(dict(T=64, H=16, HV=32, K=128))
     gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=[64 * i for i in range(11)]))
@@ -137,15 +143,36 @@ _SCRIPT = textwrap.dedent(r'''
     GL._launch_all = _launch_all
     results = {"signature_determines_keys": dict(ok=not sig_clash and len(sig_keys) > 20, clashes=sig_clash[:3],
                                                  signatures=len(sig_keys))}
+    import os, subprocess, tempfile
+    from sass_check import unwritten_uniform_reads
+    try:
+        nvdisasm = knobs.nvidia.nvdisasm.path
+    except Exception:  # noqa: BLE001 - a Triton without the tool: the SASS check is reported as not run
+        nvdisasm = None
+    results["nvdisasm"] = dict(ok=True, path=nvdisasm, triton=triton.__version__)
+    tmp = tempfile.mkdtemp()
     for name, (jit_fn, c) in specs.items():
         src = ASTSource(jit_fn, c["signature"], c["constants"], c["configs"][0])
+        opts = dict(num_warps=c["num_warps"], num_stages=c["num_stages"])
+        if c.get("maxnreg"):
+            opts["maxnreg"] = c["maxnreg"]
         try:
-            k = triton.compile(src, target=SM90, options=dict(num_warps=c["num_warps"],
-                                                             num_stages=c["num_stages"]))
+            k = triton.compile(src, target=SM90, options=opts)
             smem = int(k.metadata.shared)
             results[name] = dict(ok=smem <= SMEM_LIMIT, shared=smem)
+            if "state_output" in name:
+                i_t = [p.name for p in jit_fn.params].index("T")
+                results[name]["t_is_one"] = c["constants"].get((i_t,)) == 1
         except Exception as exc:  # the finding
             results[name] = dict(ok=False, error=f"{type(exc).__name__}: {str(exc)[:400]}")
+            continue
+        if nvdisasm:
+            path = os.path.join(tmp, "k.cubin")
+            with open(path, "wb") as f:
+                f.write(k.asm["cubin"])
+            sass = subprocess.run([nvdisasm, "-c", path], capture_output=True, text=True, check=True).stdout
+            results[name]["insns"] = sass.count(";")
+            results[name]["unwritten_ur"] = unwritten_uniform_reads(sass)[:4]
     print("RESULT " + json.dumps(results))
 ''').replace("PATHS", repr(PATHS))
 
@@ -175,3 +202,23 @@ def test_launchers_request_every_kernel(compiled):
 def test_every_specialisation_compiles_for_sm90_within_shared_memory(compiled):
     bad = {name: r for name, r in compiled.items() if not r["ok"]}
     assert not bad, json.dumps(bad, indent=1)[:6000]
+
+
+def test_no_specialisation_reads_a_uniform_register_nothing_writes(compiled):
+    """The SASS of every specialisation (``nvdisasm``, ``op_test/sass_check.py``): no uniform register is read that
+    no instruction writes. ptxas 12.8 (Triton 3.6) assembled the T = 1 specialisation of state kernel v2 that way
+    (the H200's intermittent T = 1 illegal address, BENCH_H200.md round 7); the launcher now never compiles the
+    state kernels with T as the constant 1 (``kernels.NO_T1_SPECIALISATION``)."""
+    if not compiled["nvdisasm"]["path"]:
+        pytest.skip(f"Triton {compiled['nvdisasm']['triton']} ships no nvdisasm")
+    kernels = {name: r for name, r in compiled.items() if "insns" in r}
+    assert len(kernels) > 20 and all(r["insns"] > 100 for r in kernels.values()), len(kernels)
+    bad = {name: r["unwritten_ur"] for name, r in kernels.items() if r["unwritten_ur"]}
+    assert not bad, json.dumps(bad, indent=1)[:6000]
+
+
+def test_t1_calls_compile_the_state_kernels_without_t_as_a_constant(compiled):
+    """Every state-kernel specialisation requested (T = 1 shapes included) keeps T a runtime argument or a constant
+    other than 1: Triton records an int argument equal to 1 as a constexpr, which is what ptxas 12.8 miscompiled."""
+    t1 = [name for name, r in compiled.items() if r.get("t_is_one")]
+    assert not t1, t1

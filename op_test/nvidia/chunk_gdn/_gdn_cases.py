@@ -340,19 +340,48 @@ def test_graph_capture_replay_changed_cu_seqlens(state_impl, monkeypatch):
     assert kernel in {key[0] for key in launch.WARM.keys()}
 
 
-def test_t1_after_the_tma_state_kernel_replay():
-    """Regression test for the open intermittent device fault (BENCH_H200.md, round 6): in 2 of 5 parallel runs of
-    the sm90 file on the H200, an xdist worker hit an illegal memory access first reported at ``T1-state_tma``.
-    Before it, that worker had run T64, T65_noL2 and T130_B2_gva_bf16h0 (whose state kernel takes TMA operands,
-    in-kernel descriptors). This replays that order four times in one process, syncing after each call, and checks
-    every result against the float64 recurrence. It fails (a device error, which poisons the process) while the fault
-    recurs in this order."""
+def test_t1_replay_of_the_faulting_order():
+    """Regression test for the intermittent T = 1 illegal address (BENCH_H200.md, rounds 6-7): an xdist worker of this
+    file faulted first at a T1 case after T64, T65_noL2 and T130_B2_gva_bf16h0. Root cause (round 7, CUDA core dump
+    + SASS): ptxas 12.8 (Triton 3.6) assembled the T = 1 constexpr specialisation of state kernel v2 with a wgmma
+    descriptor taken from a uniform register nothing writes. This replays that order eight times in one process,
+    syncing after each call and checking every result against the float64 recurrence."""
     cases = dict(GPU_CASES)
-    for _ in range(4):
+    for _ in range(8):
         for cid in ("T64", "T65_noL2", "T130_B2_gva_bf16h0", "T1"):
             eo, eh, bound = run_case(fwd(), cid, cases[cid], "cuda")
             torch.cuda.synchronize()
             assert eo <= bound and eh <= bound, (cid, eo, eh, bound)
+
+
+T1_SHAPES = [
+    ("T1_B2_gva_h0", dict(B=2, T=1, H=2, HV=4, K=64, h0=torch.float32)),
+    ("T1_B3_qwen_bf16h0_vfirst", dict(B=3, T=1, H=16, HV=32, K=128, h0=torch.bfloat16, state_v_first=True)),
+    ("T1_B64_qwen", dict(B=64, T=1, H=16, HV=32, K=128)),
+    ("T1_varlen", dict(T=1, H=2, K=32, cu_seqlens=[0, 1])),
+    ("T1_K256", dict(T=1, H=1, K=256)),
+]
+
+
+@pytest.mark.parametrize("state_impl", ["auto", "tma"])
+def test_t1_shapes_between_other_kernels(state_impl, monkeypatch):
+    """T = 1 calls of several shapes (batch, GVA, initial state, varlen, K = 256; tma where B*T >= 64), each run six
+    times between long calls (the faulty binary read a register an earlier kernel had left), against the float64
+    recurrence; and every T = 1 state launch used a kernel compiled without T as a constant
+    (``kernels.NO_T1_SPECIALISATION``)."""
+    from atrex_nvidia.chunk_gdn.sm90 import launch
+    monkeypatch.setattr(launch, "STATE_IMPL", state_impl)
+    long = make_inputs(device="cuda", **dict(GPU_CASES)["qwen3next_T1000_bf16h0"])
+    long_args = {n: long[n] for n in ("scale", "initial_state", "use_qk_l2norm_in_kernel", "state_v_first")}
+    for _ in range(6):
+        for cid, kw in T1_SHAPES:
+            eo, eh, bound = run_case(fwd(), cid, kw, "cuda")
+            torch.cuda.synchronize()
+            assert eo <= bound and eh <= bound, (cid, eo, eh, bound)
+            fwd()(long["q"], long["k"], long["v"], long["g"], long["beta"], output_final_state=True,
+                  cu_seqlens=None, **long_args)
+    state_keys = [key for key in launch.WARM.keys() if "state_output" in key[0]]
+    assert any(key[-1] == ("T", "TOTAL_T") for key in state_keys), state_keys[:3]
 
 
 def test_split_and_carry():

@@ -165,3 +165,46 @@ def test_persistent_tma_plans_a_1d_grid_of_at_most_two_ctas_per_sm(plan, monkeyp
     monkeypatch.setattr(L, "STATE_TMA_PERSISTENT", False)
     name, grid, args, meta = plan(T=256, H=16, HV=32, sm_count=132)["launches"][-1]
     assert meta["PERSISTENT"] is False and grid == (4, 32)
+
+
+@pytest.fixture
+def plan_kernels(monkeypatch):
+    """Like ``plan`` but keeps the JIT function objects: [(kernel, meta)] of a call."""
+    seen = {}
+
+    def record(dev, launches, o, ht, sig=None, split=False):
+        seen["launches"] = [(kern, meta) for kern, grid, args, meta in launches]
+        return o, ht
+
+    monkeypatch.setattr(L, "_launch_all", record)
+
+    def run(B, T, K=128, V=None, H=2, HV=4, dtype=torch.bfloat16):
+        V = V or K
+        z = lambda *s: torch.zeros(*s, dtype=dtype)
+        L.gdn_fwd(z(B, T, H, K), z(B, T, H, K), z(B, T, HV, V), torch.zeros(B, T, HV), z(B, T, HV), scale=0.1,
+                  initial_state=None, output_final_state=True, use_qk_l2norm_in_kernel=True, state_v_first=False,
+                  cu_seqlens=None, sm_count=132)
+        return seen["launches"]
+
+    return run
+
+
+@pytest.mark.parametrize("state_impl", ["auto", "v2", "tma"])
+@pytest.mark.parametrize("B,K", [(1, 32), (2, 128), (64, 128), (1, 256)])
+def test_t1_calls_take_the_state_kernels_compiled_without_t_specialisation(plan_kernels, monkeypatch, state_impl, B, K):
+    """T == 1 (any batch, every state kernel: v2, tma at B*T >= 64, v1 at K = 256) launches the twin from
+    ``kernels.NO_T1_SPECIALISATION`` (T, TOTAL_T not specialised: ptxas 12.8 miscompiled the T = 1 constexpr
+    specialisation of state v2); T == 2 launches the ordinary kernel."""
+    from atrex_nvidia.chunk_gdn.sm90 import kernels as K_
+    monkeypatch.setattr(L, "STATE_IMPL", state_impl)
+    for T in (1, 2):
+        state = [(kern, meta) for kern, meta in plan_kernels(B, T, K=K) if "state_output" in kern.__name__]
+        assert len(state) == 1
+        kern = state[0][0]
+        twins = set(K_.NO_T1_SPECIALISATION.values())
+        if T == 1:
+            assert kern in twins and {"T", "TOTAL_T"} <= set(kern.do_not_specialize), (T, kern.__name__)
+        else:
+            assert kern in K_.NO_T1_SPECIALISATION and kern not in twins, (T, kern.__name__)
+    if state_impl == "tma" and B == 64:
+        assert kern.__name__ == "atrex_sm90_gdn_state_output_tma"  # (the T = 2 call; B*T >= 64 allows TMA)

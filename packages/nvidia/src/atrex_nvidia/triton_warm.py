@@ -43,8 +43,10 @@ def _spec(a):
 
 
 def launch_key(kernel, args, meta: dict) -> tuple:
-    """Key of one launch: kernel name, per-argument specialisation, constexprs and launch options."""
-    return kernel.__name__, tuple(_spec(a) for a in args), tuple(sorted(meta.items()))
+    """Key of one launch: kernel name, per-argument specialisation, constexprs, launch options and the arguments
+    the kernel is told not to specialise on (two JIT functions of one kernel can differ only there)."""
+    return (kernel.__name__, tuple(_spec(a) for a in args), tuple(sorted(meta.items())),
+            tuple(str(x) for x in getattr(kernel, "do_not_specialize", None) or ()))
 
 
 class WarmRecord:

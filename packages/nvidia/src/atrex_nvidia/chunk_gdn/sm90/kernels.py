@@ -1025,3 +1025,18 @@ def atrex_sm90_gdn_state_output_tma(
                            T, HV, K, V, s_ob, s_ot, s_oh, s_h0n, s_h0h, s_h0k, s_h0v, TOTAL_T,
                            IS_VARLEN, G, BK, BV, USE_H0, STORE_HT, STATE_V_FIRST)
 
+
+
+# The state kernels compiled without Triton's specialisation of T and TOTAL_T: the launcher takes these for calls
+# with T == 1, which Triton would otherwise compile with T (and, for B == 1, TOTAL_T) as the constant 1, so that the
+# sequential loop has the constant trip count 1 and is unrolled. ptxas 12.8, the assembler bundled with Triton 3.6
+# (the H200 host's), miscompiles that unrolled state kernel v2: its SASS reads uniform register UR16, which no
+# instruction writes, as part of the shared-memory descriptor of a wgmma (``tl.dot(aq_t, ...)``), so the
+# descriptor is whatever an earlier kernel left in that register. On the H200 this was the intermittent T = 1
+# illegal address (BENCH_H200.md, round 7): a CUDA core dump put the "Warp Out-of-range Address" on that HGMMA;
+# ptxas 12.9 (Triton 3.9) assembles the same PTX correctly. op_test/nvidia/test_triton_sm90_compile.py checks the
+# SASS of every specialisation for uniform registers read but never written. The twins share the kernel names.
+NO_T1_SPECIALISATION = {
+    kern: triton.jit(do_not_specialize=["T", "TOTAL_T"])(kern.fn)
+    for kern in (atrex_sm90_gdn_state_output, atrex_sm90_gdn_state_output_v2, atrex_sm90_gdn_state_output_tma)
+}

@@ -109,6 +109,13 @@ SPLIT_STATE_PASS = False
 SPLIT_MIN_T = 16384
 SPLIT_PIECES = 4
 SPLIT_SIDE_PRIORITY = -1
+def _state_kernel(kern, T):
+    """The state kernel ``kern`` for a call with time length ``T``: for T == 1 its twin compiled without Triton's
+    specialisation of T and TOTAL_T (``kernels.NO_T1_SPECIALISATION``: ptxas 12.8 miscompiles the unrolled
+    T = 1 specialisation of state v2, the intermittent illegal address of BENCH_H200.md rounds 1-7)."""
+    return _k.NO_T1_SPECIALISATION[kern] if T == 1 else kern
+
+
 def _sm_count(dev) -> int:
     """The device's SM count from core's cached classification (132 when it reports none, e.g. on CPU)."""
     from atrex.dispatch.target import classify_device
@@ -318,7 +325,7 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
         if persistent:  # 1-D grid: two CTAs per SM with 2 stages (both fit at K = 128, BV = 32: 114.7 KB each;
             # where they do not, the second round of CTAs waits, which costs time, not correctness), else one
             grid = (min(grid[0] * grid[1], (sm_count or _sm_count(dev)) * (2 if sst <= 2 else 1)),)
-        launches.append((_k.atrex_sm90_gdn_state_output_tma, grid, (
+        launches.append((_state_kernel(_k.atrex_sm90_gdn_state_output_tma, T), grid, (
             *operands, fac, h0, o, ht if ht is not None else o, cu, float(scale),
             T, HV, K, V,
             o.stride(0), o.stride(1), o.stride(2),
@@ -329,7 +336,7 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
             PERSISTENT=persistent, num_warps=sw, num_stages=sst,
         )))
     elif state_v2:
-        launches.append((_k.atrex_sm90_gdn_state_output_v2, grid, (
+        launches.append((_state_kernel(_k.atrex_sm90_gdn_state_output_v2, T), grid, (
             qn, kn, v, fac, A, Aqk, h0, o, ht if ht is not None else o, cu, float(scale),
             T, HV, K, V,
             qn.stride(0), qn.stride(1), qn.stride(2), kn.stride(0), kn.stride(1), kn.stride(2),
@@ -427,7 +434,7 @@ def _intra_v1_launch(n_slots, H, q, k, v, g, beta, A, Aqk, gam, qn, kn, W, U, cu
 def _state_v1_launch(grid, qn, kn, v, beta, gam, A, Aqk, W, U, h0, o, ht, cu, scale, T, HV, K, V, h0_strides,
                      total_t, is_varlen, G, BK, BV, use_h0, state_v_first, use_qk_l2norm_in_kernel,
                      use_beta_sigmoid_in_kernel, allow_neg_eigval, use_wy, fast, sw, sst):
-    return (_k.atrex_sm90_gdn_state_output, grid, (
+    return (_state_kernel(_k.atrex_sm90_gdn_state_output, T), grid, (
         qn, kn, v, beta, gam, A, Aqk, W, U, h0, o, ht if ht is not None else o, cu, float(scale),
         T, HV, K, V,
         qn.stride(0), qn.stride(1), qn.stride(2), kn.stride(0), kn.stride(1), kn.stride(2),
