@@ -277,7 +277,6 @@ VARIANT_HOOKS = {  # launcher variants measured by bench_gdn's sweep besides the
     "state_tma": dict(STATE_IMPL="tma"),
     "state_tma_host_desc": dict(STATE_IMPL="tma", TMA_DEVICE_DESC=False),
     "state_tma_persistent": dict(STATE_IMPL="tma", STATE_TMA_PERSISTENT=True),
-    "state_v2_kq_stack": dict(STATE_IMPL="v2", STATE_KQ_STACK=True),
     "split_state_pass": dict(SPLIT_STATE_PASS=True, SPLIT_MIN_T=128, SPLIT_PIECES=2),
     "split_state_pass_p3": dict(SPLIT_STATE_PASS=True, SPLIT_MIN_T=128, SPLIT_PIECES=3),
     "split_state_pass_p4_prio0": dict(SPLIT_STATE_PASS=True, SPLIT_MIN_T=128, SPLIT_PIECES=4, SPLIT_SIDE_PRIORITY=0),

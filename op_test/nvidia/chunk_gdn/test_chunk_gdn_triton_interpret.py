@@ -72,7 +72,6 @@ _SCRIPT = textwrap.dedent(r'''
         ("i3nn", dict(INTRA_V3_NEWTON=False), ("T63", "varlen_0_1"), "atrex_sm90_gdn_intra_chunk_v3"),
         ("tma", dict(STATE_IMPL="tma"), None, "atrex_sm90_gdn_state_output_tma"),
         ("tmahd", dict(STATE_IMPL="tma", TMA_DEVICE_DESC=False), ("T63", "varlen_0_1"), "atrex_sm90_gdn_state_output_tma"),
-        ("v2kq", dict(STATE_IMPL="v2", STATE_KQ_STACK=True), sub + ("T1", "g_zero"), "atrex_sm90_gdn_state_output_v2"),
     ]
     # the persistent tma kernel: with sm_count=1 its grid is one or two CTAs, so every CTA loops over many programs
     fwd_one_sm = lambda *a, **kw: gdn_fwd(*a, sm_count=1, **kw)
@@ -98,9 +97,6 @@ _SCRIPT = textwrap.dedent(r'''
                 res[cid + "_" + tag] = [eo, eh, bound]
         ran = {key[0] for key in launch.WARM.keys()}
         res["ran_" + tag] = [0.0 if kname in ran else 1.0, 0.0, 0.5]
-        if tag == "v2kq":  # the stacked form actually ran (a constexpr of the launch)
-            kq = [dict(key[2]).get("KQ_STACK") for key in launch.WARM.keys() if key[0] == kname]
-            res["kq_ran"] = [0.0 if kq and all(kq) else 1.0, 0.0, 0.5]
         if tag == "tmap":  # persistent: 1-D grid smaller than the program count, so CTAs looped
             looped = [meta.get("PERSISTENT") and len(grid_) == 1 and grid_[0] < args[-1]
                       for kern, grid_, args, meta in seen_tma]

@@ -204,9 +204,6 @@ VARIANTS = [
     # round 6: the persistent tma kernel (descriptors once per CTA; meant for many programs, e.g. varlen)
     ("tma_p", dict(state_impl="tma", persistent=True)),
     ("tma_p_s3", dict(state_impl="tma", persistent=True, state=(32, 4, 3))),
-    # round 7: state v2 with K S and Q S from one 128-row dot over the stacked [k; q] chunk rows
-    ("v2_kq", dict(state_impl="v2", kq=True)),
-    ("v2_kq_s2", dict(state_impl="v2", kq=True, state=(32, 4, 2))),
     # the state pass split in pieces, piece j+1's intra kernel beside piece j's state kernel (round 6; the default
     # since round 6 is 4 pieces from T = 16384)
     ("nosplit", dict(split=False)),
@@ -224,7 +221,7 @@ _HOOKS = dict(state="STATE_CFG_OVERRIDE", intra="INTRA_CFG_OVERRIDE", wy="USE_WY
               prec="INTRA_V2_PREC", state_impl="STATE_IMPL", prefetch="STATE_PREFETCH",
               newton="INTRA_V3_NEWTON", maxnreg="INTRA_V3_MAXNREG", tma_device_desc="TMA_DEVICE_DESC", split="SPLIT_STATE_PASS",
               pieces="SPLIT_PIECES", prio="SPLIT_SIDE_PRIORITY", split_min_t="SPLIT_MIN_T",
-              persistent="STATE_TMA_PERSISTENT", kq="STATE_KQ_STACK")
+              persistent="STATE_TMA_PERSISTENT")
 
 
 def _select_variants(spec):

@@ -736,15 +736,6 @@ def atrex_sm90_gdn_intra_chunk_v2(
 
 
 @triton.jit
-def _split_rows2(x):
-    """[2M, N] -> ([M, N] rows 0..M-1, [M, N] rows M..2M-1)."""
-    M2: tl.constexpr = x.shape[0]
-    N: tl.constexpr = x.shape[1]
-    y = tl.permute(tl.reshape(x, (2, M2 // 2, N)), (1, 2, 0))
-    return tl.split(y)
-
-
-@triton.jit
 def atrex_sm90_gdn_state_output_v2(
     q, k, v, fac, A, Aqk, h0, o, ht, cu, scale,
     T, HV, K, V,
@@ -753,16 +744,13 @@ def atrex_sm90_gdn_state_output_v2(
     TOTAL_T,
     IS_VARLEN: tl.constexpr, G: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
     USE_H0: tl.constexpr, STORE_HT: tl.constexpr, STATE_V_FIRST: tl.constexpr, PREFETCH: tl.constexpr,
-    KQ_STACK: tl.constexpr = False,
 ):
     """State/output kernel v2 (the fast path's math, same grid): the per-row factors beta,
     beta e^gamma, e^gamma, e^(gamma_last - gamma) come precomputed and contiguous from
     ``atrex_sm90_gdn_intra_chunk_v2`` (no strided beta loads, no exp and no cross-thread reduction
     in the loop). With ``PREFETCH`` the small per-chunk operands (v block, factors, e^gamma_last) are
     loaded one chunk ahead into registers by hand; otherwise Triton's pipeliner handles them like the
-    q/k/A/Aqk tiles. The state update accumulates into the dot. With ``KQ_STACK`` the k and q rows of a chunk are
-    loaded as one [128, BK] tile and ``K S`` and ``Q S`` come from one 128-row dot (one wgmma wait instead of two
-    per chunk step); the halves are split in registers."""
+    q/k/A/Aqk tiles. The state update accumulates into the dot."""
     hv, h, bos, eos, b_idx, tg0, L, NT, offs_k, offs_v, mk, mv, r64, n64, S = _state_program(
         tl.program_id(0), tl.program_id(1), h0, cu, T, HV, K, V, s_h0n, s_h0h, s_h0k, s_h0v, IS_VARLEN, G, BK, BV,
         USE_H0)
@@ -824,29 +812,14 @@ def atrex_sm90_gdn_state_output_v2(
             eg = tl.load(f_base + 3 * plane + rl, mask=mrow, other=0.0)
             dk = tl.load(f_base + 4 * plane + rl, mask=mrow, other=0.0)
             egl = tl.load(f_base + 3 * plane + tl.minimum(L, l0 + 64) - 1)
-        if KQ_STACK:
-            r128 = tl.arange(0, 128)
-            top = r128 < 64
-            rows128 = (bos + l0 + r128 % 64).to(tl.int64)
-            p_kq = tl.where(top[:, None], k_base + rows128[:, None] * s_kt, q_base + rows128[:, None] * s_qt)
-            kq = tl.load(p_kq + offs_k[None, :], mask=((l0 + r128 % 64) < L)[:, None] & mk[None, :], other=0.0)
-            kt, _ = _split_rows2(kq)
-            Sb = S.to(dt)
-            KS, QS = _split_rows2(tl.dot(kq, Sb))
-        else:
-            kt = tl.load(k_base + rows64[:, None] * s_kt + offs_k[None, :], mask=mrow[:, None] & mk[None, :],
-                         other=0.0)
-            qt = tl.load(q_base + rows64[:, None] * s_qt + offs_k[None, :], mask=mrow[:, None] & mk[None, :],
-                         other=0.0)
-            Sb = S.to(dt)
-            KS = tl.dot(kt, Sb)
+        kt = tl.load(k_base + rows64[:, None] * s_kt + offs_k[None, :], mask=mrow[:, None] & mk[None, :], other=0.0)
+        qt = tl.load(q_base + rows64[:, None] * s_qt + offs_k[None, :], mask=mrow[:, None] & mk[None, :], other=0.0)
         a_t = tl.load(a_base + rg[:, None] * 64 + r64[None, :], mask=mrow[:, None], other=0.0)
         aq_t = tl.load(aq_base + rg[:, None] * 64 + r64[None, :], mask=mrow[:, None], other=0.0)
-        X = bt[:, None] * vt - be[:, None] * KS
+        Sb = S.to(dt)
+        X = bt[:, None] * vt - be[:, None] * tl.dot(kt, Sb)
         Ut = tl.dot(a_t, X.to(dt))
-        if not KQ_STACK:
-            QS = tl.dot(qt, Sb)
-        O = eg[:, None] * QS + tl.dot(aq_t, Ut.to(dt))
+        O = eg[:, None] * tl.dot(qt, Sb) + tl.dot(aq_t, Ut.to(dt))
         tl.store(o_base + rows64[:, None] * s_ot + offs_v[None, :], (O * scale).to(o.dtype.element_ty),
                  mask=mrow[:, None] & mv[None, :])
         S = tl.dot(tl.trans(kt), (Ut * dk[:, None]).to(dt), S * egl)

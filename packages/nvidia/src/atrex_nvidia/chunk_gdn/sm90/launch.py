@@ -90,9 +90,6 @@ STATE_IMPL = "auto"
 #   once per CTA (the non-persistent tma kernel lost to v2 for varlen 16x1024, 1024+ programs, by its per-program
 #   descriptor set-up: 0.370 vs 0.340 ms). Off; forced through bench_gdn's variants.
 STATE_TMA_PERSISTENT = False
-# STATE_KQ_STACK (round 7, not yet measured on the H200): state v2 forms K S and Q S with one 128-row dot over the
-#   stacked [k; q] rows of the chunk (one wgmma wait fewer per chunk step). Off; bench_gdn variants v2_kq, v2_kq_pf0.
-STATE_KQ_STACK = False
 STATE_PREFETCH = True  # v2: load v / factors one chunk ahead into registers by hand (else Triton pipelines them)
 # State v2 with at most ~2 programs per SM: a third pipeline stage (T=8192: 0.209 vs 0.275 ms; T=32768: 0.811 vs
 # 1.058 ms); with more programs the extra shared memory costs occupancy (varlen 16x1024: 0.483 vs 0.341 ms).
@@ -348,7 +345,7 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
             total_t), dict(
             IS_VARLEN=is_varlen, G=G, BK=BK, BV=BV,
             USE_H0=use_h0, STORE_HT=ht is not None, STATE_V_FIRST=bool(state_v_first),
-            PREFETCH=bool(STATE_PREFETCH), KQ_STACK=bool(STATE_KQ_STACK),
+            PREFETCH=bool(STATE_PREFETCH),
             num_warps=sw, num_stages=sst,
         )))
     else:
@@ -463,8 +460,7 @@ def _tensor_sig(t):
 
 def _knobs():
     """The module knobs that choose kernels and their configurations (part of a call's signature)."""
-    return (FAST_PATH, USE_WY, STATE_IMPL, TMA_DEVICE_DESC, STATE_TMA_PERSISTENT, STATE_KQ_STACK, STATE_PREFETCH,
-            STATE_CFG_OVERRIDE, INTRA_IMPL,
+    return (FAST_PATH, USE_WY, STATE_IMPL, TMA_DEVICE_DESC, STATE_TMA_PERSISTENT, STATE_PREFETCH, STATE_CFG_OVERRIDE, INTRA_IMPL,
             INTRA_V2_PREC, INTRA_V3_NEWTON, INTRA_V3_MAXNREG, INTRA_CFG_OVERRIDE, V2_MAX_BK, SPLIT_STATE_PASS,
             SPLIT_MIN_T, SPLIT_PIECES, _STATE_CFG_FEW,
             _STATE_CFG_MANY, _STATE_V2_FEW_CFG, _INTRA_CFG)
