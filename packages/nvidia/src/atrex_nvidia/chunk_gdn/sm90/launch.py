@@ -85,10 +85,11 @@ STATE_IMPL = "auto"
 #   TMA_DEVICE_DESC). Taken when ``_tma_operands`` can describe the tensors (K a power of two equal to BK, heads
 #   contiguous, batch and time mergeable into one row index, 16-byte aligned bases and row strides, B*T >= 64);
 #   otherwise that call runs v2. "v2" forces v2.
-# STATE_TMA_PERSISTENT (round 6, not yet measured on the H200; CPU interpreter-verified): the tma kernel with a 1-D grid
-#   of at most (CTAs per SM) x (SMs) CTAs, each looping over programs, so that the five in-kernel descriptors are built
-#   once per CTA (the non-persistent tma kernel lost to v2 for varlen 16x1024, 1024+ programs, by its per-program
-#   descriptor set-up: 0.370 vs 0.340 ms). Off; forced through bench_gdn's variants.
+# STATE_TMA_PERSISTENT (round 6): the tma kernel with a 1-D grid of at most (CTAs per SM) x (SMs) CTAs, each looping
+#   over programs, so that the five in-kernel descriptors are built once per CTA (the non-persistent tma kernel lost to
+#   v2 for varlen 16x1024, 1024+ programs: 0.370 vs 0.340 ms). Measured in round 7 (H200): varlen 16x1024 0.341 ms,
+#   the same as v2 (0.411 with 3 stages); T=8192/16/32 0.197 vs 0.194 ms. So the descriptor set-up was not what cost tma
+#   the varlen case. Off; forced through bench_gdn's variants.
 STATE_TMA_PERSISTENT = False
 STATE_PREFETCH = True  # v2: load v / factors one chunk ahead into registers by hand (else Triton pipelines them)
 # State v2 with at most ~2 programs per SM: a third pipeline stage (T=8192: 0.209 vs 0.275 ms; T=32768: 0.811 vs
