@@ -107,7 +107,8 @@ _SCRIPT = textwrap.dedent(r'''
     for hooks in C.VARIANT_HOOKS.values():
         gdn(gdn_cases["T64"], **hooks)
     gdn(gdn_cases["varlen_0_1"], USE_WY=True)
-    for hooks in (dict(STATE_IMPL="tma"), dict(STATE_IMPL="tma", TMA_DEVICE_DESC=False)):
+    for hooks in (dict(STATE_IMPL="tma"), dict(STATE_IMPL="tma", TMA_DEVICE_DESC=False), dict(STATE_IMPL="gl"),
+                  dict(STATE_IMPL="gl", STATE_CFG_OVERRIDE=(64, 4, 2))):
         gdn(dict(T=64, H=16, HV=32, K=128), **hooks)
         gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=[64 * i for i in range(11)]), **hooks)
 
@@ -151,8 +152,13 @@ _SCRIPT = textwrap.dedent(r'''
         nvdisasm = None
     results["nvdisasm"] = dict(ok=True, path=nvdisasm, triton=triton.__version__)
     tmp = tempfile.mkdtemp()
+    try:
+        from triton.experimental.gluon._runtime import GluonASTSource
+    except ImportError:
+        GluonASTSource = None
     for name, (jit_fn, c) in specs.items():
-        src = ASTSource(jit_fn, c["signature"], c["constants"], c["configs"][0])
+        is_gluon = getattr(jit_fn, "is_gluon", lambda: False)()
+        src = (GluonASTSource if is_gluon else ASTSource)(jit_fn, c["signature"], c["constants"], c["configs"][0])
         opts = dict(num_warps=c["num_warps"], num_stages=c["num_stages"])
         if c.get("maxnreg"):
             opts["maxnreg"] = c["maxnreg"]
@@ -194,7 +200,7 @@ def test_launchers_request_every_kernel(compiled):
     want = {"atrex_sm90_gdn_intra_chunk", "atrex_sm90_gdn_intra_chunk_v2", "atrex_sm90_gdn_intra_chunk_v3",
             "atrex_sm90_gdn_state_output",
             "atrex_sm90_gdn_state_output_v2", "atrex_sm90_gdn_chunk_offsets",
-            "atrex_sm90_gdn_state_output_tma",
+            "atrex_sm90_gdn_state_output_tma", "atrex_sm90_gdn_state_output_gl",
             "atrex_sm90_decode_splitkv", "atrex_sm90_decode_combine"}
     assert want <= names, f"not requested: {sorted(want - names)}"
 

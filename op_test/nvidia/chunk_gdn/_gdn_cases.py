@@ -277,6 +277,7 @@ VARIANT_HOOKS = {  # launcher variants measured by bench_gdn's sweep besides the
     "state_tma": dict(STATE_IMPL="tma"),
     "state_tma_host_desc": dict(STATE_IMPL="tma", TMA_DEVICE_DESC=False),
     "state_tma_persistent": dict(STATE_IMPL="tma", STATE_TMA_PERSISTENT=True),
+    "state_gluon": dict(STATE_IMPL="gl"),
     "split_state_pass": dict(SPLIT_STATE_PASS=True, SPLIT_MIN_T=128, SPLIT_PIECES=2),
     "split_state_pass_p3": dict(SPLIT_STATE_PASS=True, SPLIT_MIN_T=128, SPLIT_PIECES=3),
     "split_state_pass_p4_prio0": dict(SPLIT_STATE_PASS=True, SPLIT_MIN_T=128, SPLIT_PIECES=4, SPLIT_SIDE_PRIORITY=0),
@@ -382,6 +383,35 @@ def test_t1_shapes_between_other_kernels(state_impl, monkeypatch):
                   cu_seqlens=None, **long_args)
     state_keys = [key for key in launch.WARM.keys() if "state_output" in key[0]]
     assert any(key[-1] == ("T", "TOTAL_T") for key in state_keys), state_keys[:3]
+
+
+GLUON_CASES = [(cid, kw) for cid, kw in GPU_CASES
+               if cid in ("qwen3next_T4224_vfirst", "qwen3next_T1000_bf16h0", "qwen_varlen_mixed", "T130_B2_gva_bf16h0",
+                          "hv64_T128_noL2")] + [
+    ("K64_strong_h0", dict(T=200, H=2, HV=4, K=64, g_mode="strong", h0=torch.float32)),
+    ("K128_varlen_short", dict(T=300, H=2, HV=4, K=128, cu_seqlens=[0, 1, 64, 65, 200, 300], h0=torch.float32,
+                               state_v_first=True)),
+]
+
+
+@pytest.mark.parametrize("case_id,kw", GLUON_CASES, ids=[c[0] for c in GLUON_CASES])
+def test_gluon_state_kernel(case_id, kw, monkeypatch):
+    """STATE_IMPL "gl": the Gluon state kernel (round 7; asynchronous wgmma pairs) against the float64 recurrence,
+    on cases where it applies (BK 64 / 128, BV 32 / 64: GVA, initial states in both layouts and dtypes, varlen with
+    sequences of 1 and 65 tokens, no L2 norm, strong decay), and the call launched it."""
+    pytest.importorskip("triton.experimental.gluon")
+    from atrex_nvidia.chunk_gdn.sm90 import launch
+    monkeypatch.setattr(launch, "STATE_IMPL", "gl")
+    ran, orig = [], launch._launch
+
+    def spy(kern, grid, args, meta):
+        ran.append(kern.__name__)
+        orig(kern, grid, args, meta)
+
+    monkeypatch.setattr(launch, "_launch", spy)
+    eo, eh, bound = run_case(fwd(), case_id, kw, "cuda")
+    assert eo <= bound and eh <= bound, (case_id, eo, eh, bound)
+    assert "atrex_sm90_gdn_state_output_gl" in ran, ran
 
 
 def test_split_and_carry():

@@ -204,6 +204,9 @@ VARIANTS = [
     # round 6: the persistent tma kernel (descriptors once per CTA; meant for many programs, e.g. varlen)
     ("tma_p", dict(state_impl="tma", persistent=True)),
     ("tma_p_s3", dict(state_impl="tma", persistent=True, state=(32, 4, 3))),
+    # round 7: the Gluon state kernel (asynchronous wgmma pairs, cp.async ring)
+    ("gl", dict(state_impl="gl")),
+    ("gl_64", dict(state_impl="gl", state=(64, 4, 2))),
     # the state pass split in pieces, piece j+1's intra kernel beside piece j's state kernel (round 6; the default
     # since round 6 is 4 pieces from T = 16384)
     ("nosplit", dict(split=False)),

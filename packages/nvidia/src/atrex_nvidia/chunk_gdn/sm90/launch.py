@@ -7,6 +7,7 @@ device only), so it is CUDA-graph capture-safe once its Triton specialisations a
 Validation belongs to ``impl.check``; this module trusts its caller.
 """
 
+import functools
 import math
 
 import torch
@@ -91,6 +92,9 @@ STATE_IMPL = "auto"
 #   the same as v2 (0.411 with 3 stages); T=8192/16/32 0.197 vs 0.194 ms. So the descriptor set-up was not what cost tma
 #   the varlen case. Off; forced through bench_gdn's variants.
 STATE_TMA_PERSISTENT = False
+# STATE_IMPL "gl" (round 7, experimental): ``kernels_gluon.atrex_sm90_gdn_state_output_gl``, v2's math and arguments
+#   written in Gluon with asynchronous wgmma pairs (three waits per chunk step instead of five) and a cp.async ring;
+#   for BK in {64, 128}, BV in {32, 64}, 4 warps; otherwise that call runs v2.
 STATE_PREFETCH = True  # v2: load v / factors one chunk ahead into registers by hand (else Triton pipelines them)
 # State v2 with at most ~2 programs per SM: a third pipeline stage (T=8192: 0.209 vs 0.275 ms; T=32768: 0.811 vs
 # 1.058 ms); with more programs the extra shared memory costs occupancy (varlen 16x1024: 0.483 vs 0.341 ms).
@@ -110,6 +114,18 @@ SPLIT_STATE_PASS = False
 SPLIT_MIN_T = 16384
 SPLIT_PIECES = 4
 SPLIT_SIDE_PRIORITY = -1
+@functools.cache
+def _capability(dev):
+    return torch.cuda.get_device_capability(dev)
+
+
+def _gluon_state_kernel():
+    """``atrex_sm90_gdn_state_output_gl`` (STATE_IMPL "gl"), imported on first use: Gluon is Triton-version specific
+    and only this variant needs it."""
+    from .kernels_gluon import atrex_sm90_gdn_state_output_gl
+    return atrex_sm90_gdn_state_output_gl
+
+
 def _state_kernel(kern, T):
     """The state kernel ``kern`` for a call with time length ``T``: for T == 1 its twin compiled without Triton's
     specialisation of T and TOTAL_T (``kernels.NO_T1_SPECIALISATION``: ptxas 12.8 miscompiles the unrolled
@@ -280,7 +296,8 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     # The v2 kernels are measured and tested for K <= 128; at K = 256 state v2 with 3 stages needs 260 KB of
     # shared memory (OutOfResources in `atrex verify`'s K256 sweep on the H200), so K > 128 keeps the v1 pair.
     v2_ok = fast and not use_wy and BK <= V2_MAX_BK
-    state_v2 = v2_ok and STATE_IMPL in ("v2", "tma", "auto")  # tma: same inputs as v2 (falls back to v2 per call)
+    # tma, gl: same inputs as v2 (each falls back to v2 per call where it does not apply)
+    state_v2 = v2_ok and STATE_IMPL in ("v2", "tma", "auto", "gl")
     intra_per_hv = v2_ok and INTRA_IMPL in ("v2", "v3")  # the per-value-head intra kernels
     # plane 0: chunk-local gamma; planes 1-4 (state v2): beta, beta e^gamma, e^gamma, e^(gamma_last - gamma)
     fac = torch.empty((5 if state_v2 else 1, HV, total_t), dtype=torch.float32, device=dev)
@@ -320,7 +337,21 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     grid = (triton.cdiv(V, BV), N * HV)
     want_tma = STATE_IMPL == "tma" or (STATE_IMPL == "auto" and (BV, sw, sst) == _STATE_V2_FEW_CFG)
     tma = _tma_operands(qn, kn, v, A, Aqk, B, T, H, HV, K, V, BK, BV) if state_v2 and want_tma else None
-    if tma is not None:
+    use_gl = (state_v2 and STATE_IMPL == "gl" and BK in (64, 128) and BV in (32, 64) and sw == 4
+              and (dev.type != "cuda" or _capability(dev) == (9, 0)))  # wgmma: sm90 only
+    if use_gl:
+        launches.append((_gluon_state_kernel(), grid, (
+            qn, kn, v, fac, A, Aqk, h0, o, ht if ht is not None else o, cu, float(scale),
+            T, HV, K, V,
+            qn.stride(0), qn.stride(1), qn.stride(2), kn.stride(0), kn.stride(1), kn.stride(2),
+            v.stride(0), v.stride(1), v.stride(2), o.stride(0), o.stride(1), o.stride(2),
+            *h0_strides,
+            total_t), dict(
+            IS_VARLEN=is_varlen, G=G, BK=BK, BV=BV,
+            USE_H0=use_h0, STORE_HT=ht is not None, STATE_V_FIRST=bool(state_v_first),
+            num_warps=4,
+        )))
+    elif tma is not None:
         operands, rows_args, device_desc = tma
         persistent = bool(STATE_TMA_PERSISTENT)
         if persistent:  # 1-D grid: two CTAs per SM with 2 stages (both fit at K = 128, BV = 32: 114.7 KB each;

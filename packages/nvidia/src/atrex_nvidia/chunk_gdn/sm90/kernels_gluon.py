@@ -1,0 +1,201 @@
+"""Gluon state/output kernel of ATREX's SM90 chunked Gated-DeltaNet (round 7, experimental, not the default).
+
+Same math, arguments and grid as ``kernels.atrex_sm90_gdn_state_output_v2``: one program per (V-block, sequence x
+value head) carries its fp32 state block ``S [BK, BV]`` across the chunks of its sequence. Per chunk, with the
+per-row factors beta, beta e^gamma, e^gamma, e^(gamma_last - gamma) from the intra kernel:
+
+    X  = beta V - (beta e^gamma) (K S)          U = A X
+    O  = scale (e^gamma (Q S) + Aqk U)          S = e^gamma_last S + K^T (U e^(gamma_last - gamma))
+
+Triton's ``tl.dot`` waits for every wgmma before the next instruction, so v2 runs five dependent waits per chunk.
+Here the wgmmas are asynchronous (``warpgroup_mma(is_async=True)``) and each wait covers a pair:
+K S and Q S are issued together (Q S is not on the chain), then U = A X, then Aqk U and the state update together:
+three waits per chunk instead of five. The chunk's k, q, A, Aqk and v tiles arrive by ``cp.async`` into a
+two-slot shared-memory ring, one chunk ahead; the small per-row factors are loaded one chunk ahead into registers.
+
+Gluon has no interpreter: this kernel is checked by compiling it for sm90 on a CPU (op_test/nvidia/
+test_triton_sm90_compile.py) and by the GPU target cases (variant ``state_gluon``).
+"""
+
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.ampere import async_copy as cp
+from triton.experimental.gluon.language.nvidia.hopper import (
+    fence_async_shared,
+    warpgroup_mma,
+    warpgroup_mma_wait,
+)
+
+# cp.async global -> shared: ``async_copy_global_to_shared`` in Triton 3.6 (the H200 host), renamed ``async_load``
+# (same leading arguments: smem, pointer, mask) by 3.9, which keeps the old name only to raise
+_cp_async = getattr(cp, "async_load", None) or cp.async_copy_global_to_shared
+# CTA-wide barrier: ``thread_barrier`` in 3.6, ``barrier`` in 3.9
+_cta_barrier = getattr(gl, "thread_barrier", None) or gl.barrier
+
+
+@gluon.jit
+def _issue_chunk(k_s, q_s, a_s, aq_s, v_s, slot, k_base, q_base, v_base, a_base, aq_base, bos, tg0, l0, L,
+                 s_kt, s_qt, s_vt, K, V, offs_vc,
+                 BK: gl.constexpr, BV: gl.constexpr, LK: gl.constexpr, LV: gl.constexpr):
+    """cp.async of chunk rows [l0, l0 + 64) of the sequence (rows at or past L are zero-filled) into ring ``slot``."""
+    rk = gl.arange(0, 64, layout=gl.SliceLayout(1, LK))
+    ck = gl.arange(0, BK, layout=gl.SliceLayout(0, LK))
+    c64 = gl.arange(0, 64, layout=gl.SliceLayout(0, LK))
+    mr = (l0 + rk) < L
+    rows = (bos + l0 + rk).to(gl.int64)
+    rg = (tg0 + l0 + rk).to(gl.int64)
+    mk = gl.expand_dims(mr, 1) & gl.expand_dims(ck < K, 0)
+    _cp_async(k_s.index(slot), k_base + gl.expand_dims(rows * s_kt, 1) + gl.expand_dims(ck, 0),
+                                   mask=mk)
+    _cp_async(q_s.index(slot), q_base + gl.expand_dims(rows * s_qt, 1) + gl.expand_dims(ck, 0),
+                                   mask=mk)
+    ma = gl.expand_dims(mr, 1) & gl.expand_dims(c64 < 64, 0)
+    _cp_async(a_s.index(slot), a_base + gl.expand_dims(rg * 64, 1) + gl.expand_dims(c64, 0),
+                                   mask=ma)
+    _cp_async(aq_s.index(slot), aq_base + gl.expand_dims(rg * 64, 1) + gl.expand_dims(c64, 0),
+                                   mask=ma)
+    rv = gl.arange(0, 64, layout=gl.SliceLayout(1, LV))
+    cv = gl.arange(0, BV, layout=gl.SliceLayout(0, LV))
+    rows_v = (bos + l0 + rv).to(gl.int64)
+    mv = gl.expand_dims((l0 + rv) < L, 1) & gl.expand_dims((offs_vc + cv) < V, 0)
+    _cp_async(v_s.index(slot), v_base + gl.expand_dims(rows_v * s_vt, 1)
+                                   + gl.expand_dims(offs_vc + cv, 0), mask=mv)
+    cp.commit_group()
+
+
+@gluon.jit
+def _row_factors(f_base, plane, l0, L, ROW: gl.constexpr):
+    """(beta, beta e^gamma, e^gamma, e^(gamma_last - gamma)) of chunk rows [l0, l0 + 64) (0 past L) and
+    e^gamma_last (1 when the chunk is empty), from ``fac`` planes 1-4."""
+    r = gl.arange(0, 64, layout=ROW)
+    m = (l0 + r) < L
+    p = f_base + l0 + r
+    bt = gl.load(p + plane, mask=m, other=0.0)
+    be = gl.load(p + 2 * plane, mask=m, other=0.0)
+    eg = gl.load(p + 3 * plane, mask=m, other=0.0)
+    dk = gl.load(p + 4 * plane, mask=m, other=0.0)
+    last = gl.minimum(L, l0 + 64) - 1
+    egl = gl.load(f_base + 3 * plane + last, mask=l0 < L, other=1.0)
+    return bt, be, eg, dk, egl
+
+
+@gluon.jit(do_not_specialize=["T", "TOTAL_T"])
+def atrex_sm90_gdn_state_output_gl(
+    q, k, v, fac, A, Aqk, h0, o, ht, cu, scale,
+    T, HV, K, V,
+    s_qb, s_qt, s_qh, s_kb, s_kt, s_kh, s_vb, s_vt, s_vh, s_ob, s_ot, s_oh,
+    s_h0n, s_h0h, s_h0k, s_h0v,
+    TOTAL_T,
+    IS_VARLEN: gl.constexpr, G: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr,
+    USE_H0: gl.constexpr, STORE_HT: gl.constexpr, STATE_V_FIRST: gl.constexpr,
+):
+    """State/output pass with asynchronous wgmma pairs (module docstring). 4 warps (one warpgroup); BK in
+    {64, 128}, BV in {32, 64}; T and TOTAL_T are never compile-time constants (see kernels.NO_T1_SPECIALISATION)."""
+    MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BV, 16])
+    ROW: gl.constexpr = gl.SliceLayout(1, MMA)
+    COL: gl.constexpr = gl.SliceLayout(0, MMA)
+    LK: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])
+    LV: gl.constexpr = gl.BlockedLayout([1, 8], [32 // (BV // 8), BV // 8], [4, 1], [1, 0])
+    SH_K: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, BK], gl.bfloat16)
+    SH_A: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, 64], gl.bfloat16)
+    SH_V: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, BV], gl.bfloat16)
+    SH_S: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BK, BV], gl.bfloat16)
+    dt: gl.constexpr = q.dtype.element_ty
+
+    i_v = gl.program_id(0)
+    i_nh = gl.program_id(1)
+    n = i_nh // HV
+    hv = i_nh % HV
+    h = hv // G
+    if IS_VARLEN:
+        bos = gl.load(cu + n).to(gl.int32)
+        eos = gl.load(cu + n + 1).to(gl.int32)
+        b_idx = n * 0
+        tg0 = bos
+    else:
+        bos = n * 0
+        eos = bos + T
+        b_idx = n
+        tg0 = n * T
+    L = eos - bos
+    NT = gl.cdiv(L, 64)
+    n64 = n.to(gl.int64)
+    bi64 = b_idx.to(gl.int64)
+    offs_vc = i_v * BV
+
+    q_base = q + bi64 * s_qb + h * s_qh
+    k_base = k + bi64 * s_kb + h * s_kh
+    v_base = v + bi64 * s_vb + hv * s_vh
+    o_base = o + bi64 * s_ob + hv * s_oh
+    a_base = A + hv.to(gl.int64) * TOTAL_T * 64
+    aq_base = Aqk + hv.to(gl.int64) * TOTAL_T * 64
+    plane = (hv * 0 + HV).to(gl.int64) * TOTAL_T
+    f_base = fac + hv.to(gl.int64) * TOTAL_T + tg0.to(gl.int64)
+
+    # state block [BK, BV] (fp32, wgmma accumulator layout)
+    rs = gl.arange(0, BK, layout=ROW)
+    cs = offs_vc + gl.arange(0, BV, layout=COL)
+    ms = gl.expand_dims(rs < K, 1) & gl.expand_dims(cs < V, 0)
+    if USE_H0:
+        p_h0 = h0 + n64 * s_h0n + hv * s_h0h + gl.expand_dims(rs * s_h0k, 1) + gl.expand_dims(cs * s_h0v, 0)
+        S = gl.load(p_h0, mask=ms, other=0.0).to(gl.float32)
+    else:
+        S = gl.zeros([BK, BV], gl.float32, MMA)
+    zero = gl.zeros([64, BV], gl.float32, MMA)
+
+    k_s = gl.allocate_shared_memory(dt, [2, 64, BK], SH_K)
+    q_s = gl.allocate_shared_memory(dt, [2, 64, BK], SH_K)
+    a_s = gl.allocate_shared_memory(dt, [2, 64, 64], SH_A)
+    aq_s = gl.allocate_shared_memory(dt, [2, 64, 64], SH_A)
+    v_s = gl.allocate_shared_memory(dt, [2, 64, BV], SH_V)
+    sb_s = gl.allocate_shared_memory(dt, [BK, BV], SH_S)
+    x_s = gl.allocate_shared_memory(dt, [64, BV], SH_V)
+    u_s = gl.allocate_shared_memory(dt, [64, BV], SH_V)
+    ud_s = gl.allocate_shared_memory(dt, [64, BV], SH_V)
+
+    _issue_chunk(k_s, q_s, a_s, aq_s, v_s, 0, k_base, q_base, v_base, a_base, aq_base, bos, tg0, 0, L,
+                 s_kt, s_qt, s_vt, K, V, offs_vc, BK, BV, LK, LV)
+    bt, be, eg, dk, egl = _row_factors(f_base, plane, 0, L, ROW)
+    ro = gl.arange(0, 64, layout=ROW)
+    for c in range(NT):
+        l0 = c * 64
+        slot = c % 2
+        # every warp is done with the other slot (chunk c - 1) before it is refilled with chunk c + 1
+        _cta_barrier()
+        _issue_chunk(k_s, q_s, a_s, aq_s, v_s, 1 - slot, k_base, q_base, v_base, a_base, aq_base, bos, tg0,
+                     l0 + 64, L, s_kt, s_qt, s_vt, K, V, offs_vc, BK, BV, LK, LV)
+        bt_n, be_n, eg_n, dk_n, egl_n = _row_factors(f_base, plane, l0 + 64, L, ROW)
+        cp.wait_group(1)  # this thread's copies of chunk c have landed; the barrier below makes them everyone's
+        sb_s.store(S.to(dt))
+        fence_async_shared()
+        _cta_barrier()
+        kb = k_s.index(slot)
+        ks = warpgroup_mma(kb, sb_s, zero, use_acc=False, is_async=True)
+        qs = warpgroup_mma(q_s.index(slot), sb_s, zero, use_acc=False, is_async=True)
+        vt = v_s.index(slot).load(MMA).to(gl.float32)
+        ks = warpgroup_mma_wait(1, deps=[ks])
+        X = gl.expand_dims(bt, 1) * vt - gl.expand_dims(be, 1) * ks
+        x_s.store(X.to(dt))
+        fence_async_shared()
+        _cta_barrier()
+        u = warpgroup_mma(a_s.index(slot), x_s, zero, use_acc=False, is_async=True)
+        qs, u = warpgroup_mma_wait(0, deps=[qs, u])
+        u_s.store(u.to(dt))
+        ud_s.store((u * gl.expand_dims(dk, 1)).to(dt))
+        fence_async_shared()
+        _cta_barrier()
+        ot = warpgroup_mma(aq_s.index(slot), u_s, qs * gl.expand_dims(eg, 1), is_async=True)
+        st = warpgroup_mma(kb.permute((1, 0)), ud_s, S * egl, is_async=True)
+        ot, S = warpgroup_mma_wait(0, deps=[ot, st])
+        mo = gl.expand_dims((l0 + ro) < L, 1) & gl.expand_dims(cs < V, 0)
+        p_o = o_base + gl.expand_dims((bos + l0 + ro).to(gl.int64) * s_ot, 1) + gl.expand_dims(cs, 0)
+        gl.store(p_o, (ot * scale).to(o.dtype.element_ty), mask=mo)
+        bt, be, eg, dk, egl = bt_n, be_n, eg_n, dk_n, egl_n
+    cp.wait_group(0)
+
+    if STORE_HT:
+        if STATE_V_FIRST:
+            p_ht = ht + n64 * HV * K * V + hv * K * V + gl.expand_dims(cs * K, 0) + gl.expand_dims(rs, 1)
+        else:
+            p_ht = ht + n64 * HV * K * V + hv * K * V + gl.expand_dims(rs * V, 1) + gl.expand_dims(cs, 0)
+        gl.store(p_ht, S, mask=ms)
