@@ -339,18 +339,17 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     tma = _tma_operands(qn, kn, v, A, Aqk, B, T, H, HV, K, V, BK, BV) if state_v2 and want_tma else None
     use_gl = (state_v2 and STATE_IMPL == "gl" and BK in (64, 128) and BV in (32, 64) and sw == 4
               and (dev.type != "cuda" or _capability(dev) == (9, 0)))  # wgmma: sm90 only
+    # arguments and common constexprs of state v2 and of the Gluon kernel (same signature)
+    v2_args = (qn, kn, v, fac, A, Aqk, h0, o, ht if ht is not None else o, cu, float(scale),
+               T, HV, K, V,
+               qn.stride(0), qn.stride(1), qn.stride(2), kn.stride(0), kn.stride(1), kn.stride(2),
+               v.stride(0), v.stride(1), v.stride(2), o.stride(0), o.stride(1), o.stride(2),
+               *h0_strides,
+               total_t)
+    v2_meta = dict(IS_VARLEN=is_varlen, G=G, BK=BK, BV=BV,
+                   USE_H0=use_h0, STORE_HT=ht is not None, STATE_V_FIRST=bool(state_v_first))
     if use_gl:
-        launches.append((_gluon_state_kernel(), grid, (
-            qn, kn, v, fac, A, Aqk, h0, o, ht if ht is not None else o, cu, float(scale),
-            T, HV, K, V,
-            qn.stride(0), qn.stride(1), qn.stride(2), kn.stride(0), kn.stride(1), kn.stride(2),
-            v.stride(0), v.stride(1), v.stride(2), o.stride(0), o.stride(1), o.stride(2),
-            *h0_strides,
-            total_t), dict(
-            IS_VARLEN=is_varlen, G=G, BK=BK, BV=BV,
-            USE_H0=use_h0, STORE_HT=ht is not None, STATE_V_FIRST=bool(state_v_first),
-            num_warps=4,
-        )))
+        launches.append((_gluon_state_kernel(), grid, v2_args, dict(v2_meta, num_warps=4)))
     elif tma is not None:
         operands, rows_args, device_desc = tma
         persistent = bool(STATE_TMA_PERSISTENT)
@@ -368,18 +367,8 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
             PERSISTENT=persistent, num_warps=sw, num_stages=sst,
         )))
     elif state_v2:
-        launches.append((_state_kernel(_k.atrex_sm90_gdn_state_output_v2, T), grid, (
-            qn, kn, v, fac, A, Aqk, h0, o, ht if ht is not None else o, cu, float(scale),
-            T, HV, K, V,
-            qn.stride(0), qn.stride(1), qn.stride(2), kn.stride(0), kn.stride(1), kn.stride(2),
-            v.stride(0), v.stride(1), v.stride(2), o.stride(0), o.stride(1), o.stride(2),
-            *h0_strides,
-            total_t), dict(
-            IS_VARLEN=is_varlen, G=G, BK=BK, BV=BV,
-            USE_H0=use_h0, STORE_HT=ht is not None, STATE_V_FIRST=bool(state_v_first),
-            PREFETCH=bool(STATE_PREFETCH),
-            num_warps=sw, num_stages=sst,
-        )))
+        launches.append((_state_kernel(_k.atrex_sm90_gdn_state_output_v2, T), grid, v2_args, dict(
+            v2_meta, PREFETCH=bool(STATE_PREFETCH), num_warps=sw, num_stages=sst)))
     else:
         launches.append(_state_v1_launch(
             grid, qn, kn, v, beta, gam, A, Aqk, W, U, h0, o, ht, cu, scale, T, HV, K, V, h0_strides, total_t,
