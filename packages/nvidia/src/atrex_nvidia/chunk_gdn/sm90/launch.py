@@ -94,7 +94,9 @@ STATE_IMPL = "auto"
 STATE_TMA_PERSISTENT = False
 # STATE_IMPL "gl" (round 7, experimental): ``kernels_gluon.atrex_sm90_gdn_state_output_gl``, v2's math and arguments
 #   written in Gluon with asynchronous wgmma pairs (three waits per chunk step instead of five) and a cp.async ring;
-#   for BK in {64, 128}, BV in {32, 64}, 4 warps; otherwise that call runs v2.
+#   for BK in {64, 128}, BV in {32, 64}, 4 warps, sm90 only; otherwise that call runs v2. Measured in round 7 (H200):
+#   correct, but slower. T=8192/16/32 state 0.237 ms against 0.194 (tma) and 0.210 (v2); varlen 16x1024 0.500 against
+#   0.340 (one CTA per SM at 124 KB). Off.
 STATE_PREFETCH = True  # v2: load v / factors one chunk ahead into registers by hand (else Triton pipelines them)
 # State v2 with at most ~2 programs per SM: a third pipeline stage (T=8192: 0.209 vs 0.275 ms; T=32768: 0.811 vs
 # 1.058 ms); with more programs the extra shared memory costs occupancy (varlen 16x1024: 0.483 vs 0.341 ms).
