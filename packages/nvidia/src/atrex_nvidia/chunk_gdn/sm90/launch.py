@@ -116,6 +116,8 @@ SPLIT_STATE_PASS = False
 SPLIT_MIN_T = 16384
 SPLIT_PIECES = 4
 SPLIT_SIDE_PRIORITY = -1
+
+
 @functools.cache
 def _capability(dev):
     return torch.cuda.get_device_capability(dev)
