@@ -278,6 +278,7 @@ VARIANT_HOOKS = {  # launcher variants measured by bench_gdn's sweep besides the
     "state_tma_host_desc": dict(STATE_IMPL="tma", TMA_DEVICE_DESC=False),
     "state_tma_persistent": dict(STATE_IMPL="tma", STATE_TMA_PERSISTENT=True),
     "state_gluon": dict(STATE_IMPL="gl"),
+    "state_gluon_tma": dict(STATE_IMPL="gl_tma"),
     "split_state_pass": dict(SPLIT_STATE_PASS=True, SPLIT_MIN_T=128, SPLIT_PIECES=2),
     "split_state_pass_p3": dict(SPLIT_STATE_PASS=True, SPLIT_MIN_T=128, SPLIT_PIECES=3),
     "split_state_pass_p4_prio0": dict(SPLIT_STATE_PASS=True, SPLIT_MIN_T=128, SPLIT_PIECES=4, SPLIT_SIDE_PRIORITY=0),
@@ -394,14 +395,16 @@ GLUON_CASES = [(cid, kw) for cid, kw in GPU_CASES
 ]
 
 
+@pytest.mark.parametrize("impl", ["gl", "gl_tma"])
 @pytest.mark.parametrize("case_id,kw", GLUON_CASES, ids=[c[0] for c in GLUON_CASES])
-def test_gluon_state_kernel(case_id, kw, monkeypatch):
-    """STATE_IMPL "gl": the Gluon state kernel (round 7; asynchronous wgmma pairs) against the float64 recurrence,
-    on cases where it applies (BK 64 / 128, BV 32 / 64: GVA, initial states in both layouts and dtypes, varlen with
-    sequences of 1 and 65 tokens, no L2 norm, strong decay), and the call launched it."""
+def test_gluon_state_kernel(case_id, kw, impl, monkeypatch):
+    """STATE_IMPL "gl" / "gl_tma": the Gluon state kernels (round 7; asynchronous wgmma pairs; cp.async or TMA
+    operands) against the float64 recurrence, on cases where they apply (BK 64 / 128, BV 32 / 64: GVA, initial states
+    in both layouts and dtypes, varlen with sequences of 1 and 65 tokens, no L2 norm, strong decay), and the call
+    launched the kernel."""
     pytest.importorskip("triton.experimental.gluon")
     from atrex_nvidia.chunk_gdn.sm90 import launch
-    monkeypatch.setattr(launch, "STATE_IMPL", "gl")
+    monkeypatch.setattr(launch, "STATE_IMPL", impl)
     ran, orig = [], launch._launch
 
     def spy(kern, grid, args, meta):
@@ -411,7 +414,7 @@ def test_gluon_state_kernel(case_id, kw, monkeypatch):
     monkeypatch.setattr(launch, "_launch", spy)
     eo, eh, bound = run_case(fwd(), case_id, kw, "cuda")
     assert eo <= bound and eh <= bound, (case_id, eo, eh, bound)
-    assert "atrex_sm90_gdn_state_output_gl" in ran, ran
+    assert {"gl": "atrex_sm90_gdn_state_output_gl", "gl_tma": "atrex_sm90_gdn_state_output_gl_tma"}[impl] in ran, ran
 
 
 def test_split_and_carry():

@@ -208,3 +208,22 @@ def test_t1_calls_take_the_state_kernels_compiled_without_t_specialisation(plan_
             assert kern in K_.NO_T1_SPECIALISATION and kern not in twins, (T, kern.__name__)
     if state_impl == "tma" and B == 64:
         assert kern.__name__ == "atrex_sm90_gdn_state_output_tma"  # (the T = 2 call; B*T >= 64 allows TMA)
+
+
+@pytest.mark.parametrize("impl,want", [("gl", "atrex_sm90_gdn_state_output_gl"),
+                                       ("gl_tma", "atrex_sm90_gdn_state_output_gl_tma")])
+def test_gluon_state_kernels_where_they_apply_and_v2_elsewhere(plan, monkeypatch, impl, want):
+    """The experimental Gluon state kernels (off by default) are planned for K = 128 on an sm90 target, with
+    gl_tma taking the tma launch's arguments and in-kernel descriptors. Outside their domain they fall back: K = 32
+    (BK outside {64, 128}) to v2 / the Triton tma kernel, gl_tma at T = 1 (B*T < 64: no TMA) to v2."""
+    pytest.importorskip("triton.experimental.gluon")
+    monkeypatch.setattr(L, "STATE_IMPL", impl)
+    name, grid, args, meta = plan(T=256, H=16, HV=32)["launches"][-1]
+    assert name == want and meta["num_warps"] == 4
+    if impl == "gl_tma":
+        assert meta["DEVICE_DESC"] is True and meta["STAGES"] == 3 and "num_stages" not in meta
+    # K = 32: gl falls back to v2, gl_tma to the Triton tma kernel (as STATE_IMPL "tma" would run)
+    assert state_kernel(plan(T=256, K=32)) == ("atrex_sm90_gdn_state_output_v2" if impl == "gl"
+                                               else "atrex_sm90_gdn_state_output_tma")
+    # T = 1: gl needs no TMA and runs (never compiled with T constant: do_not_specialize); gl_tma falls back to v2
+    assert state_kernel(plan(T=1, H=16, HV=32)) == (want if impl == "gl" else "atrex_sm90_gdn_state_output_v2")

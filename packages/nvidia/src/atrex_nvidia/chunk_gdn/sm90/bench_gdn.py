@@ -207,6 +207,8 @@ VARIANTS = [
     # round 7: the Gluon state kernel (asynchronous wgmma pairs, cp.async ring)
     ("gl", dict(state_impl="gl")),
     ("gl_64", dict(state_impl="gl", state=(64, 4, 2))),
+    ("gl_tma", dict(state_impl="gl_tma")),  # TMA operands, ring of max(2, stages) slots (3 where tma uses 3)
+    ("gl_tma_s2", dict(state_impl="gl_tma", state=(32, 4, 2))),
     # the state pass split in pieces, piece j+1's intra kernel beside piece j's state kernel (round 6; the default
     # since round 6 is 4 pieces from T = 16384)
     ("nosplit", dict(split=False)),

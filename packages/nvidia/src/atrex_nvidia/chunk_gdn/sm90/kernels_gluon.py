@@ -22,6 +22,8 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy as cp
 from triton.experimental.gluon.language.nvidia.hopper import (
     fence_async_shared,
+    mbarrier,
+    tma,
     warpgroup_mma,
     warpgroup_mma_wait,
 )
@@ -31,6 +33,8 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 _cp_async = getattr(cp, "async_load", None) or cp.async_copy_global_to_shared
 # CTA-wide barrier: ``thread_barrier`` in 3.6, ``barrier`` in 3.9
 _cta_barrier = getattr(gl, "thread_barrier", None) or gl.barrier
+# TMA global -> shared (descriptor, coordinates, mbarrier, destination, pred): renamed like cp.async
+_tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared
 
 
 @gluon.jit
@@ -192,6 +196,156 @@ def atrex_sm90_gdn_state_output_gl(
         gl.store(p_o, (ot * scale).to(o.dtype.element_ty), mask=mo)
         bt, be, eg, dk, egl = bt_n, be_n, eg_n, dk_n, egl_n
     cp.wait_group(0)
+
+    if STORE_HT:
+        if STATE_V_FIRST:
+            p_ht = ht + n64 * HV * K * V + hv * K * V + gl.expand_dims(cs * K, 0) + gl.expand_dims(rs, 1)
+        else:
+            p_ht = ht + n64 * HV * K * V + hv * K * V + gl.expand_dims(rs * V, 1) + gl.expand_dims(cs, 0)
+        gl.store(p_ht, S, mask=ms)
+
+
+@gluon.jit
+def _tma_issue(kd, qd, vd, ad, aqd, k_s, q_s, a_s, aq_s, v_s, bars, c, NT, row, arow, qcol, vcol,
+               BK: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr):
+    """TMA loads of chunk ``c``'s five tiles into ring slot ``c % STAGES``, signalled on that slot's mbarrier;
+    nothing is issued for c >= NT."""
+    slot = c % STAGES
+    ok = c < NT
+    bar = bars.index(slot)
+    mbarrier.expect(bar, (2 * 64 * BK + 2 * 64 * 64 + 64 * BV) * 2, pred=ok)
+    l0 = c * 64
+    _tma_load(kd, [row + l0, qcol], bar, k_s.index(slot), pred=ok)
+    _tma_load(qd, [row + l0, qcol], bar, q_s.index(slot), pred=ok)
+    _tma_load(ad, [arow + l0, 0], bar, a_s.index(slot), pred=ok)
+    _tma_load(aqd, [arow + l0, 0], bar, aq_s.index(slot), pred=ok)
+    _tma_load(vd, [row + l0, vcol], bar, v_s.index(slot), pred=ok)
+
+
+@gluon.jit(do_not_specialize=["T", "TOTAL_T"])
+def atrex_sm90_gdn_state_output_gl_tma(
+    qd, kd, vd, ad, aqd, fac, h0, o, ht, cu, scale,
+    T, HV, K, V,
+    s_ob, s_ot, s_oh,
+    s_h0n, s_h0h, s_h0k, s_h0v,
+    TOTAL_T, ROWS, QW, VW, s_qr, s_kr, s_vr, N_NH,
+    IS_VARLEN: gl.constexpr, G: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr,
+    USE_H0: gl.constexpr, STORE_HT: gl.constexpr, STATE_V_FIRST: gl.constexpr, DEVICE_DESC: gl.constexpr,
+    PERSISTENT: gl.constexpr, STAGES: gl.constexpr,
+):
+    """``atrex_sm90_gdn_state_output_gl`` with the five tiles of a chunk loaded by TMA (descriptors built in the
+    kernel, as ``kernels.atrex_sm90_gdn_state_output_tma`` builds them, from the same arguments) into a ring of
+    ``STAGES`` slots with one mbarrier each, ``STAGES - 1`` chunks ahead. Rows of a chunk past the sequence end hold
+    the next sequence's (finite) rows, as in the Triton tma kernel: the masked row factors (0) remove them from the
+    state and the output store skips them. K == BK (a power of two: 64 or 128), BV in {32, 64}; DEVICE_DESC must be
+    True and PERSISTENT False (the launcher's tma arguments are reused)."""
+    MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BV, 16])
+    ROW: gl.constexpr = gl.SliceLayout(1, MMA)
+    COL: gl.constexpr = gl.SliceLayout(0, MMA)
+    SH_K: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, BK], gl.bfloat16)
+    SH_A: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, 64], gl.bfloat16)
+    SH_V: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, BV], gl.bfloat16)
+    SH_S: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BK, BV], gl.bfloat16)
+    dt: gl.constexpr = o.dtype.element_ty
+    gl.static_assert(DEVICE_DESC and not PERSISTENT)
+
+    kdesc = tma.make_tensor_descriptor(kd, [ROWS, QW], [s_kr, 1], [64, BK], SH_K)
+    qdesc = tma.make_tensor_descriptor(qd, [ROWS, QW], [s_qr, 1], [64, BK], SH_K)
+    vdesc = tma.make_tensor_descriptor(vd, [ROWS, VW], [s_vr, 1], [64, BV], SH_V)
+    adesc = tma.make_tensor_descriptor(ad, [HV * TOTAL_T, 64], [64, 1], [64, 64], SH_A)
+    aqdesc = tma.make_tensor_descriptor(aqd, [HV * TOTAL_T, 64], [64, 1], [64, 64], SH_A)
+
+    i_v = gl.program_id(0)
+    i_nh = gl.program_id(1)
+    n = i_nh // HV
+    hv = i_nh % HV
+    h = hv // G
+    if IS_VARLEN:
+        bos = gl.load(cu + n).to(gl.int32)
+        eos = gl.load(cu + n + 1).to(gl.int32)
+        b_idx = n * 0
+        tg0 = bos
+    else:
+        bos = n * 0
+        eos = bos + T
+        b_idx = n
+        tg0 = n * T
+    L = eos - bos
+    NT = gl.cdiv(L, 64)
+    n64 = n.to(gl.int64)
+    offs_vc = i_v * BV
+    row = tg0                       # first row of the sequence in the [B*T, *] views
+    arow = hv * TOTAL_T + tg0       # ... and in the [HV*B*T, 64] workspaces
+    qcol = h * K
+    vcol = hv * V + offs_vc
+    o_base = o + b_idx.to(gl.int64) * s_ob + hv * s_oh
+    plane = (hv * 0 + HV).to(gl.int64) * TOTAL_T
+    f_base = fac + hv.to(gl.int64) * TOTAL_T + tg0.to(gl.int64)
+
+    rs = gl.arange(0, BK, layout=ROW)
+    cs = offs_vc + gl.arange(0, BV, layout=COL)
+    ms = gl.expand_dims(rs < K, 1) & gl.expand_dims(cs < V, 0)
+    if USE_H0:
+        p_h0 = h0 + n64 * s_h0n + hv * s_h0h + gl.expand_dims(rs * s_h0k, 1) + gl.expand_dims(cs * s_h0v, 0)
+        S = gl.load(p_h0, mask=ms, other=0.0).to(gl.float32)
+    else:
+        S = gl.zeros([BK, BV], gl.float32, MMA)
+    zero = gl.zeros([64, BV], gl.float32, MMA)
+
+    k_s = gl.allocate_shared_memory(dt, [STAGES, 64, BK], SH_K)
+    q_s = gl.allocate_shared_memory(dt, [STAGES, 64, BK], SH_K)
+    a_s = gl.allocate_shared_memory(dt, [STAGES, 64, 64], SH_A)
+    aq_s = gl.allocate_shared_memory(dt, [STAGES, 64, 64], SH_A)
+    v_s = gl.allocate_shared_memory(dt, [STAGES, 64, BV], SH_V)
+    sb_s = gl.allocate_shared_memory(dt, [BK, BV], SH_S)
+    x_s = gl.allocate_shared_memory(dt, [64, BV], SH_V)
+    u_s = gl.allocate_shared_memory(dt, [64, BV], SH_V)
+    ud_s = gl.allocate_shared_memory(dt, [64, BV], SH_V)
+    bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(STAGES):
+        mbarrier.init(bars.index(i), count=1)
+    for i in gl.static_range(STAGES - 1):
+        _tma_issue(kdesc, qdesc, vdesc, adesc, aqdesc, k_s, q_s, a_s, aq_s, v_s, bars, i, NT, row, arow, qcol,
+                   vcol, BK, BV, STAGES)
+
+    bt, be, eg, dk, egl = _row_factors(f_base, plane, 0, L, ROW)
+    ro = gl.arange(0, 64, layout=ROW)
+    for c in range(NT):
+        l0 = c * 64
+        slot = c % STAGES
+        # every warp is done with the slot of chunk c - 1 before it is refilled with chunk c + STAGES - 1
+        _cta_barrier()
+        _tma_issue(kdesc, qdesc, vdesc, adesc, aqdesc, k_s, q_s, a_s, aq_s, v_s, bars, c + STAGES - 1, NT, row,
+                   arow, qcol, vcol, BK, BV, STAGES)
+        bt_n, be_n, eg_n, dk_n, egl_n = _row_factors(f_base, plane, l0 + 64, L, ROW)
+        mbarrier.wait(bars.index(slot), (c // STAGES) & 1)
+        sb_s.store(S.to(dt))
+        fence_async_shared()
+        _cta_barrier()
+        kb = k_s.index(slot)
+        ks = warpgroup_mma(kb, sb_s, zero, use_acc=False, is_async=True)
+        qs = warpgroup_mma(q_s.index(slot), sb_s, zero, use_acc=False, is_async=True)
+        vt = v_s.index(slot).load(MMA).to(gl.float32)
+        ks = warpgroup_mma_wait(1, deps=[ks])
+        X = gl.expand_dims(bt, 1) * vt - gl.expand_dims(be, 1) * ks
+        x_s.store(X.to(dt))
+        fence_async_shared()
+        _cta_barrier()
+        u = warpgroup_mma(a_s.index(slot), x_s, zero, use_acc=False, is_async=True)
+        qs, u = warpgroup_mma_wait(0, deps=[qs, u])
+        u_s.store(u.to(dt))
+        ud_s.store((u * gl.expand_dims(dk, 1)).to(dt))
+        fence_async_shared()
+        _cta_barrier()
+        ot = warpgroup_mma(aq_s.index(slot), u_s, qs * gl.expand_dims(eg, 1), is_async=True)
+        st = warpgroup_mma(kb.permute((1, 0)), ud_s, S * egl, is_async=True)
+        ot, S = warpgroup_mma_wait(0, deps=[ot, st])
+        mo = gl.expand_dims((l0 + ro) < L, 1) & gl.expand_dims(cs < V, 0)
+        p_o = o_base + gl.expand_dims((bos + l0 + ro).to(gl.int64) * s_ot, 1) + gl.expand_dims(cs, 0)
+        gl.store(p_o, (ot * scale).to(dt), mask=mo)
+        bt, be, eg, dk, egl = bt_n, be_n, eg_n, dk_n, egl_n
+    for i in gl.static_range(STAGES):
+        mbarrier.invalidate(bars.index(i))
 
     if STORE_HT:
         if STATE_V_FIRST:

@@ -97,6 +97,9 @@ STATE_TMA_PERSISTENT = False
 #   for BK in {64, 128}, BV in {32, 64}, 4 warps, sm90 only; otherwise that call runs v2. Measured in round 7 (H200):
 #   correct, but slower. T=8192/16/32 state 0.237 ms against 0.194 (tma) and 0.210 (v2); varlen 16x1024 0.500 against
 #   0.340 (one CTA per SM at 124 KB). Off.
+# STATE_IMPL "gl_tma" (round 7, compiled for sm90 on CPU only, NOT yet run on a GPU): the same Gluon step with the tma
+#   kernel's arguments and in-kernel TMA descriptors, a ring of max(2, stages) slots with mbarriers (ncu, round 7: gl's
+#   per-piece cp.async addressing cost ~38% more instructions than tma). Where tma does not apply, as "tma" does.
 STATE_PREFETCH = True  # v2: load v / factors one chunk ahead into registers by hand (else Triton pipelines them)
 # State v2 with at most ~2 programs per SM: a third pipeline stage (T=8192: 0.209 vs 0.275 ms; T=32768: 0.811 vs
 # 1.058 ms); with more programs the extra shared memory costs occupancy (varlen 16x1024: 0.483 vs 0.341 ms).
@@ -123,11 +126,11 @@ def _capability(dev):
     return torch.cuda.get_device_capability(dev)
 
 
-def _gluon_state_kernel():
-    """``atrex_sm90_gdn_state_output_gl`` (STATE_IMPL "gl"), imported on first use: Gluon is Triton-version specific
-    and only this variant needs it."""
-    from .kernels_gluon import atrex_sm90_gdn_state_output_gl
-    return atrex_sm90_gdn_state_output_gl
+def _gluon_state_kernel(name):
+    """A Gluon state kernel of ``kernels_gluon`` (STATE_IMPL "gl", "gl_tma"), imported on first use: Gluon is
+    Triton-version specific and only these variants need it."""
+    from . import kernels_gluon
+    return getattr(kernels_gluon, name)
 
 
 def _state_kernel(kern, T):
@@ -301,7 +304,7 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     # shared memory (OutOfResources in `atrex verify`'s K256 sweep on the H200), so K > 128 keeps the v1 pair.
     v2_ok = fast and not use_wy and BK <= V2_MAX_BK
     # tma, gl: same inputs as v2 (each falls back to v2 per call where it does not apply)
-    state_v2 = v2_ok and STATE_IMPL in ("v2", "tma", "auto", "gl")
+    state_v2 = v2_ok and STATE_IMPL in ("v2", "tma", "auto", "gl", "gl_tma")
     intra_per_hv = v2_ok and INTRA_IMPL in ("v2", "v3")  # the per-value-head intra kernels
     # plane 0: chunk-local gamma; planes 1-4 (state v2): beta, beta e^gamma, e^gamma, e^(gamma_last - gamma)
     fac = torch.empty((5 if state_v2 else 1, HV, total_t), dtype=torch.float32, device=dev)
@@ -339,10 +342,10 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     BV, sw, sst = _state_cfg(N * HV, V, v2=state_v2, sm_count=sm_count or _sm_count(dev))
     use_h0, h0, h0_strides = _h0_args(initial_state, state_v_first, q)
     grid = (triton.cdiv(V, BV), N * HV)
-    want_tma = STATE_IMPL == "tma" or (STATE_IMPL == "auto" and (BV, sw, sst) == _STATE_V2_FEW_CFG)
+    want_tma = STATE_IMPL in ("tma", "gl_tma") or (STATE_IMPL == "auto" and (BV, sw, sst) == _STATE_V2_FEW_CFG)
     tma = _tma_operands(qn, kn, v, A, Aqk, B, T, H, HV, K, V, BK, BV) if state_v2 and want_tma else None
-    use_gl = (state_v2 and STATE_IMPL == "gl" and BK in (64, 128) and BV in (32, 64) and sw == 4
-              and (dev.type != "cuda" or _capability(dev) == (9, 0)))  # wgmma: sm90 only
+    gl_ok = BK in (64, 128) and BV in (32, 64) and sw == 4 and (dev.type != "cuda" or _capability(dev) == (9, 0))
+    use_gl = state_v2 and STATE_IMPL == "gl" and gl_ok  # (wgmma: sm90 only)
     # arguments and common constexprs of state v2 and of the Gluon kernel (same signature)
     v2_args = (qn, kn, v, fac, A, Aqk, h0, o, ht if ht is not None else o, cu, float(scale),
                T, HV, K, V,
@@ -353,14 +356,19 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     v2_meta = dict(IS_VARLEN=is_varlen, G=G, BK=BK, BV=BV,
                    USE_H0=use_h0, STORE_HT=ht is not None, STATE_V_FIRST=bool(state_v_first))
     if use_gl:
-        launches.append((_gluon_state_kernel(), grid, v2_args, dict(v2_meta, num_warps=4)))
+        launches.append((_gluon_state_kernel("atrex_sm90_gdn_state_output_gl"), grid, v2_args,
+                         dict(v2_meta, num_warps=4)))
     elif tma is not None:
         operands, rows_args, device_desc = tma
         persistent = bool(STATE_TMA_PERSISTENT)
         if persistent:  # 1-D grid: two CTAs per SM with 2 stages (both fit at K = 128, BV = 32: 114.7 KB each;
             # where they do not, the second round of CTAs waits, which costs time, not correctness), else one
             grid = (min(grid[0] * grid[1], (sm_count or _sm_count(dev)) * (2 if sst <= 2 else 1)),)
-        launches.append((_state_kernel(_k.atrex_sm90_gdn_state_output_tma, T), grid, (
+        use_gl_tma = STATE_IMPL == "gl_tma" and gl_ok and device_desc and not persistent
+        kern = (_gluon_state_kernel("atrex_sm90_gdn_state_output_gl_tma") if use_gl_tma
+                else _state_kernel(_k.atrex_sm90_gdn_state_output_tma, T))
+        opts = dict(num_warps=4, STAGES=max(2, sst)) if use_gl_tma else dict(num_warps=sw, num_stages=sst)
+        launches.append((kern, grid, (
             *operands, fac, h0, o, ht if ht is not None else o, cu, float(scale),
             T, HV, K, V,
             o.stride(0), o.stride(1), o.stride(2),
@@ -368,7 +376,7 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
             total_t, *rows_args, N * HV), dict(
             IS_VARLEN=is_varlen, G=G, BK=BK, BV=BV,
             USE_H0=use_h0, STORE_HT=ht is not None, STATE_V_FIRST=bool(state_v_first), DEVICE_DESC=device_desc,
-            PERSISTENT=persistent, num_warps=sw, num_stages=sst,
+            PERSISTENT=persistent, **opts,
         )))
     elif state_v2:
         launches.append((_state_kernel(_k.atrex_sm90_gdn_state_output_v2, T), grid, v2_args, dict(
