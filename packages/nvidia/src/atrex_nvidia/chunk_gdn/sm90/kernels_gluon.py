@@ -304,6 +304,8 @@ def atrex_sm90_gdn_state_output_gl_tma(
     bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     for i in gl.static_range(STAGES):
         mbarrier.init(bars.index(i), count=1)
+    fence_async_shared()  # the initialised barriers, visible to the TMA unit and to every warp
+    _cta_barrier()
     for i in gl.static_range(STAGES - 1):
         _tma_issue(kdesc, qdesc, vdesc, adesc, aqdesc, k_s, q_s, a_s, aq_s, v_s, bars, i, NT, row, arow, qcol,
                    vcol, BK, BV, STAGES)
