@@ -83,6 +83,81 @@ def _row_factors(f_base, plane, l0, L, ROW: gl.constexpr):
     return bt, be, eg, dk, egl
 
 
+@gluon.jit
+def _sequence(cu, T, HV, G: gl.constexpr, IS_VARLEN: gl.constexpr):
+    """(n, hv, h, bos, b_idx, tg0, L) of program axis 1 (sequence x value head): the sequence's token range
+    [bos, bos + L) in batch row ``b_idx``, and its first row ``tg0`` in the token-indexed workspaces."""
+    i_nh = gl.program_id(1)
+    n = i_nh // HV
+    hv = i_nh % HV
+    h = hv // G
+    if IS_VARLEN:
+        bos = gl.load(cu + n).to(gl.int32)
+        eos = gl.load(cu + n + 1).to(gl.int32)
+        b_idx = n * 0
+        tg0 = bos
+    else:
+        bos = n * 0
+        eos = bos + T
+        b_idx = n
+        tg0 = n * T
+    return n, hv, h, bos, b_idx, tg0, eos - bos
+
+
+@gluon.jit
+def _initial_state(h0, n64, hv, s_h0n, s_h0h, s_h0k, s_h0v, rs, cs, ms, BK: gl.constexpr, BV: gl.constexpr,
+                   USE_H0: gl.constexpr, MMA: gl.constexpr):
+    """The fp32 state block [BK, BV] in the wgmma accumulator layout: from ``h0`` (either layout through its
+    strides) or zero."""
+    if USE_H0:
+        p_h0 = h0 + n64 * s_h0n + hv * s_h0h + gl.expand_dims(rs * s_h0k, 1) + gl.expand_dims(cs * s_h0v, 0)
+        S = gl.load(p_h0, mask=ms, other=0.0).to(gl.float32)
+    else:
+        S = gl.zeros([BK, BV], gl.float32, MMA)
+    return S
+
+
+@gluon.jit
+def _chunk_step(kb, qb, ab, aqb, vb, sb_s, x_s, u_s, ud_s, S, zero, bt, be, eg, dk, egl, p_o, mo, scale,
+                MMA: gl.constexpr):
+    """One chunk of the state pass on the chunk's tiles in shared memory (k, q, A, Aqk, v): stores its output rows
+    through ``p_o`` (mask ``mo``) and returns the new state. Three wgmma waits: (K S, Q S), U = A X,
+    (Aqk U, K^T U')."""
+    dt: gl.constexpr = sb_s.dtype
+    sb_s.store(S.to(dt))
+    fence_async_shared()
+    _cta_barrier()
+    ks = warpgroup_mma(kb, sb_s, zero, use_acc=False, is_async=True)
+    qs = warpgroup_mma(qb, sb_s, zero, use_acc=False, is_async=True)
+    vt = vb.load(MMA).to(gl.float32)
+    ks = warpgroup_mma_wait(1, deps=[ks])
+    X = gl.expand_dims(bt, 1) * vt - gl.expand_dims(be, 1) * ks
+    x_s.store(X.to(dt))
+    fence_async_shared()
+    _cta_barrier()
+    u = warpgroup_mma(ab, x_s, zero, use_acc=False, is_async=True)
+    qs, u = warpgroup_mma_wait(0, deps=[qs, u])
+    u_s.store(u.to(dt))
+    ud_s.store((u * gl.expand_dims(dk, 1)).to(dt))
+    fence_async_shared()
+    _cta_barrier()
+    ot = warpgroup_mma(aqb, u_s, qs * gl.expand_dims(eg, 1), is_async=True)
+    st = warpgroup_mma(kb.permute((1, 0)), ud_s, S * egl, is_async=True)
+    ot, S = warpgroup_mma_wait(0, deps=[ot, st])
+    gl.store(p_o, (ot * scale).to(p_o.dtype.element_ty), mask=mo)
+    return S
+
+
+@gluon.jit
+def _store_state(ht, S, n64, hv, HV, K, V, rs, cs, ms, STATE_V_FIRST: gl.constexpr):
+    """Final fp32 state block into ``ht`` ``[N, HV, K, V]`` (``[N, HV, V, K]`` if ``STATE_V_FIRST``)."""
+    if STATE_V_FIRST:
+        p_ht = ht + n64 * HV * K * V + hv * K * V + gl.expand_dims(cs * K, 0) + gl.expand_dims(rs, 1)
+    else:
+        p_ht = ht + n64 * HV * K * V + hv * K * V + gl.expand_dims(rs * V, 1) + gl.expand_dims(cs, 0)
+    gl.store(p_ht, S, mask=ms)
+
+
 @gluon.jit(do_not_specialize=["T", "TOTAL_T"])
 def atrex_sm90_gdn_state_output_gl(
     q, k, v, fac, A, Aqk, h0, o, ht, cu, scale,
@@ -107,21 +182,7 @@ def atrex_sm90_gdn_state_output_gl(
     dt: gl.constexpr = q.dtype.element_ty
 
     i_v = gl.program_id(0)
-    i_nh = gl.program_id(1)
-    n = i_nh // HV
-    hv = i_nh % HV
-    h = hv // G
-    if IS_VARLEN:
-        bos = gl.load(cu + n).to(gl.int32)
-        eos = gl.load(cu + n + 1).to(gl.int32)
-        b_idx = n * 0
-        tg0 = bos
-    else:
-        bos = n * 0
-        eos = bos + T
-        b_idx = n
-        tg0 = n * T
-    L = eos - bos
+    n, hv, h, bos, b_idx, tg0, L = _sequence(cu, T, HV, G, IS_VARLEN)
     NT = gl.cdiv(L, 64)
     n64 = n.to(gl.int64)
     bi64 = b_idx.to(gl.int64)
@@ -140,11 +201,7 @@ def atrex_sm90_gdn_state_output_gl(
     rs = gl.arange(0, BK, layout=ROW)
     cs = offs_vc + gl.arange(0, BV, layout=COL)
     ms = gl.expand_dims(rs < K, 1) & gl.expand_dims(cs < V, 0)
-    if USE_H0:
-        p_h0 = h0 + n64 * s_h0n + hv * s_h0h + gl.expand_dims(rs * s_h0k, 1) + gl.expand_dims(cs * s_h0v, 0)
-        S = gl.load(p_h0, mask=ms, other=0.0).to(gl.float32)
-    else:
-        S = gl.zeros([BK, BV], gl.float32, MMA)
+    S = _initial_state(h0, n64, hv, s_h0n, s_h0h, s_h0k, s_h0v, rs, cs, ms, BK, BV, USE_H0, MMA)
     zero = gl.zeros([64, BV], gl.float32, MMA)
 
     k_s = gl.allocate_shared_memory(dt, [2, 64, BK], SH_K)
@@ -170,39 +227,15 @@ def atrex_sm90_gdn_state_output_gl(
                      l0 + 64, L, s_kt, s_qt, s_vt, K, V, offs_vc, BK, BV, LK, LV)
         bt_n, be_n, eg_n, dk_n, egl_n = _row_factors(f_base, plane, l0 + 64, L, ROW)
         cp.wait_group(1)  # this thread's copies of chunk c have landed; the barrier below makes them everyone's
-        sb_s.store(S.to(dt))
-        fence_async_shared()
-        _cta_barrier()
-        kb = k_s.index(slot)
-        ks = warpgroup_mma(kb, sb_s, zero, use_acc=False, is_async=True)
-        qs = warpgroup_mma(q_s.index(slot), sb_s, zero, use_acc=False, is_async=True)
-        vt = v_s.index(slot).load(MMA).to(gl.float32)
-        ks = warpgroup_mma_wait(1, deps=[ks])
-        X = gl.expand_dims(bt, 1) * vt - gl.expand_dims(be, 1) * ks
-        x_s.store(X.to(dt))
-        fence_async_shared()
-        _cta_barrier()
-        u = warpgroup_mma(a_s.index(slot), x_s, zero, use_acc=False, is_async=True)
-        qs, u = warpgroup_mma_wait(0, deps=[qs, u])
-        u_s.store(u.to(dt))
-        ud_s.store((u * gl.expand_dims(dk, 1)).to(dt))
-        fence_async_shared()
-        _cta_barrier()
-        ot = warpgroup_mma(aq_s.index(slot), u_s, qs * gl.expand_dims(eg, 1), is_async=True)
-        st = warpgroup_mma(kb.permute((1, 0)), ud_s, S * egl, is_async=True)
-        ot, S = warpgroup_mma_wait(0, deps=[ot, st])
         mo = gl.expand_dims((l0 + ro) < L, 1) & gl.expand_dims(cs < V, 0)
         p_o = o_base + gl.expand_dims((bos + l0 + ro).to(gl.int64) * s_ot, 1) + gl.expand_dims(cs, 0)
-        gl.store(p_o, (ot * scale).to(o.dtype.element_ty), mask=mo)
+        S = _chunk_step(k_s.index(slot), q_s.index(slot), a_s.index(slot), aq_s.index(slot), v_s.index(slot), sb_s,
+                        x_s, u_s, ud_s, S, zero, bt, be, eg, dk, egl, p_o, mo, scale, MMA)
         bt, be, eg, dk, egl = bt_n, be_n, eg_n, dk_n, egl_n
     cp.wait_group(0)
 
     if STORE_HT:
-        if STATE_V_FIRST:
-            p_ht = ht + n64 * HV * K * V + hv * K * V + gl.expand_dims(cs * K, 0) + gl.expand_dims(rs, 1)
-        else:
-            p_ht = ht + n64 * HV * K * V + hv * K * V + gl.expand_dims(rs * V, 1) + gl.expand_dims(cs, 0)
-        gl.store(p_ht, S, mask=ms)
+        _store_state(ht, S, n64, hv, HV, K, V, rs, cs, ms, STATE_V_FIRST)
 
 
 @gluon.jit
@@ -256,21 +289,7 @@ def atrex_sm90_gdn_state_output_gl_tma(
     aqdesc = tma.make_tensor_descriptor(aqd, [HV * TOTAL_T, 64], [64, 1], [64, 64], SH_A)
 
     i_v = gl.program_id(0)
-    i_nh = gl.program_id(1)
-    n = i_nh // HV
-    hv = i_nh % HV
-    h = hv // G
-    if IS_VARLEN:
-        bos = gl.load(cu + n).to(gl.int32)
-        eos = gl.load(cu + n + 1).to(gl.int32)
-        b_idx = n * 0
-        tg0 = bos
-    else:
-        bos = n * 0
-        eos = bos + T
-        b_idx = n
-        tg0 = n * T
-    L = eos - bos
+    n, hv, h, bos, b_idx, tg0, L = _sequence(cu, T, HV, G, IS_VARLEN)
     NT = gl.cdiv(L, 64)
     n64 = n.to(gl.int64)
     offs_vc = i_v * BV
@@ -285,11 +304,7 @@ def atrex_sm90_gdn_state_output_gl_tma(
     rs = gl.arange(0, BK, layout=ROW)
     cs = offs_vc + gl.arange(0, BV, layout=COL)
     ms = gl.expand_dims(rs < K, 1) & gl.expand_dims(cs < V, 0)
-    if USE_H0:
-        p_h0 = h0 + n64 * s_h0n + hv * s_h0h + gl.expand_dims(rs * s_h0k, 1) + gl.expand_dims(cs * s_h0v, 0)
-        S = gl.load(p_h0, mask=ms, other=0.0).to(gl.float32)
-    else:
-        S = gl.zeros([BK, BV], gl.float32, MMA)
+    S = _initial_state(h0, n64, hv, s_h0n, s_h0h, s_h0k, s_h0v, rs, cs, ms, BK, BV, USE_H0, MMA)
     zero = gl.zeros([64, BV], gl.float32, MMA)
 
     k_s = gl.allocate_shared_memory(dt, [STAGES, 64, BK], SH_K)
@@ -321,37 +336,13 @@ def atrex_sm90_gdn_state_output_gl_tma(
                    arow, qcol, vcol, BK, BV, STAGES)
         bt_n, be_n, eg_n, dk_n, egl_n = _row_factors(f_base, plane, l0 + 64, L, ROW)
         mbarrier.wait(bars.index(slot), (c // STAGES) & 1)
-        sb_s.store(S.to(dt))
-        fence_async_shared()
-        _cta_barrier()
-        kb = k_s.index(slot)
-        ks = warpgroup_mma(kb, sb_s, zero, use_acc=False, is_async=True)
-        qs = warpgroup_mma(q_s.index(slot), sb_s, zero, use_acc=False, is_async=True)
-        vt = v_s.index(slot).load(MMA).to(gl.float32)
-        ks = warpgroup_mma_wait(1, deps=[ks])
-        X = gl.expand_dims(bt, 1) * vt - gl.expand_dims(be, 1) * ks
-        x_s.store(X.to(dt))
-        fence_async_shared()
-        _cta_barrier()
-        u = warpgroup_mma(a_s.index(slot), x_s, zero, use_acc=False, is_async=True)
-        qs, u = warpgroup_mma_wait(0, deps=[qs, u])
-        u_s.store(u.to(dt))
-        ud_s.store((u * gl.expand_dims(dk, 1)).to(dt))
-        fence_async_shared()
-        _cta_barrier()
-        ot = warpgroup_mma(aq_s.index(slot), u_s, qs * gl.expand_dims(eg, 1), is_async=True)
-        st = warpgroup_mma(kb.permute((1, 0)), ud_s, S * egl, is_async=True)
-        ot, S = warpgroup_mma_wait(0, deps=[ot, st])
         mo = gl.expand_dims((l0 + ro) < L, 1) & gl.expand_dims(cs < V, 0)
         p_o = o_base + gl.expand_dims((bos + l0 + ro).to(gl.int64) * s_ot, 1) + gl.expand_dims(cs, 0)
-        gl.store(p_o, (ot * scale).to(dt), mask=mo)
+        S = _chunk_step(k_s.index(slot), q_s.index(slot), a_s.index(slot), aq_s.index(slot), v_s.index(slot), sb_s,
+                        x_s, u_s, ud_s, S, zero, bt, be, eg, dk, egl, p_o, mo, scale, MMA)
         bt, be, eg, dk, egl = bt_n, be_n, eg_n, dk_n, egl_n
     for i in gl.static_range(STAGES):
         mbarrier.invalidate(bars.index(i))
 
     if STORE_HT:
-        if STATE_V_FIRST:
-            p_ht = ht + n64 * HV * K * V + hv * K * V + gl.expand_dims(cs * K, 0) + gl.expand_dims(rs, 1)
-        else:
-            p_ht = ht + n64 * HV * K * V + hv * K * V + gl.expand_dims(rs * V, 1) + gl.expand_dims(cs, 0)
-        gl.store(p_ht, S, mask=ms)
+        _store_state(ht, S, n64, hv, HV, K, V, rs, cs, ms, STATE_V_FIRST)
