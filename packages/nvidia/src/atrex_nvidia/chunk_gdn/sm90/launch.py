@@ -97,9 +97,10 @@ STATE_TMA_PERSISTENT = False
 #   for BK in {64, 128}, BV in {32, 64}, 4 warps, sm90 only; otherwise that call runs v2. Measured in round 7 (H200):
 #   correct, but slower. T=8192/16/32 state 0.237 ms against 0.194 (tma) and 0.210 (v2); varlen 16x1024 0.500 against
 #   0.340 (one CTA per SM at 124 KB). Off.
-# STATE_IMPL "gl_tma" (round 7, compiled for sm90 on CPU only, NOT yet run on a GPU): the same Gluon step with the tma
-#   kernel's arguments and in-kernel TMA descriptors, a ring of max(2, stages) slots with mbarriers (ncu, round 7: gl's
-#   per-piece cp.async addressing cost ~38% more instructions than tma). Where tma does not apply, as "tma" does.
+# STATE_IMPL "gl_tma" (round 7): the same Gluon step with the tma kernel's arguments and in-kernel TMA descriptors, a
+#   ring of max(2, stages) slots with mbarriers (ncu, round 7: gl's per-piece cp.async addressing cost ~38% more
+#   instructions than tma). Where tma does not apply, as "tma" does. Measured in round 8 (H200, r14): correct (28 target
+#   cases) but slower: T=8192/16/32 state 0.215 ms against 0.198 (tma); varlen 16x1024 0.514 against 0.346 (v2). Off.
 STATE_PREFETCH = True  # v2: load v / factors one chunk ahead into registers by hand (else Triton pipelines them)
 # State v2 with at most ~2 programs per SM: a third pipeline stage (T=8192: 0.209 vs 0.275 ms; T=32768: 0.811 vs
 # 1.058 ms); with more programs the extra shared memory costs occupancy (varlen 16x1024: 0.483 vs 0.341 ms).
