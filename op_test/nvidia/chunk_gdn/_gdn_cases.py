@@ -279,6 +279,7 @@ VARIANT_HOOKS = {  # launcher variants measured by bench_gdn's sweep besides the
     "state_tma_persistent": dict(STATE_IMPL="tma", STATE_TMA_PERSISTENT=True),
     "state_gluon": dict(STATE_IMPL="gl"),
     "state_gluon_tma": dict(STATE_IMPL="gl_tma"),
+    "state_gluon_ws": dict(STATE_IMPL="gl_ws"),
     "split_state_pass": dict(SPLIT_STATE_PASS=True, SPLIT_MIN_T=128, SPLIT_PIECES=2),
     "split_state_pass_p3": dict(SPLIT_STATE_PASS=True, SPLIT_MIN_T=128, SPLIT_PIECES=3),
     "split_state_pass_p4_prio0": dict(SPLIT_STATE_PASS=True, SPLIT_MIN_T=128, SPLIT_PIECES=4, SPLIT_SIDE_PRIORITY=0),
@@ -405,11 +406,11 @@ GLUON_CASES = [(cid, kw) for cid, kw in GPU_CASES
 ]
 
 
-@pytest.mark.parametrize("impl", ["gl", "gl_tma"])
+@pytest.mark.parametrize("impl", ["gl", "gl_tma", "gl_ws"])
 @pytest.mark.parametrize("case_id,kw", GLUON_CASES, ids=[c[0] for c in GLUON_CASES])
 def test_gluon_state_kernel(case_id, kw, impl, monkeypatch):
-    """STATE_IMPL "gl" / "gl_tma": the Gluon state kernels (round 7; asynchronous wgmma pairs; cp.async or TMA
-    operands) against the float64 recurrence, on cases where they apply (BK 64 / 128, BV 32 / 64: GVA, initial states
+    """STATE_IMPL "gl" / "gl_tma" / "gl_ws": the Gluon state kernels (rounds 7 and 9; asynchronous wgmma pairs;
+    cp.async or TMA operands; gl_ws: chain, output and loader warp partitions) against the float64 recurrence, on cases where they apply (BK 64 / 128, BV 32 / 64: GVA, initial states
     in both layouts and dtypes, varlen with sequences of 1 and 65 tokens, no L2 norm, strong decay), and the call
     launched the kernel."""
     pytest.importorskip("triton.experimental.gluon")
@@ -424,7 +425,56 @@ def test_gluon_state_kernel(case_id, kw, impl, monkeypatch):
     monkeypatch.setattr(launch, "_launch", spy)
     eo, eh, bound = run_case(fwd(), case_id, kw, "cuda")
     assert eo <= bound and eh <= bound, (case_id, eo, eh, bound)
-    assert {"gl": "atrex_sm90_gdn_state_output_gl", "gl_tma": "atrex_sm90_gdn_state_output_gl_tma"}[impl] in ran, ran
+    assert {"gl": "atrex_sm90_gdn_state_output_gl", "gl_tma": "atrex_sm90_gdn_state_output_gl_tma",
+            "gl_ws": "atrex_sm90_gdn_state_output_gl_ws"}[impl] in ran, ran
+
+
+WS_CASES = [
+    # 129 chunks: both mbarrier rings (3 load slots, 2 hand-off buffers) wrap around many times, phases alternate
+    ("ws_T8250_qwen", dict(T=8250, H=16, HV=32, K=128, h0=torch.float32)),
+    # an empty sequence (no chunk: the partitions run no iteration, the initial state is stored), 1-token and
+    # 64-/65-token sequences, an odd chunk count per sequence, 2 stages (many programs)
+    ("ws_varlen_empty_odd", dict(T=1300, H=4, HV=8, K=128, cu_seqlens=[0, 0, 1, 65, 129, 193, 1300],
+                                 h0=torch.bfloat16, state_v_first=True)),
+]
+
+
+@pytest.mark.parametrize("stages", [2, 3])
+@pytest.mark.parametrize("case_id,kw", WS_CASES, ids=[c[0] for c in WS_CASES])
+def test_gluon_ws_rings_and_empty_sequences(case_id, kw, stages, monkeypatch):
+    """STATE_IMPL "gl_ws" (warp-specialised state pass, round 9): its hand-offs through mbarrier rings over many
+    chunks and with sequences of 0, 1, 64 and 65 tokens, at 2 and 3 load stages, against the float64 recurrence, and
+    against the tma kernel's output on the same inputs (same operand roundings in both, so they must agree far more
+    closely than either agrees with float64). A lost or doubled hand-off shows as a hang (the caller's timeout) or as
+    a wrong chunk."""
+    pytest.importorskip("triton.experimental.gluon")
+    import torch as _torch
+    from atrex_nvidia.chunk_gdn.sm90 import launch
+    monkeypatch.setattr(launch, "STATE_CFG_OVERRIDE", (32, 4, stages))
+    ran, orig = [], launch._launch
+
+    def spy(kern, grid, args, meta):
+        ran.append(kern.__name__)
+        orig(kern, grid, args, meta)
+
+    monkeypatch.setattr(launch, "_launch", spy)
+    inp = make_inputs(device="cuda", **kw)
+    outs = {}
+    for impl in ("tma", "gl_ws"):
+        monkeypatch.setattr(launch, "STATE_IMPL", impl)
+        ran.clear()
+        outs[impl] = launch.gdn_fwd(inp["q"], inp["k"], inp["v"], inp["g"], inp["beta"], scale=inp["scale"],
+                                    initial_state=inp["initial_state"], output_final_state=True,
+                                    use_qk_l2norm_in_kernel=inp["use_qk_l2norm_in_kernel"],
+                                    state_v_first=inp["state_v_first"], cu_seqlens=inp["cu_seqlens"])
+        _torch.cuda.synchronize()
+        want = {"tma": "atrex_sm90_gdn_state_output_tma", "gl_ws": "atrex_sm90_gdn_state_output_gl_ws"}[impl]
+        assert want in ran, ran
+    (o1, h1), (o2, h2) = outs["tma"], outs["gl_ws"]
+    assert rrmse(o1, o2) <= 2e-3 and rrmse(h1, h2) <= 2e-3, (rrmse(o1, o2), rrmse(h1, h2))
+    monkeypatch.setattr(launch, "STATE_IMPL", "gl_ws")
+    eo, eh, bound = run_case(fwd(), case_id, kw, "cuda")
+    assert eo <= bound and eh <= bound, (case_id, eo, eh, bound)
 
 
 def test_split_and_carry():

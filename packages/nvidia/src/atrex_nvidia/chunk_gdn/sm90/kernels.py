@@ -829,27 +829,35 @@ def atrex_sm90_gdn_state_output_v2(
 
 
 @triton.jit
-def _merge_level(X, Lm, rr, cc, B: tl.constexpr):
-    """X_2B = X_B - X_B M_B X_B: the inverse of the block diagonal of size 2B from that of size B (bf16 dots)."""
+def _merge_level(X, Lm, rr, cc, B: tl.constexpr, INV_FP16: tl.constexpr):
+    """X_2B = X_B - X_B M_B X_B: the inverse of the block diagonal of size 2B from that of size B (bf16 dots,
+    or with ``INV_FP16`` fp16 dots: same tensor-core rate, 3 more mantissa bits; fp32 accumulation either way)."""
     M = tl.where(((rr // (2 * B)) == (cc // (2 * B))) & ((rr // B) != (cc // B)), Lm, 0.0)
-    Xb = X.to(tl.bfloat16)
-    MX = tl.dot(M.to(tl.bfloat16), Xb)
-    return X - tl.dot(Xb, MX.to(tl.bfloat16))
+    if INV_FP16:
+        Xh = X.to(tl.float16)
+        MX = tl.dot(M.to(tl.float16), Xh)
+        X = X - tl.dot(Xh, MX.to(tl.float16))
+    else:
+        Xb = X.to(tl.bfloat16)
+        MX = tl.dot(M.to(tl.bfloat16), Xb)
+        X = X - tl.dot(Xb, MX.to(tl.bfloat16))
+    return X
 
 
 @triton.jit
-def _ut_inverse(Lm, rr, cc, NEWTON: tl.constexpr):
+def _ut_inverse(Lm, rr, cc, NEWTON: tl.constexpr, INV_FP16: tl.constexpr):
     """``(I + Lm)^-1`` (fp32) of a strictly lower 64x64 tile: recursive block merges b = 2..32 with bf16 dots,
-    then, with ``NEWTON``, one refinement step with ``Lm`` split into bf16 hi + lo (see the v3 kernel)."""
+    then, with ``NEWTON``, one refinement step with ``Lm`` split into bf16 hi + lo (see the v3 kernel).
+    With ``INV_FP16`` the merge dots take fp16 operands instead and the Newton step is skipped."""
     # X_2 = I - (L inside the 2x2 diagonal blocks); then merges b = 2, 4, 8, 16, 32
     eye = tl.where(rr == cc, 1.0, 0.0)
     X = eye - tl.where((rr // 2) == (cc // 2), Lm, 0.0)
-    X = _merge_level(X, Lm, rr, cc, 2)
-    X = _merge_level(X, Lm, rr, cc, 4)
-    X = _merge_level(X, Lm, rr, cc, 8)
-    X = _merge_level(X, Lm, rr, cc, 16)
-    X = _merge_level(X, Lm, rr, cc, 32)
-    if NEWTON:
+    X = _merge_level(X, Lm, rr, cc, 2, INV_FP16)
+    X = _merge_level(X, Lm, rr, cc, 4, INV_FP16)
+    X = _merge_level(X, Lm, rr, cc, 8, INV_FP16)
+    X = _merge_level(X, Lm, rr, cc, 16, INV_FP16)
+    X = _merge_level(X, Lm, rr, cc, 32, INV_FP16)
+    if NEWTON and not INV_FP16:
         Xb = X.to(tl.bfloat16)
         Lh = Lm.to(tl.bfloat16)
         P = tl.dot(Lh, Xb)
@@ -868,7 +876,7 @@ def atrex_sm90_gdn_intra_chunk_v3(
     TOTAL_T,
     IS_VARLEN: tl.constexpr, G: tl.constexpr, BK: tl.constexpr,
     USE_L2NORM: tl.constexpr, BETA_SIGMOID: tl.constexpr, NEG_EIGVAL: tl.constexpr,
-    STORE_QKN: tl.constexpr, STORE_FAC: tl.constexpr, NEWTON: tl.constexpr,
+    STORE_QKN: tl.constexpr, STORE_FAC: tl.constexpr, NEWTON: tl.constexpr, INV_FP16: tl.constexpr = False,
 ):
     """Intra-chunk kernel v3, one program per (chunk slot, value head), same outputs as v2.
 
@@ -883,6 +891,8 @@ def atrex_sm90_gdn_intra_chunk_v3(
     bf16 ``Xb``, then ``A = Xb + Xb R``; this brings A to the accuracy of rounding the exact inverse to
     bf16 (a CPU float64 emulation on random and on strongly correlated keys, beta up to 2). Every dot is
     a bf16 tensor-core dot; there is no fp32/tf32 emulation and no per-block layout shuffling.
+    With ``INV_FP16`` the merge dots take fp16 operands (same tensor-core rate, 3 more mantissa bits, fp32
+    accumulation, ``X`` still carried in fp32) and the Newton step is skipped whatever ``NEWTON`` says.
     """
     live, c, bos, eos, tg0, t0, h, hv, q_base, k_base, g_base, b_base = _intra_tile(
         q, k, g, beta, co, cu, N, T, HV, n_search, s_qb, s_qh, s_kb, s_kh, s_gb, s_gh, s_bb, s_bh, IS_VARLEN, G)
@@ -917,7 +927,7 @@ def atrex_sm90_gdn_intra_chunk_v3(
     kk = tl.dot(kf, tl.trans(kf))
     Lm = tl.where(rr > cc, bf[:, None] * e * kk, 0.0)
 
-    X = _ut_inverse(Lm, rr, cc, NEWTON)
+    X = _ut_inverse(Lm, rr, cc, NEWTON, INV_FP16)
     a_base = A + hv.to(tl.int64) * TOTAL_T * 64
     tl.store(a_base + rg[:, None] * 64 + r64[None, :], X.to(dt), mask=mrow[:, None])
 

@@ -346,3 +346,201 @@ def atrex_sm90_gdn_state_output_gl_tma(
 
     if STORE_HT:
         _store_state(ht, S, n64, hv, HV, K, V, rs, cs, ms, STATE_V_FIRST)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Warp-specialised state pass (round 9, STATE_IMPL "gl_ws"). Round 8 (ncu) had the gl_tma step latency-bound with one
+# warp per scheduler issuing everything: the dependent chain K S -> U = A X -> S update, and beside it the two
+# off-chain dots (Q S, Aqk U) and the output epilogue. Here three partitions of one CTA split that work:
+#   chain (default, 4 warps):  S (fp32, registers); per chunk: S -> bf16 buffer b, K S, X, U = A X -> U buffer b,
+#                              S = e^gamma_last S + K^T (dk U). Hands (S_c, U_c) to the output partition.
+#   output (worker, 4 warps):  O = scale (e^gamma (Q S_c) + Aqk U_c) from the handed-over buffers, stored to HBM.
+#   loader (worker, 1 warp):   the TMA loads of chunk c into ring slot c % STAGES once both consumers freed it.
+# mbarriers: ready[s] (TMA bytes landed), empty[s] (count 2: chain and output are done with slot s), su_ready[b] /
+# su_empty[b] (double-buffered S_c / U_c hand-off, b = c % 2). Only one thread of a partition arrives on an mbarrier,
+# so each arrive follows a partition barrier (every warp is past the data it guards).
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@gluon.jit
+def _ws_loader(kd, qd, vd, ad, aqd, k_s, q_s, a_s, aq_s, v_s, ready, empty, NT, row, arow, qcol, vcol,
+               ROWS, QW, VW, s_qr, s_kr, s_vr, HV, TOTAL_T,
+               BK: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr):
+    """Loader partition (1 warp): chunk c's k, q, A, Aqk and v tiles into slot c % STAGES by TMA, after both
+    consumers released the slot's previous chunk (empty barriers start 'phase 1 complete': the first round passes).
+    The descriptors are built here, by the only partition that uses them."""
+    SH_K: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, BK], gl.bfloat16)
+    SH_A: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, 64], gl.bfloat16)
+    SH_V: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, BV], gl.bfloat16)
+    kdesc = tma.make_tensor_descriptor(kd, [ROWS, QW], [s_kr, 1], [64, BK], SH_K)
+    qdesc = tma.make_tensor_descriptor(qd, [ROWS, QW], [s_qr, 1], [64, BK], SH_K)
+    vdesc = tma.make_tensor_descriptor(vd, [ROWS, VW], [s_vr, 1], [64, BV], SH_V)
+    adesc = tma.make_tensor_descriptor(ad, [HV * TOTAL_T, 64], [64, 1], [64, 64], SH_A)
+    aqdesc = tma.make_tensor_descriptor(aqd, [HV * TOTAL_T, 64], [64, 1], [64, 64], SH_A)
+    nbytes: gl.constexpr = (2 * 64 * BK + 2 * 64 * 64 + 64 * BV) * 2
+    for c in range(NT):
+        slot = c % STAGES
+        mbarrier.wait(empty.index(slot), ((c // STAGES) & 1) ^ 1)
+        bar = ready.index(slot)
+        mbarrier.expect(bar, nbytes)
+        l0 = c * 64
+        _tma_load(kdesc, [row + l0, qcol], bar, k_s.index(slot))
+        _tma_load(qdesc, [row + l0, qcol], bar, q_s.index(slot))
+        _tma_load(adesc, [arow + l0, 0], bar, a_s.index(slot))
+        _tma_load(aqdesc, [arow + l0, 0], bar, aq_s.index(slot))
+        _tma_load(vdesc, [row + l0, vcol], bar, v_s.index(slot))
+
+
+@gluon.jit
+def _ws_output(q_s, aq_s, sb_s, u_s, ready, empty, su_ready, su_empty, o, fac, NT, row, bos, L, hv, HV, TOTAL_T,
+               b_idx, s_ob, s_ot, s_oh, offs_vc, V, scale, BV: gl.constexpr, STAGES: gl.constexpr):
+    """Output partition (4 warps): per chunk, both off-chain dots as one asynchronous pair, then the epilogue."""
+    MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BV, 16])
+    ROW: gl.constexpr = gl.SliceLayout(1, MMA)
+    COL: gl.constexpr = gl.SliceLayout(0, MMA)
+    zero = gl.zeros([64, BV], gl.float32, MMA)
+    ro = gl.arange(0, 64, layout=ROW)
+    cs = offs_vc + gl.arange(0, BV, layout=COL)
+    mc = gl.expand_dims(cs < V, 0)
+    o_base = o + b_idx.to(gl.int64) * s_ob + hv * s_oh
+    plane = (hv * 0 + HV).to(gl.int64) * TOTAL_T
+    p_eg = fac + 3 * plane + hv.to(gl.int64) * TOTAL_T + row.to(gl.int64)  # e^gamma of the sequence's rows
+    eg = gl.load(p_eg + ro, mask=ro < L, other=0.0)
+    for c in range(NT):
+        l0 = c * 64
+        slot = c % STAGES
+        b = c % 2
+        eg_n = gl.load(p_eg + l0 + 64 + ro, mask=(l0 + 64 + ro) < L, other=0.0)
+        mbarrier.wait(ready.index(slot), (c // STAGES) & 1)
+        mbarrier.wait(su_ready.index(b), (c // 2) & 1)
+        qs = warpgroup_mma(q_s.index(slot), sb_s.index(b), zero, use_acc=False, is_async=True)
+        ot = warpgroup_mma(aq_s.index(slot), u_s.index(b), zero, use_acc=False, is_async=True)
+        qs, ot = warpgroup_mma_wait(0, deps=[qs, ot])
+        _cta_barrier()  # every warp's wgmma reads of S_c, U_c and the slot are complete
+        mbarrier.arrive(su_empty.index(b), count=1)
+        mbarrier.arrive(empty.index(slot), count=1)
+        out = (qs * gl.expand_dims(eg, 1) + ot) * scale
+        mo = gl.expand_dims((l0 + ro) < L, 1) & mc
+        p_o = o_base + gl.expand_dims((bos + l0 + ro).to(gl.int64) * s_ot, 1) + gl.expand_dims(cs, 0)
+        gl.store(p_o, out.to(p_o.dtype.element_ty), mask=mo)
+        eg = eg_n
+
+
+@gluon.jit
+def _ws_chain(k_s, a_s, v_s, sb_s, x_s, u_s, ud_s, ready, empty, su_ready, su_empty, S, f_base, plane, NT, L,
+              BV: gl.constexpr, STAGES: gl.constexpr):
+    """Chain partition (default, 4 warps): the state recurrence; returns ``(final state,)``."""
+    MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BV, 16])
+    ROW: gl.constexpr = gl.SliceLayout(1, MMA)
+    dt: gl.constexpr = sb_s.dtype
+    zero = gl.zeros([64, BV], gl.float32, MMA)
+    bt, be, eg, dk, egl = _row_factors(f_base, plane, 0, L, ROW)
+    for c in range(NT):
+        l0 = c * 64
+        slot = c % STAGES
+        b = c % 2
+        bt_n, be_n, eg_n, dk_n, egl_n = _row_factors(f_base, plane, l0 + 64, L, ROW)
+        sb = sb_s.index(b)
+        mbarrier.wait(su_empty.index(b), ((c // 2) & 1) ^ 1)  # the output partition is done with chunk c - 2
+        sb.store(S.to(dt))
+        fence_async_shared()
+        _cta_barrier()
+        # every warp is past chunk c - 1 (its wgmmas and its v loads, fenced above): release that slot
+        mbarrier.arrive(empty.index((c + STAGES - 1) % STAGES), count=1, pred=c > 0)
+        mbarrier.wait(ready.index(slot), (c // STAGES) & 1)
+        kb = k_s.index(slot)
+        ks = warpgroup_mma(kb, sb, zero, use_acc=False, is_async=True)
+        vt = v_s.index(slot).load(MMA).to(gl.float32)
+        ks = warpgroup_mma_wait(0, deps=[ks])
+        X = gl.expand_dims(bt, 1) * vt - gl.expand_dims(be, 1) * ks
+        x_s.store(X.to(dt))
+        fence_async_shared()
+        _cta_barrier()
+        u = warpgroup_mma(a_s.index(slot), x_s, zero, use_acc=False, is_async=True)
+        u = warpgroup_mma_wait(0, deps=[u])
+        u_s.index(b).store(u.to(dt))
+        ud_s.store((u * gl.expand_dims(dk, 1)).to(dt))
+        fence_async_shared()
+        _cta_barrier()
+        mbarrier.arrive(su_ready.index(b), count=1)
+        st = warpgroup_mma(kb.permute((1, 0)), ud_s, S * egl, is_async=True)
+        S = warpgroup_mma_wait(0, deps=[st])
+        bt, be, eg, dk, egl = bt_n, be_n, eg_n, dk_n, egl_n
+    return (S,)  # a tuple: Triton 3.6 flattens the default partition's result as a sequence
+
+
+@gluon.jit(do_not_specialize=["T", "TOTAL_T"])
+def atrex_sm90_gdn_state_output_gl_ws(
+    qd, kd, vd, ad, aqd, fac, h0, o, ht, cu, scale,
+    T, HV, K, V,
+    s_ob, s_ot, s_oh,
+    s_h0n, s_h0h, s_h0k, s_h0v,
+    TOTAL_T, ROWS, QW, VW, s_qr, s_kr, s_vr, N_NH,
+    IS_VARLEN: gl.constexpr, G: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr,
+    USE_H0: gl.constexpr, STORE_HT: gl.constexpr, STATE_V_FIRST: gl.constexpr, DEVICE_DESC: gl.constexpr,
+    PERSISTENT: gl.constexpr, STAGES: gl.constexpr, OUT_REGS: gl.constexpr,
+):
+    """``atrex_sm90_gdn_state_output_gl_tma``'s math, arguments and grid with the work of a program split over three
+    warp partitions (the block comment above): the 4 chain warps issue only the recurrence, the output dots and
+    epilogue run on 4 other warps, the TMA loads on a fifth. num_warps must be 4 (the chain partition)."""
+    MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BV, 16])
+    ROW: gl.constexpr = gl.SliceLayout(1, MMA)
+    COL: gl.constexpr = gl.SliceLayout(0, MMA)
+    SH_K: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, BK], gl.bfloat16)
+    SH_A: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, 64], gl.bfloat16)
+    SH_V: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, BV], gl.bfloat16)
+    SH_S: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BK, BV], gl.bfloat16)
+    dt: gl.constexpr = o.dtype.element_ty
+    gl.static_assert(DEVICE_DESC and not PERSISTENT)
+
+    i_v = gl.program_id(0)
+    n, hv, h, bos, b_idx, tg0, L = _sequence(cu, T, HV, G, IS_VARLEN)
+    NT = gl.cdiv(L, 64)
+    n64 = n.to(gl.int64)
+    offs_vc = i_v * BV
+    row = tg0
+    arow = hv * TOTAL_T + tg0
+    qcol = h * K
+    vcol = hv * V + offs_vc
+    plane = (hv * 0 + HV).to(gl.int64) * TOTAL_T
+    f_base = fac + hv.to(gl.int64) * TOTAL_T + tg0.to(gl.int64)
+
+    rs = gl.arange(0, BK, layout=ROW)
+    cs = offs_vc + gl.arange(0, BV, layout=COL)
+    ms = gl.expand_dims(rs < K, 1) & gl.expand_dims(cs < V, 0)
+    S = _initial_state(h0, n64, hv, s_h0n, s_h0h, s_h0k, s_h0v, rs, cs, ms, BK, BV, USE_H0, MMA)
+
+    k_s = gl.allocate_shared_memory(dt, [STAGES, 64, BK], SH_K)
+    q_s = gl.allocate_shared_memory(dt, [STAGES, 64, BK], SH_K)
+    a_s = gl.allocate_shared_memory(dt, [STAGES, 64, 64], SH_A)
+    aq_s = gl.allocate_shared_memory(dt, [STAGES, 64, 64], SH_A)
+    v_s = gl.allocate_shared_memory(dt, [STAGES, 64, BV], SH_V)
+    sb_s = gl.allocate_shared_memory(dt, [2, BK, BV], SH_S)
+    u_s = gl.allocate_shared_memory(dt, [2, 64, BV], SH_V)
+    x_s = gl.allocate_shared_memory(dt, [64, BV], SH_V)
+    ud_s = gl.allocate_shared_memory(dt, [64, BV], SH_V)
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    su_ready = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    su_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(STAGES):
+        mbarrier.init(ready.index(i), count=1)
+        mbarrier.init(empty.index(i), count=2)
+    for i in gl.static_range(2):
+        mbarrier.init(su_ready.index(i), count=1)
+        mbarrier.init(su_empty.index(i), count=1)
+    fence_async_shared()  # the initialised barriers, visible to the TMA unit and to every warp
+    _cta_barrier()
+
+    res = gl.warp_specialize([
+        (_ws_chain, (k_s, a_s, v_s, sb_s, x_s, u_s, ud_s, ready, empty, su_ready, su_empty, S, f_base, plane, NT,
+                     L, BV, STAGES)),
+        (_ws_output, (q_s, aq_s, sb_s, u_s, ready, empty, su_ready, su_empty, o, fac, NT, row, bos, L, hv, HV,
+                      TOTAL_T, b_idx, s_ob, s_ot, s_oh, offs_vc, V, scale, BV, STAGES)),
+        (_ws_loader, (kd, qd, vd, ad, aqd, k_s, q_s, a_s, aq_s, v_s, ready, empty, NT, row, arow, qcol, vcol,
+                      ROWS, QW, VW, s_qr, s_kr, s_vr, HV, TOTAL_T, BK, BV, STAGES)),
+    ], [4, 1], [OUT_REGS, 24])
+    S = res[0]
+
+    if STORE_HT:
+        _store_state(ht, S, n64, hv, HV, K, V, rs, cs, ms, STATE_V_FIRST)

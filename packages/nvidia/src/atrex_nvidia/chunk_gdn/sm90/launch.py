@@ -101,6 +101,11 @@ STATE_TMA_PERSISTENT = False
 #   ring of max(2, stages) slots with mbarriers (ncu, round 7: gl's per-piece cp.async addressing cost ~38% more
 #   instructions than tma). Where tma does not apply, as "tma" does. Measured in round 8 (H200, r14): correct (28 target
 #   cases) but slower: T=8192/16/32 state 0.215 ms against 0.198 (tma); varlen 16x1024 0.514 against 0.346 (v2). Off.
+# STATE_IMPL "gl_ws" (round 9): ``kernels_gluon.atrex_sm90_gdn_state_output_gl_ws``, gl_tma's step split over warp
+#   partitions: 4 chain warps (K S, U = A X, the state update), 4 output warps (Q S, Aqk U, epilogue) fed S_c and U_c
+#   through a double-buffered shared-memory hand-off, and a 1-warp TMA loader; GL_WS_OUT_REGS registers per output
+#   thread. Where tma does not apply, as "tma" does.
+GL_WS_OUT_REGS = 128
 STATE_PREFETCH = True  # v2: load v / factors one chunk ahead into registers by hand (else Triton pipelines them)
 # State v2 with at most ~2 programs per SM: a third pipeline stage (T=8192: 0.209 vs 0.275 ms; T=32768: 0.811 vs
 # 1.058 ms); with more programs the extra shared memory costs occupancy (varlen 16x1024: 0.483 vs 0.341 ms).
@@ -305,7 +310,7 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     # shared memory (OutOfResources in `atrex verify`'s K256 sweep on the H200), so K > 128 keeps the v1 pair.
     v2_ok = fast and not use_wy and BK <= V2_MAX_BK
     # tma, gl: same inputs as v2 (each falls back to v2 per call where it does not apply)
-    state_v2 = v2_ok and STATE_IMPL in ("v2", "tma", "auto", "gl", "gl_tma")
+    state_v2 = v2_ok and STATE_IMPL in ("v2", "tma", "auto", "gl", "gl_tma", "gl_ws")
     intra_per_hv = v2_ok and INTRA_IMPL in ("v2", "v3")  # the per-value-head intra kernels
     # plane 0: chunk-local gamma; planes 1-4 (state v2): beta, beta e^gamma, e^gamma, e^(gamma_last - gamma)
     fac = torch.empty((5 if state_v2 else 1, HV, total_t), dtype=torch.float32, device=dev)
@@ -343,7 +348,7 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     BV, sw, sst = _state_cfg(N * HV, V, v2=state_v2, sm_count=sm_count or _sm_count(dev))
     use_h0, h0, h0_strides = _h0_args(initial_state, state_v_first, q)
     grid = (triton.cdiv(V, BV), N * HV)
-    want_tma = STATE_IMPL in ("tma", "gl_tma") or (STATE_IMPL == "auto" and (BV, sw, sst) == _STATE_V2_FEW_CFG)
+    want_tma = STATE_IMPL in ("tma", "gl_tma", "gl_ws") or (STATE_IMPL == "auto" and (BV, sw, sst) == _STATE_V2_FEW_CFG)
     tma = _tma_operands(qn, kn, v, A, Aqk, B, T, H, HV, K, V, BK, BV) if state_v2 and want_tma else None
     gl_ok = BK in (64, 128) and BV in (32, 64) and sw == 4 and (dev.type != "cuda" or _capability(dev) == (9, 0))
     use_gl = state_v2 and STATE_IMPL == "gl" and gl_ok  # (wgmma: sm90 only)
@@ -365,10 +370,16 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
         if persistent:  # 1-D grid: two CTAs per SM with 2 stages (both fit at K = 128, BV = 32: 114.7 KB each;
             # where they do not, the second round of CTAs waits, which costs time, not correctness), else one
             grid = (min(grid[0] * grid[1], (sm_count or _sm_count(dev)) * (2 if sst <= 2 else 1)),)
-        use_gl_tma = STATE_IMPL == "gl_tma" and gl_ok and device_desc and not persistent
-        kern = (_gluon_state_kernel("atrex_sm90_gdn_state_output_gl_tma") if use_gl_tma
-                else _state_kernel(_k.atrex_sm90_gdn_state_output_tma, T))
-        opts = dict(num_warps=4, STAGES=max(2, sst)) if use_gl_tma else dict(num_warps=sw, num_stages=sst)
+        use_gl_tma = STATE_IMPL in ("gl_tma", "gl_ws") and gl_ok and device_desc and not persistent
+        if use_gl_tma and STATE_IMPL == "gl_ws":
+            kern = _gluon_state_kernel("atrex_sm90_gdn_state_output_gl_ws")
+            opts = dict(num_warps=4, STAGES=max(2, sst), OUT_REGS=int(GL_WS_OUT_REGS))
+        elif use_gl_tma:
+            kern = _gluon_state_kernel("atrex_sm90_gdn_state_output_gl_tma")
+            opts = dict(num_warps=4, STAGES=max(2, sst))
+        else:
+            kern = _state_kernel(_k.atrex_sm90_gdn_state_output_tma, T)
+            opts = dict(num_warps=sw, num_stages=sst)
         launches.append((kern, grid, (
             *operands, fac, h0, o, ht if ht is not None else o, cu, float(scale),
             T, HV, K, V,
@@ -497,7 +508,7 @@ def _knobs():
     return (FAST_PATH, USE_WY, STATE_IMPL, TMA_DEVICE_DESC, STATE_TMA_PERSISTENT, STATE_PREFETCH, STATE_CFG_OVERRIDE, INTRA_IMPL,
             INTRA_V2_PREC, INTRA_V3_NEWTON, INTRA_V3_MAXNREG, INTRA_CFG_OVERRIDE, V2_MAX_BK, SPLIT_STATE_PASS,
             SPLIT_MIN_T, SPLIT_PIECES, _STATE_CFG_FEW,
-            _STATE_CFG_MANY, _STATE_V2_FEW_CFG, _INTRA_CFG)
+            _STATE_CFG_MANY, _STATE_V2_FEW_CFG, _INTRA_CFG, GL_WS_OUT_REGS)
 
 
 def _call_signature(dev, tensors, flags):
