@@ -14,6 +14,12 @@ pytest.importorskip("triton")
 
 from atrex_nvidia.chunk_gdn.sm90 import launch as L
 
+# The state kernel "auto" plans where TMA applies with few programs: since round 9 the warp-specialised Gluon kernel
+# where this Triton supports it (>= 3.6; CI's lock has 3.9), else the Triton tma kernel.
+TMA = "atrex_sm90_gdn_state_output_tma"
+GL_WS = "atrex_sm90_gdn_state_output_gl_ws"
+FEW = GL_WS if L._gluon_ws_supported() else TMA
+
 
 @pytest.fixture
 def plan(monkeypatch):
@@ -49,14 +55,28 @@ def state_kernel(seen):
     return names[-1]
 
 
-def test_few_programs_take_the_tma_state_kernel_with_in_kernel_descriptors(plan):
+def test_few_programs_take_the_tma_state_kernel_with_in_kernel_descriptors(plan, monkeypatch):
+    """The 3-stage (few-program) configuration: the warp-specialised Gluon kernel (3 load slots, 4 chain warps) with
+    the tma launch's in-kernel descriptors; with STATE_AUTO_GL_WS off, under the Triton interpreter, or without a
+    Triton that supports it, the Triton tma kernel (4 warps, 3 stages)."""
     seen = plan(T=8192 // 32, H=16, HV=32)  # 32 programs x 4 V-blocks: the 3-stage configuration
     name, grid, args, meta = seen["launches"][-1]
-    assert name == "atrex_sm90_gdn_state_output_tma"
-    assert meta["DEVICE_DESC"] is True and (meta["num_warps"], meta["num_stages"]) == (4, 3)
-    assert grid == (4, 32)
+    assert name == FEW and meta["DEVICE_DESC"] is True and grid == (4, 32) and meta["num_warps"] == 4
+    if FEW == GL_WS:
+        assert meta["STAGES"] == 3 and meta["OUT_REGS"] == L.GL_WS_OUT_REGS and "num_stages" not in meta
     intra = seen["launches"][0]
     assert intra[0] == "atrex_sm90_gdn_intra_chunk_v3" and intra[3]["maxnreg"] == 168
+    for knob, env in ((dict(STATE_AUTO_GL_WS=False), None), ({}, "1")):
+        with monkeypatch.context() as m:
+            for a, val in knob.items():
+                m.setattr(L, a, val)
+            if env:
+                m.setenv("TRITON_INTERPRET", env)
+            name, grid, args, meta = plan(T=8192 // 32, H=16, HV=32)["launches"][-1]
+            assert name == TMA and (meta["num_warps"], meta["num_stages"]) == (4, 3) and meta["DEVICE_DESC"] is True
+    with monkeypatch.context() as m:
+        m.setattr(L, "_gluon_ws_supported", lambda: False)
+        assert state_kernel(plan(T=8192 // 32, H=16, HV=32)) == TMA
 
 
 def test_many_programs_keep_state_v2(plan):
@@ -68,19 +88,19 @@ def test_many_programs_keep_state_v2(plan):
 
 def test_fewer_than_64_rows_keep_state_v2(plan):
     assert state_kernel(plan(T=63)) == "atrex_sm90_gdn_state_output_v2"
-    assert state_kernel(plan(T=64)) == "atrex_sm90_gdn_state_output_tma"
+    assert state_kernel(plan(T=64)) == FEW
 
 
 def test_k_not_a_power_of_two_keeps_state_v2(plan):
     assert state_kernel(plan(K=80)) == "atrex_sm90_gdn_state_output_v2"  # BK = 128 != K
-    assert state_kernel(plan(K=64)) == "atrex_sm90_gdn_state_output_tma"
+    assert state_kernel(plan(K=64)) == FEW
 
 
 def test_misaligned_or_unmergeable_q_keeps_state_v2(plan):
     T, H, K = 256, 2, 128
     base = torch.randn(1 * T * H * K + 8).bfloat16()
     q = base[8:].view(1, T, H, K)  # 16-byte aligned: tma
-    assert state_kernel(plan(T=T, q=q, l2norm=False)) == "atrex_sm90_gdn_state_output_tma"
+    assert state_kernel(plan(T=T, q=q, l2norm=False)) == FEW
     q = base[1:1 + T * H * K].view(1, T, H, K)  # 2-byte offset: not describable
     assert state_kernel(plan(T=T, q=q, l2norm=False)) == "atrex_sm90_gdn_state_output_v2"
     full = torch.randn(2, 2 * T, H, K).bfloat16()
@@ -113,7 +133,7 @@ def test_split_state_pass_plans_two_halves_only_when_enabled_and_not_varlen(plan
     monkeypatch.setattr(L, "SPLIT_PIECES", 2)
     seen = plan(T=4096)
     names = [n for n, *_ in seen["launches"]]
-    assert seen["split"] and names == ["atrex_sm90_gdn_intra_chunk_v3", "atrex_sm90_gdn_state_output_tma"] * 2
+    assert seen["split"] and names == ["atrex_sm90_gdn_intra_chunk_v3", FEW] * 2
     # the halves meet at a chunk boundary: the first state kernel stores the mid state, the second reads it
     first_state, second_state = seen["launches"][1], seen["launches"][3]
     assert first_state[3]["STORE_HT"] and second_state[3]["USE_H0"]
@@ -138,7 +158,7 @@ def test_split_state_pass_chains_every_piece_through_its_mid_state(plan, monkeyp
     monkeypatch.setattr(L, "SPLIT_PIECES", pieces)
     seen = plan(T=4096)
     names = [n for n, *_ in seen["launches"]]
-    assert seen["split"] and names == ["atrex_sm90_gdn_intra_chunk_v3", "atrex_sm90_gdn_state_output_tma"] * pieces
+    assert seen["split"] and names == ["atrex_sm90_gdn_intra_chunk_v3", FEW] * pieces
     states = [launch for launch in seen["launches"] if "state_output" in launch[0]]
     # state kernel args: (..., fac, h0, o, ht, ...) after the five operands; piece j's ht is piece j+1's h0
     h0s = [st[2][6] for st in states]
@@ -204,6 +224,8 @@ def test_t1_calls_take_the_state_kernels_compiled_without_t_specialisation(plan_
         twins = set(K_.NO_T1_SPECIALISATION.values())
         if T == 1:
             assert kern in twins and {"T", "TOTAL_T"} <= set(kern.do_not_specialize), (T, kern.__name__)
+        elif kern.__name__ == GL_WS:  # "auto", B*T >= 64: the Gluon kernel never specialises T
+            assert state_impl == "auto" and {"T", "TOTAL_T"} <= set(kern.do_not_specialize), kern.do_not_specialize
         else:
             assert kern in K_.NO_T1_SPECIALISATION and kern not in twins, (T, kern.__name__)
     if state_impl == "tma" and B == 64:
@@ -211,17 +233,20 @@ def test_t1_calls_take_the_state_kernels_compiled_without_t_specialisation(plan_
 
 
 @pytest.mark.parametrize("impl,want", [("gl", "atrex_sm90_gdn_state_output_gl"),
-                                       ("gl_tma", "atrex_sm90_gdn_state_output_gl_tma")])
+                                       ("gl_tma", "atrex_sm90_gdn_state_output_gl_tma"),
+                                       ("gl_ws", GL_WS)])
 def test_gluon_state_kernels_where_they_apply_and_v2_elsewhere(plan, monkeypatch, impl, want):
-    """The experimental Gluon state kernels (off by default) are planned for K = 128 on an sm90 target, with
-    gl_tma taking the tma launch's arguments and in-kernel descriptors. Outside their domain they fall back: K = 32
-    (BK outside {64, 128}) to v2 / the Triton tma kernel, gl_tma at T = 1 (B*T < 64: no TMA) to v2."""
+    """The Gluon state kernels (forced here; gl_ws is also "auto"'s few-program choice) are planned for K = 128 on an
+    sm90 target, with gl_tma and gl_ws taking the tma launch's arguments and in-kernel descriptors. Outside their
+    domain they fall back: K = 32 (BK outside {64, 128}) to v2 / the Triton tma kernel, gl_tma and gl_ws at T = 1
+    (B*T < 64: no TMA) to v2."""
     pytest.importorskip("triton.experimental.gluon")
     monkeypatch.setattr(L, "STATE_IMPL", impl)
     name, grid, args, meta = plan(T=256, H=16, HV=32)["launches"][-1]
     assert name == want and meta["num_warps"] == 4
-    if impl == "gl_tma":
+    if impl in ("gl_tma", "gl_ws"):
         assert meta["DEVICE_DESC"] is True and meta["STAGES"] == 3 and "num_stages" not in meta
+        assert ("OUT_REGS" in meta) == (impl == "gl_ws")
     # K = 32: gl falls back to v2, gl_tma to the Triton tma kernel (as STATE_IMPL "tma" would run)
     assert state_kernel(plan(T=256, K=32)) == ("atrex_sm90_gdn_state_output_v2" if impl == "gl"
                                                else "atrex_sm90_gdn_state_output_tma")

@@ -9,6 +9,7 @@ Validation belongs to ``impl.check``; this module trusts its caller.
 
 import functools
 import math
+import os
 
 import torch
 import triton
@@ -106,6 +107,13 @@ STATE_TMA_PERSISTENT = False
 #   through a double-buffered shared-memory hand-off, and a 1-warp TMA loader; GL_WS_OUT_REGS registers per output
 #   thread. Where tma does not apply, as "tma" does.
 GL_WS_OUT_REGS = 128
+# Since round 9 (H200, r15, bench_gdn sweep in one process): STATE_IMPL "auto" takes gl_ws where it took tma (few
+# programs, TMA-describable tensors, BK in {64, 128}): T=8192/16/32 state kernel 0.157 ms against 0.197 (tma), whole
+# call 0.307 against 0.348 ms; outputs equal to tma's to 5e-6 rrmse, final state identical. Not where Gluon cannot
+# run: under the Triton interpreter (no Gluon interpreter) or with a Triton older than 3.6 (the versions it was
+# compiled with: 3.6, run on the H200; 3.9, compiled on CPU); those calls take tma. Varlen 16x1024 keeps v2 (gl_ws
+# 0.394 vs 0.343 ms: one 140 KB CTA per SM against two).
+STATE_AUTO_GL_WS = True
 STATE_PREFETCH = True  # v2: load v / factors one chunk ahead into registers by hand (else Triton pipelines them)
 # State v2 with at most ~2 programs per SM: a third pipeline stage (T=8192: 0.209 vs 0.275 ms; T=32768: 0.811 vs
 # 1.058 ms); with more programs the extra shared memory costs occupancy (varlen 16x1024: 0.483 vs 0.341 ms).
@@ -130,6 +138,24 @@ SPLIT_SIDE_PRIORITY = -1
 @functools.cache
 def _capability(dev):
     return torch.cuda.get_device_capability(dev)
+
+
+@functools.cache
+def _gluon_ws_supported():
+    """Whether this Triton has what ``atrex_sm90_gdn_state_output_gl_ws`` needs (Gluon's Hopper module and
+    ``warp_specialize``, Triton >= 3.6)."""
+    try:
+        from triton.experimental.gluon import language as gl
+        from triton.experimental.gluon.language.nvidia import hopper  # noqa: F401
+        major, minor = (int(x) for x in triton.__version__.split(".")[:2])
+    except Exception:  # noqa: BLE001 - any import or version-format problem: the Triton tma kernel is used
+        return False
+    return (major, minor) >= (3, 6) and hasattr(gl, "warp_specialize")
+
+
+def _interpreting():
+    """Triton's CPU interpreter is on (it runs Triton kernels only; Gluon kernels cannot run under it)."""
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 
 def _gluon_state_kernel(name):
@@ -370,8 +396,9 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
         if persistent:  # 1-D grid: two CTAs per SM with 2 stages (both fit at K = 128, BV = 32: 114.7 KB each;
             # where they do not, the second round of CTAs waits, which costs time, not correctness), else one
             grid = (min(grid[0] * grid[1], (sm_count or _sm_count(dev)) * (2 if sst <= 2 else 1)),)
-        use_gl_tma = STATE_IMPL in ("gl_tma", "gl_ws") and gl_ok and device_desc and not persistent
-        if use_gl_tma and STATE_IMPL == "gl_ws":
+        auto_ws = STATE_IMPL == "auto" and STATE_AUTO_GL_WS and not _interpreting() and _gluon_ws_supported()
+        use_gl_tma = (STATE_IMPL in ("gl_tma", "gl_ws") or auto_ws) and gl_ok and device_desc and not persistent
+        if use_gl_tma and STATE_IMPL != "gl_tma":
             kern = _gluon_state_kernel("atrex_sm90_gdn_state_output_gl_ws")
             opts = dict(num_warps=4, STAGES=max(2, sst), OUT_REGS=int(GL_WS_OUT_REGS))
         elif use_gl_tma:
@@ -508,7 +535,7 @@ def _knobs():
     return (FAST_PATH, USE_WY, STATE_IMPL, TMA_DEVICE_DESC, STATE_TMA_PERSISTENT, STATE_PREFETCH, STATE_CFG_OVERRIDE, INTRA_IMPL,
             INTRA_V2_PREC, INTRA_V3_NEWTON, INTRA_V3_MAXNREG, INTRA_CFG_OVERRIDE, V2_MAX_BK, SPLIT_STATE_PASS,
             SPLIT_MIN_T, SPLIT_PIECES, _STATE_CFG_FEW,
-            _STATE_CFG_MANY, _STATE_V2_FEW_CFG, _INTRA_CFG, GL_WS_OUT_REGS)
+            _STATE_CFG_MANY, _STATE_V2_FEW_CFG, _INTRA_CFG, GL_WS_OUT_REGS, STATE_AUTO_GL_WS)
 
 
 def _call_signature(dev, tensors, flags):
