@@ -274,6 +274,7 @@ VARIANT_HOOKS = {  # launcher variants measured by bench_gdn's sweep besides the
     "state_v2": dict(STATE_IMPL="v2"),
     "state_v2_nopf": dict(STATE_IMPL="v2", STATE_PREFETCH=False),
     "intra_v3_nonewton": dict(INTRA_V3_NEWTON=False),
+    "intra_v3_fp16": dict(INTRA_V3_INV_FP16=True),
     "state_tma": dict(STATE_IMPL="tma"),
     "state_tma_host_desc": dict(STATE_IMPL="tma", TMA_DEVICE_DESC=False),
     "state_tma_persistent": dict(STATE_IMPL="tma", STATE_TMA_PERSISTENT=True),
@@ -562,9 +563,11 @@ __all__ = [
 def ut_inverse_accuracy(launch, T=128, K=128):
     """Relative Frobenius error of the intra kernel's bf16 UT inverse ``A`` against the float64 inverse of
     ``I + tril(beta_r e^(gamma_r - gamma_c) k_r.k_c, -1)`` on keys clustered around one direction (the hard
-    case for low-precision inverses), for intra v3 with and without its Newton step. Returns result rows
-    ``[err, 0, bound]``: v3 must reach 1.25x the error of rounding the exact inverse to bf16; the merges alone
-    must NOT (a row asserting the check discriminates)."""
+    case for low-precision inverses), for intra v3 with and without its Newton step, and with fp16 merges
+    (``INTRA_V3_INV_FP16``, no Newton step). Returns result rows ``[err, 0, bound]``: v3 must reach 1.25x the error
+    of rounding the exact inverse to bf16; the bf16 merges alone must NOT (a row asserting the check
+    discriminates); the fp16 merges must reach 3x (float64 emulation: 1.55x at beta <= 1, 2.7x at beta <= 2) and
+    be at least 3x more accurate than the bf16 merges alone."""
     import torch
     captured = {}
     orig = launch._launch_all
@@ -578,7 +581,7 @@ def ut_inverse_accuracy(launch, T=128, K=128):
     gen = torch.Generator().manual_seed(7)
     rn = lambda *s: torch.randn(*s, generator=gen)
     rows = {}
-    saved = (launch._launch_all, launch.INTRA_IMPL, launch.INTRA_V3_NEWTON)
+    saved = (launch._launch_all, launch.INTRA_IMPL, launch.INTRA_V3_NEWTON, launch.INTRA_V3_INV_FP16)
     launch._launch_all = spy
     try:
         for kind, spread, bscale, gmax in (("corr", 0.1, 1.0, 0.0), ("corr_neg", 0.3, 2.0, 0.01)):
@@ -589,8 +592,8 @@ def ut_inverse_accuracy(launch, T=128, K=128):
             v = rn(1, T, 1, 64).bfloat16()
             kn = (k.float() / torch.sqrt((k.float() ** 2).sum(-1, keepdim=True) + 1e-6)).bfloat16().double()[0, :, 0]
             errs = {}
-            for tag, newton in (("v3", True), ("v3_merges_only", False)):
-                launch.INTRA_IMPL, launch.INTRA_V3_NEWTON = "v3", newton
+            for tag, newton, fp16 in (("v3", True, False), ("v3_merges_only", False, False), ("v3_fp16", True, True)):
+                launch.INTRA_IMPL, launch.INTRA_V3_NEWTON, launch.INTRA_V3_INV_FP16 = "v3", newton, fp16
                 launch.gdn_fwd(q, k, v, g, beta, scale=0.1, initial_state=None, output_final_state=False,
                                use_qk_l2norm_in_kernel=True, state_v_first=False, cu_seqlens=None,
                                allow_neg_eigval=bscale > 1)
@@ -608,6 +611,8 @@ def ut_inverse_accuracy(launch, T=128, K=128):
             rows[f"ut_inverse_{kind}_v3"] = [errs["v3"], 0.0, 1.25 * eb]
             # inverted row: passes only if the merges alone miss the bound by 2x (the check can fail)
             rows[f"ut_inverse_{kind}_merges_only_is_worse"] = [2.5 * eb, 0.0, errs["v3_merges_only"]]
+            rows[f"ut_inverse_{kind}_fp16"] = [errs["v3_fp16"], 0.0, 3.0 * eb]
+            rows[f"ut_inverse_{kind}_fp16_beats_bf16_merges_3x"] = [3.0 * errs["v3_fp16"], 0.0, errs["v3_merges_only"]]
     finally:
-        launch._launch_all, launch.INTRA_IMPL, launch.INTRA_V3_NEWTON = saved
+        launch._launch_all, launch.INTRA_IMPL, launch.INTRA_V3_NEWTON, launch.INTRA_V3_INV_FP16 = saved
     return rows

@@ -70,6 +70,8 @@ _SCRIPT = textwrap.dedent(r'''
         ("i2ieee", dict(INTRA_IMPL="v2", INTRA_V2_PREC="ieee"), ("T130_B2_gva_bf16h0", "varlen_0_1"),
          "atrex_sm90_gdn_intra_chunk_v2"),
         ("i3nn", dict(INTRA_V3_NEWTON=False), ("T63", "varlen_0_1"), "atrex_sm90_gdn_intra_chunk_v3"),
+        ("i3fp16", dict(INTRA_V3_INV_FP16=True), ("T63", "varlen_0_1", "T130_B2_gva_bf16h0"),
+         "atrex_sm90_gdn_intra_chunk_v3"),
         ("tma", dict(STATE_IMPL="tma"), None, "atrex_sm90_gdn_state_output_tma"),
         ("tmahd", dict(STATE_IMPL="tma", TMA_DEVICE_DESC=False), ("T63", "varlen_0_1"), "atrex_sm90_gdn_state_output_tma"),
     ]

@@ -213,6 +213,9 @@ VARIANTS = [
     ("gl_ws", dict(state_impl="gl_ws")),
     ("gl_ws_s2", dict(state_impl="gl_ws", state=(32, 4, 2))),
     ("gl_ws_o96", dict(state_impl="gl_ws", ws_out_regs=96)),
+    # round 9: intra v3 merges with fp16 dots, no Newton step (in-kernel L2 norm only)
+    ("i3_fp16", dict(inv_fp16=True)),
+    ("i3_fp16_tma", dict(inv_fp16=True, state_impl="tma")),
     # the state pass split in pieces, piece j+1's intra kernel beside piece j's state kernel (round 6; the default
     # since round 6 is 4 pieces from T = 16384)
     ("nosplit", dict(split=False)),
@@ -230,7 +233,8 @@ _HOOKS = dict(state="STATE_CFG_OVERRIDE", intra="INTRA_CFG_OVERRIDE", wy="USE_WY
               prec="INTRA_V2_PREC", state_impl="STATE_IMPL", prefetch="STATE_PREFETCH",
               newton="INTRA_V3_NEWTON", maxnreg="INTRA_V3_MAXNREG", tma_device_desc="TMA_DEVICE_DESC", split="SPLIT_STATE_PASS",
               pieces="SPLIT_PIECES", prio="SPLIT_SIDE_PRIORITY", split_min_t="SPLIT_MIN_T",
-              persistent="STATE_TMA_PERSISTENT", ws_out_regs="GL_WS_OUT_REGS")
+              persistent="STATE_TMA_PERSISTENT", ws_out_regs="GL_WS_OUT_REGS",
+              inv_fp16="INTRA_V3_INV_FP16")
 
 
 def _select_variants(spec):

@@ -848,7 +848,10 @@ def _merge_level(X, Lm, rr, cc, B: tl.constexpr, INV_FP16: tl.constexpr):
 def _ut_inverse(Lm, rr, cc, NEWTON: tl.constexpr, INV_FP16: tl.constexpr):
     """``(I + Lm)^-1`` (fp32) of a strictly lower 64x64 tile: recursive block merges b = 2..32 with bf16 dots,
     then, with ``NEWTON``, one refinement step with ``Lm`` split into bf16 hi + lo (see the v3 kernel).
-    With ``INV_FP16`` the merge dots take fp16 operands instead and the Newton step is skipped."""
+    With ``INV_FP16`` the merge dots take fp16 operands instead and the Newton step is skipped. fp16's range
+    suffices only where every operand stays small: with L2-normalised keys and beta in [0, 2], each entry of the
+    inverse of a diagonal block is -beta_i k_i^T (a product of contractions I - beta_m k_m k_m^T) k_j, at most 2
+    in magnitude, so the launcher takes it only with in-kernel L2 norm."""
     # X_2 = I - (L inside the 2x2 diagonal blocks); then merges b = 2, 4, 8, 16, 32
     eye = tl.where(rr == cc, 1.0, 0.0)
     X = eye - tl.where((rr // 2) == (cc // 2), Lm, 0.0)

@@ -73,6 +73,12 @@ INTRA_V2_PREC = "tf32x3"
 #   inverse by recursive block merges on the whole 64x64 tile with bf16 dots, plus (INTRA_V3_NEWTON) one
 #   hi/lo-split Newton refinement step.
 INTRA_V3_NEWTON = True
+# INTRA_V3_INV_FP16 (round 9): the v3 merges with fp16 dots and no Newton step, for calls with in-kernel L2 norm only
+# (there every operand of the merges is bounded: see kernels._ut_inverse). CPU float64 emulation on clustered keys
+# (the hard case): A within 1.55x (beta <= 1) and 2.7x (beta <= 2) of the error of rounding the exact inverse to bf16,
+# against 1.0x / 1.08x with the Newton step and 9x / 20x for the bf16 merges alone; end-to-end output and state
+# errors on the contract cases equal to the Newton path's to 3 digits (BENCH_H200.md, round 9).
+INTRA_V3_INV_FP16 = False
 # ptxas register cap of the v3 intra kernel (Triton's ``maxnreg``): None leaves it to ptxas (255 with spills at K = 128,
 # two CTAs per SM); 168 / 128 allow three / four CTAs per SM at the cost of more spills.
 # Round 5 (H200, third sweep to agree): 168 is the default, intra T=8192/16/32 0.146 vs 0.162 ms, T=32768 0.561 vs
@@ -350,6 +356,8 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     if intra_per_hv:
         if INTRA_IMPL == "v3":
             kern, extra = _k.atrex_sm90_gdn_intra_chunk_v3, dict(NEWTON=bool(INTRA_V3_NEWTON))
+            if INTRA_V3_INV_FP16 and use_qk_l2norm_in_kernel:
+                extra["INV_FP16"] = True
             if INTRA_V3_MAXNREG:
                 extra["maxnreg"] = int(INTRA_V3_MAXNREG)
         else:
@@ -535,7 +543,7 @@ def _knobs():
     return (FAST_PATH, USE_WY, STATE_IMPL, TMA_DEVICE_DESC, STATE_TMA_PERSISTENT, STATE_PREFETCH, STATE_CFG_OVERRIDE, INTRA_IMPL,
             INTRA_V2_PREC, INTRA_V3_NEWTON, INTRA_V3_MAXNREG, INTRA_CFG_OVERRIDE, V2_MAX_BK, SPLIT_STATE_PASS,
             SPLIT_MIN_T, SPLIT_PIECES, _STATE_CFG_FEW,
-            _STATE_CFG_MANY, _STATE_V2_FEW_CFG, _INTRA_CFG, GL_WS_OUT_REGS, STATE_AUTO_GL_WS)
+            _STATE_CFG_MANY, _STATE_V2_FEW_CFG, _INTRA_CFG, GL_WS_OUT_REGS, STATE_AUTO_GL_WS, INTRA_V3_INV_FP16)
 
 
 def _call_signature(dev, tensors, flags):
