@@ -273,8 +273,8 @@ VARIANT_HOOKS = {  # launcher variants measured by bench_gdn's sweep besides the
     "intra_v2_ieee": dict(INTRA_IMPL="v2", INTRA_V2_PREC="ieee"),
     "state_v2": dict(STATE_IMPL="v2"),
     "state_v2_nopf": dict(STATE_IMPL="v2", STATE_PREFETCH=False),
-    "intra_v3_nonewton": dict(INTRA_V3_NEWTON=False),
-    "intra_v3_fp16": dict(INTRA_V3_INV_FP16=True),
+    "intra_v3_newton": dict(INTRA_V3_INV_FP16=False),  # the bf16 merges + Newton step (default before round 9)
+    "intra_v3_nonewton_bf16": dict(INTRA_V3_INV_FP16=False, INTRA_V3_NEWTON=False),
     "state_tma": dict(STATE_IMPL="tma"),
     "state_tma_host_desc": dict(STATE_IMPL="tma", TMA_DEVICE_DESC=False),
     "state_tma_persistent": dict(STATE_IMPL="tma", STATE_TMA_PERSISTENT=True),

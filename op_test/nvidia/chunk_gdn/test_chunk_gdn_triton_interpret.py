@@ -51,7 +51,8 @@ _SCRIPT = textwrap.dedent(r'''
     launch.USE_WY = False
     eo, eh = C.split_carry_check(gdn_fwd, "cpu", T=150, split=70)
     res["split_carry"] = [eo, eh, C.RRMSE_BOUND]
-    # the default fast path (bf16 cases) is intra v3 (with the Newton step) + state tma or v2: check that they ran
+    # the default fast path (bf16 cases) is intra v3 (fp16 merges with in-kernel L2 norm, else bf16 merges + Newton)
+    # + state tma or v2 (gl_ws, "auto"'s choice on a GPU, is Gluon: no interpreter): check that they ran
     ran_default = {key[0] for key in launch.WARM.keys()}
     # (state: tma where the state pass has few programs and B*T >= 64, v2 for T=1)
     res["ran_default"] = [0.0 if {"atrex_sm90_gdn_intra_chunk_v3", "atrex_sm90_gdn_state_output_v2",
@@ -69,8 +70,9 @@ _SCRIPT = textwrap.dedent(r'''
         ("i2", dict(INTRA_IMPL="v2"), sub, "atrex_sm90_gdn_intra_chunk_v2"),
         ("i2ieee", dict(INTRA_IMPL="v2", INTRA_V2_PREC="ieee"), ("T130_B2_gva_bf16h0", "varlen_0_1"),
          "atrex_sm90_gdn_intra_chunk_v2"),
-        ("i3nn", dict(INTRA_V3_NEWTON=False), ("T63", "varlen_0_1"), "atrex_sm90_gdn_intra_chunk_v3"),
-        ("i3fp16", dict(INTRA_V3_INV_FP16=True), ("T63", "varlen_0_1", "T130_B2_gva_bf16h0"),
+        ("i3nn", dict(INTRA_V3_NEWTON=False, INTRA_V3_INV_FP16=False), ("T63", "varlen_0_1"),
+         "atrex_sm90_gdn_intra_chunk_v3"),
+        ("i3newton", dict(INTRA_V3_INV_FP16=False), ("T63", "varlen_0_1", "T130_B2_gva_bf16h0"),
          "atrex_sm90_gdn_intra_chunk_v3"),
         ("tma", dict(STATE_IMPL="tma"), None, "atrex_sm90_gdn_state_output_tma"),
         ("tmahd", dict(STATE_IMPL="tma", TMA_DEVICE_DESC=False), ("T63", "varlen_0_1"), "atrex_sm90_gdn_state_output_tma"),

@@ -183,18 +183,19 @@ VARIANTS = [
     ("i2_2w_v2_pf", dict(intra_impl="v2", intra=(2, 2, True), state_impl="v2", prefetch=True)),
     ("i2_s1_v2_pf", dict(intra_impl="v2", intra=(4, 1, True), state_impl="v2", prefetch=True)),
     ("i2tf_v2_pf", dict(intra_impl="v2", prec="tf32x3", state_impl="v2", prefetch=True)),
-    # intra v3: whole-tile K K^T and recursive block merges with bf16 dots (+ Newton refinement unless _nn);
+    # intra v3: whole-tile K K^T and recursive block merges (fp16 dots since round 9; _nn / i3_newton: bf16 dots
+    # without / with the Newton refinement);
     # state v2 with prefetch (default configuration unless given)
     ("i3", dict(intra_impl="v3")),
-    ("i3_nn", dict(intra_impl="v3", newton=False)),
+    ("i3_nn", dict(intra_impl="v3", newton=False, inv_fp16=False)),
     ("i3_8w", dict(intra_impl="v3", intra=(8, 2, True))),
     ("i3_st32x8s3", dict(intra_impl="v3", state=(32, 8, 3))),
     ("i3_st16x4s2", dict(intra_impl="v3", state=(16, 4, 2))),
     ("i3_st64x8s2", dict(intra_impl="v3", state=(64, 8, 2))),
     ("i3_r168", dict(intra_impl="v3", maxnreg=168)),
     ("i3_r128", dict(intra_impl="v3", maxnreg=128)),
-    ("i3nn_r168", dict(intra_impl="v3", newton=False, maxnreg=168)),
-    ("i3nn_r128", dict(intra_impl="v3", newton=False, maxnreg=128)),
+    ("i3nn_r168", dict(intra_impl="v3", newton=False, maxnreg=168, inv_fp16=False)),
+    ("i3nn_r128", dict(intra_impl="v3", newton=False, maxnreg=128, inv_fp16=False)),
     # round 5: state v2's math with TMA operands (descriptors built in the kernel unless _hd: on the host)
     ("tma", dict(state_impl="tma")),
     ("tma_hd", dict(state_impl="tma", tma_device_desc=False)),
@@ -214,7 +215,8 @@ VARIANTS = [
     ("gl_ws_s2", dict(state_impl="gl_ws", state=(32, 4, 2))),
     ("gl_ws_o96", dict(state_impl="gl_ws", ws_out_regs=96)),
     # round 9: intra v3 merges with fp16 dots, no Newton step (in-kernel L2 norm only)
-    ("i3_fp16", dict(inv_fp16=True)),
+    ("i3_fp16", dict(inv_fp16=True)),  # the default since round 9
+    ("i3_newton", dict(inv_fp16=False)),  # bf16 merges + Newton step (the default before)
     ("i3_fp16_tma", dict(inv_fp16=True, state_impl="tma")),
     # the state pass split in pieces, piece j+1's intra kernel beside piece j's state kernel (round 6; the default
     # since round 6 is 4 pieces from T = 16384)
