@@ -478,6 +478,13 @@ def test_gluon_ws_rings_and_empty_sequences(case_id, kw, stages, monkeypatch):
     assert eo <= bound and eh <= bound, (case_id, eo, eh, bound)
 
 
+def test_fp16_inverse_guard_positive_g():
+    """The intra kernel's per-tile guard of the fp16 UT inverse on the GPU (see ``fp16_inverse_guard``)."""
+    from atrex_nvidia.chunk_gdn.sm90 import launch
+    bad = {k: v for k, v in fp16_inverse_guard(launch, "cuda").items() if not v[0] <= v[2]}
+    assert not bad, bad
+
+
 def test_split_and_carry():
     eo, eh = split_carry_check(fwd(), "cuda")
     assert eo <= RRMSE_BOUND and eh <= RRMSE_BOUND, (eo, eh)
@@ -558,6 +565,47 @@ __all__ = [
     "run_case",
     "split_carry_check",
 ]
+
+
+def fp16_inverse_guard(launch, device="cpu"):
+    """The fp16 UT inverse (``INTRA_V3_INV_FP16``) on a chunk with positive g (decay factors above 1: outside the
+    bound that makes fp16's range enough; fla does not reject such g): the call must equal the bf16 + Newton path's
+    bit for bit (the kernel's per-tile guard took that path) and be finite; with the guard compiled out
+    (``INTRA_V3_FP16_FALLBACK = 0``) the same call must overflow fp16 (the case discriminates); with the cheaper
+    fallback (1: bf16 merges alone) it must be finite. Result rows ``[err, 0, bound]``."""
+    import torch
+    gen = torch.Generator().manual_seed(3)
+    T, H, K = 64, 1, 128
+    k = (torch.randn(K, generator=gen) + 0.05 * torch.randn(1, T, H, K, generator=gen)).bfloat16().to(device)
+    q = torch.randn(1, T, H, K, generator=gen).bfloat16().to(device)
+    v = torch.randn(1, T, H, K, generator=gen).bfloat16().to(device)
+    g = torch.full((1, T, H), 0.3, device=device)
+    beta = torch.full((1, T, H), 1.0, device=device).bfloat16()
+
+    def call():
+        return launch.gdn_fwd(q, k, v, g, beta, scale=K ** -0.5, initial_state=None, output_final_state=True,
+                              use_qk_l2norm_in_kernel=True, state_v_first=False, cu_seqlens=None)
+
+    saved = (launch.INTRA_V3_INV_FP16, launch.INTRA_V3_FP16_FALLBACK)
+    rows = {}
+    try:
+        launch.INTRA_V3_INV_FP16 = False
+        o_ref, h_ref = call()
+        launch.INTRA_V3_INV_FP16 = True
+        o, h = call()
+        same = torch.equal(o, o_ref) and torch.equal(h, h_ref) and bool(torch.isfinite(o).all())
+        rows["fp16_guard_positive_g_takes_newton_path"] = [0.0 if same else 1.0, 0.0, 0.5]
+        launch.INTRA_V3_FP16_FALLBACK = 1
+        o1, h1 = call()
+        rows["fp16_guard_bf16_fallback_finite"] = [0.0 if bool(torch.isfinite(o1).all() and torch.isfinite(h1).all())
+                                                   else 1.0, 0.0, 0.5]
+        launch.INTRA_V3_FP16_FALLBACK = 0
+        o_bad, _ = call()
+        rows["fp16_unguarded_overflows_on_that_case"] = [0.0 if not bool(torch.isfinite(o_bad).all()) else 1.0,
+                                                         0.0, 0.5]
+    finally:
+        launch.INTRA_V3_INV_FP16, launch.INTRA_V3_FP16_FALLBACK = saved
+    return rows
 
 
 def ut_inverse_accuracy(launch, T=128, K=128):

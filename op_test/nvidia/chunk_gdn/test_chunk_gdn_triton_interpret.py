@@ -157,6 +157,7 @@ _SCRIPT = textwrap.dedent(r'''
     finally:
         launch.torch.empty = empty
     res.update(C.ut_inverse_accuracy(launch))
+    res.update(C.fp16_inverse_guard(launch))
     print("RESULT " + json.dumps(res))
 ''').replace("HERE", repr(HERE)).replace("SRC", repr(SRC)).replace("OPTEST", repr(OPTEST))
 

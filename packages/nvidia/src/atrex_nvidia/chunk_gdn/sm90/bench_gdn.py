@@ -218,6 +218,8 @@ VARIANTS = [
     ("i3_fp16", dict(inv_fp16=True)),  # the default since round 9
     ("i3_newton", dict(inv_fp16=False)),  # bf16 merges + Newton step (the default before)
     ("i3_fp16_tma", dict(inv_fp16=True, state_impl="tma")),
+    ("i3_fp16_fb1", dict(inv_fp16=True, fp16_fallback=1)),  # positive-g tiles: bf16 merges without Newton
+    ("i3_fp16_fb0", dict(inv_fp16=True, fp16_fallback=0)),  # no per-tile guard (timing only: unsafe for g > 0)
     # the state pass split in pieces, piece j+1's intra kernel beside piece j's state kernel (round 6; the default
     # since round 6 is 4 pieces from T = 16384)
     ("nosplit", dict(split=False)),
@@ -236,7 +238,7 @@ _HOOKS = dict(state="STATE_CFG_OVERRIDE", intra="INTRA_CFG_OVERRIDE", wy="USE_WY
               newton="INTRA_V3_NEWTON", maxnreg="INTRA_V3_MAXNREG", tma_device_desc="TMA_DEVICE_DESC", split="SPLIT_STATE_PASS",
               pieces="SPLIT_PIECES", prio="SPLIT_SIDE_PRIORITY", split_min_t="SPLIT_MIN_T",
               persistent="STATE_TMA_PERSISTENT", ws_out_regs="GL_WS_OUT_REGS",
-              inv_fp16="INTRA_V3_INV_FP16")
+              inv_fp16="INTRA_V3_INV_FP16", fp16_fallback="INTRA_V3_FP16_FALLBACK")
 
 
 def _select_variants(spec):

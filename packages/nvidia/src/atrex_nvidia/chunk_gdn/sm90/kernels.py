@@ -850,8 +850,9 @@ def _ut_inverse(Lm, rr, cc, NEWTON: tl.constexpr, INV_FP16: tl.constexpr):
     then, with ``NEWTON``, one refinement step with ``Lm`` split into bf16 hi + lo (see the v3 kernel).
     With ``INV_FP16`` the merge dots take fp16 operands instead and the Newton step is skipped. fp16's range
     suffices only where every operand stays small: with L2-normalised keys and beta in [0, 2], each entry of the
-    inverse of a diagonal block is -beta_i k_i^T (a product of contractions I - beta_m k_m k_m^T) k_j, at most 2
-    in magnitude, so the launcher takes it only with in-kernel L2 norm."""
+    inverse of a diagonal block is -beta_i k_i^T (a product of contractions I - beta_m k_m k_m^T) k_j, about 2
+    in magnitude at most (3.3 with bf16-rounded keys), when every decay factor is <= 1 (g <= 0). So the launcher
+    takes it only with in-kernel L2 norm, and the v3 kernel only for tiles whose g are all <= 0."""
     # X_2 = I - (L inside the 2x2 diagonal blocks); then merges b = 2, 4, 8, 16, 32
     eye = tl.where(rr == cc, 1.0, 0.0)
     X = eye - tl.where((rr // 2) == (cc // 2), Lm, 0.0)
@@ -880,6 +881,7 @@ def atrex_sm90_gdn_intra_chunk_v3(
     IS_VARLEN: tl.constexpr, G: tl.constexpr, BK: tl.constexpr,
     USE_L2NORM: tl.constexpr, BETA_SIGMOID: tl.constexpr, NEG_EIGVAL: tl.constexpr,
     STORE_QKN: tl.constexpr, STORE_FAC: tl.constexpr, NEWTON: tl.constexpr, INV_FP16: tl.constexpr = False,
+    FP16_FALLBACK: tl.constexpr = 2,
 ):
     """Intra-chunk kernel v3, one program per (chunk slot, value head), same outputs as v2.
 
@@ -895,7 +897,8 @@ def atrex_sm90_gdn_intra_chunk_v3(
     bf16 (a CPU float64 emulation on random and on strongly correlated keys, beta up to 2). Every dot is
     a bf16 tensor-core dot; there is no fp32/tf32 emulation and no per-block layout shuffling.
     With ``INV_FP16`` the merge dots take fp16 operands (same tensor-core rate, 3 more mantissa bits, fp32
-    accumulation, ``X`` still carried in fp32) and the Newton step is skipped whatever ``NEWTON`` says.
+    accumulation, ``X`` still carried in fp32) and the Newton step is skipped whatever ``NEWTON`` says, for tiles
+    whose g are all <= 0; a tile with a positive g takes bf16 merges + Newton (``_ut_inverse``: fp16's range).
     """
     live, c, bos, eos, tg0, t0, h, hv, q_base, k_base, g_base, b_base = _intra_tile(
         q, k, g, beta, co, cu, N, T, HV, n_search, s_qb, s_qh, s_kb, s_kh, s_gb, s_gh, s_bb, s_bh, IS_VARLEN, G)
@@ -930,7 +933,19 @@ def atrex_sm90_gdn_intra_chunk_v3(
     kk = tl.dot(kf, tl.trans(kf))
     Lm = tl.where(rr > cc, bf[:, None] * e * kk, 0.0)
 
-    X = _ut_inverse(Lm, rr, cc, NEWTON, INV_FP16)
+    if INV_FP16:
+        # fp16 merges only where the bound on their operands holds: gamma non-increasing in the chunk (every g <= 0,
+        # so every decay factor e^(gamma_r - gamma_c) <= 1); a tile with some g > 0 takes bf16 merges, with the
+        # Newton step if FP16_FALLBACK == 2 (FP16_FALLBACK == 0: no guard, only to show in a test that such a tile
+        # overflows fp16, and to time the guard)
+        if FP16_FALLBACK == 0:
+            X = _ut_inverse(Lm, rr, cc, False, True)
+        elif tl.max(gf, 0) <= 0.0:
+            X = _ut_inverse(Lm, rr, cc, False, True)
+        else:
+            X = _ut_inverse(Lm, rr, cc, FP16_FALLBACK == 2, False)
+    else:
+        X = _ut_inverse(Lm, rr, cc, NEWTON, False)
     a_base = A + hv.to(tl.int64) * TOTAL_T * 64
     tl.store(a_base + rg[:, None] * 64 + r64[None, :], X.to(dt), mask=mrow[:, None])
 

@@ -81,6 +81,10 @@ INTRA_V3_NEWTON = True
 # r17, same process): intra T=8192/16/32 0.132 vs 0.147 ms, T=32768 0.503 vs 0.562, varlen 16x1024 0.253 vs 0.296; its
 # target variant cases passed. Calls without in-kernel L2 norm keep bf16 merges + Newton.
 INTRA_V3_INV_FP16 = True
+# What a tile with a positive g (decay factors above 1: fp16's range no longer suffices) takes instead, decided per tile
+# in the kernel: 2 bf16 merges + Newton (the accurate path), 1 bf16 merges alone, 0 nothing (unguarded: fp16 overflows
+# there; for tests and timing only).
+INTRA_V3_FP16_FALLBACK = 2
 # ptxas register cap of the v3 intra kernel (Triton's ``maxnreg``): None leaves it to ptxas (255 with spills at K = 128,
 # two CTAs per SM); 168 / 128 allow three / four CTAs per SM at the cost of more spills.
 # Round 5 (H200, third sweep to agree): 168 is the default, intra T=8192/16/32 0.146 vs 0.162 ms, T=32768 0.561 vs
@@ -359,7 +363,7 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
         if INTRA_IMPL == "v3":
             kern, extra = _k.atrex_sm90_gdn_intra_chunk_v3, dict(NEWTON=bool(INTRA_V3_NEWTON))
             if INTRA_V3_INV_FP16 and use_qk_l2norm_in_kernel:
-                extra["INV_FP16"] = True
+                extra.update(INV_FP16=True, FP16_FALLBACK=int(INTRA_V3_FP16_FALLBACK))
             if INTRA_V3_MAXNREG:
                 extra["maxnreg"] = int(INTRA_V3_MAXNREG)
         else:
@@ -545,7 +549,8 @@ def _knobs():
     return (FAST_PATH, USE_WY, STATE_IMPL, TMA_DEVICE_DESC, STATE_TMA_PERSISTENT, STATE_PREFETCH, STATE_CFG_OVERRIDE, INTRA_IMPL,
             INTRA_V2_PREC, INTRA_V3_NEWTON, INTRA_V3_MAXNREG, INTRA_CFG_OVERRIDE, V2_MAX_BK, SPLIT_STATE_PASS,
             SPLIT_MIN_T, SPLIT_PIECES, _STATE_CFG_FEW,
-            _STATE_CFG_MANY, _STATE_V2_FEW_CFG, _INTRA_CFG, GL_WS_OUT_REGS, STATE_AUTO_GL_WS, INTRA_V3_INV_FP16)
+            _STATE_CFG_MANY, _STATE_V2_FEW_CFG, _INTRA_CFG, GL_WS_OUT_REGS, STATE_AUTO_GL_WS, INTRA_V3_INV_FP16,
+            INTRA_V3_FP16_FALLBACK)
 
 
 def _call_signature(dev, tensors, flags):
