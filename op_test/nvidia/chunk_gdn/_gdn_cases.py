@@ -569,8 +569,9 @@ __all__ = [
 
 def fp16_inverse_guard(launch, device="cpu"):
     """The fp16 UT inverse (``INTRA_V3_INV_FP16``) on a chunk with positive g (decay factors above 1: outside the
-    bound that makes fp16's range enough; fla does not reject such g): the call must equal the bf16 + Newton path's
-    bit for bit (the kernel's per-tile guard took that path) and be finite; with the guard compiled out
+    bound that makes fp16's range enough; fla does not reject such g): the call must be finite and equal the bf16 +
+    Newton path's (the kernel's per-tile guard took that path: bit for bit on CPU, to 1e-3 rrmse as a different
+    GPU binary); with the guard compiled out
     (``INTRA_V3_FP16_FALLBACK = 0``) the same call must overflow fp16 (the case discriminates); with the cheaper
     fallback (1: bf16 merges alone) it must be finite. Result rows ``[err, 0, bound]``."""
     import torch
@@ -593,8 +594,11 @@ def fp16_inverse_guard(launch, device="cpu"):
         o_ref, h_ref = call()
         launch.INTRA_V3_INV_FP16 = True
         o, h = call()
-        same = torch.equal(o, o_ref) and torch.equal(h, h_ref) and bool(torch.isfinite(o).all())
-        rows["fp16_guard_positive_g_takes_newton_path"] = [0.0 if same else 1.0, 0.0, 0.5]
+        # the guarded kernel's Newton branch is the standalone Newton kernel's math, but a different binary on a GPU
+        # (register allocation, contraction): equal up to rounding there, bit for bit under the interpreter
+        finite = bool(torch.isfinite(o).all() and torch.isfinite(h).all())
+        err = max(rrmse(o_ref, o), rrmse(h_ref, h)) if finite else float("inf")
+        rows["fp16_guard_positive_g_takes_newton_path"] = [err, 0.0, 1e-3 if device != "cpu" else 0.0]
         launch.INTRA_V3_FP16_FALLBACK = 1
         o1, h1 = call()
         rows["fp16_guard_bf16_fallback_finite"] = [0.0 if bool(torch.isfinite(o1).all() and torch.isfinite(h1).all())
