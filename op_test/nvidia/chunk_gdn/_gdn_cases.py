@@ -618,8 +618,10 @@ def ut_inverse_accuracy(launch, T=128, K=128):
     case for low-precision inverses), for intra v3 with and without its Newton step, and with fp16 merges
     (``INTRA_V3_INV_FP16``, no Newton step). Returns result rows ``[err, 0, bound]``: v3 must reach 1.25x the error
     of rounding the exact inverse to bf16; the bf16 merges alone must NOT (a row asserting the check
-    discriminates); the fp16 merges must reach 3x (float64 emulation: 1.55x at beta <= 1, 2.7x at beta <= 2) and
-    be at least 3x more accurate than the bf16 merges alone."""
+    discriminates); the fp16 merges must reach 3x and be at least 3x more accurate than the bf16 merges alone.
+    (These seeds give 1.49x and 2.50x for fp16. Over 300 emulated tiles of the same two kinds: median 1.55x / 2.67x,
+    worst 1.72x / 3.17x; 2.7% of the beta <= 2 tiles exceed 3x. A different seed could cross 3x, which would be a
+    finding about the inputs, not a reason to widen the bound.)"""
     import torch
     captured = {}
     orig = launch._launch_all

@@ -325,7 +325,9 @@ def main(argv=None):
                                  wy=L.USE_WY, intra_impl=L.INTRA_IMPL, state_impl=L.STATE_IMPL,
                                  intra_v2_prec=L.INTRA_V2_PREC, intra_v3_newton=L.INTRA_V3_NEWTON,
                                  state_prefetch=L.STATE_PREFETCH,
-                                 state_v2_few=L._STATE_V2_FEW_CFG,
+                                 state_v2_few=L._STATE_V2_FEW_CFG, state_auto_gl_ws=L.STATE_AUTO_GL_WS,
+                                 gl_ws_out_regs=L.GL_WS_OUT_REGS, intra_v3_inv_fp16=L.INTRA_V3_INV_FP16,
+                                 intra_v3_fp16_fallback=L.INTRA_V3_FP16_FALLBACK,
                                  split=dict(on=L.SPLIT_STATE_PASS, min_t=L.SPLIT_MIN_T, pieces=L.SPLIT_PIECES,
                                             side_priority=L.SPLIT_SIDE_PRIORITY)))
     cases = [c for c in CASES if not a.cases or c[0] in a.cases.split(",")]
