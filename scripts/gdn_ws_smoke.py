@@ -4,9 +4,9 @@ lost mbarrier hand-off hangs."""
 
 import time
 
+import _gdn_cases as C
 import torch
 
-import _gdn_cases as C
 from atrex_nvidia.chunk_gdn.sm90 import launch as L
 
 

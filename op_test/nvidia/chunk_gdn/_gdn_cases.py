@@ -450,6 +450,7 @@ def test_gluon_ws_rings_and_empty_sequences(case_id, kw, stages, monkeypatch):
     a wrong chunk."""
     pytest.importorskip("triton.experimental.gluon")
     import torch as _torch
+
     from atrex_nvidia.chunk_gdn.sm90 import launch
     monkeypatch.setattr(launch, "STATE_CFG_OVERRIDE", (32, 4, stages))
     ran, orig = [], launch._launch

@@ -434,12 +434,12 @@ def _ws_chain(k_s, a_s, v_s, sb_s, x_s, u_s, ud_s, ready, empty, su_ready, su_em
     ROW: gl.constexpr = gl.SliceLayout(1, MMA)
     dt: gl.constexpr = sb_s.dtype
     zero = gl.zeros([64, BV], gl.float32, MMA)
-    bt, be, eg, dk, egl = _row_factors(f_base, plane, 0, L, ROW)
+    bt, be, _eg, dk, egl = _row_factors(f_base, plane, 0, L, ROW)  # (e^gamma: the output partition's)
     for c in range(NT):
         l0 = c * 64
         slot = c % STAGES
         b = c % 2
-        bt_n, be_n, eg_n, dk_n, egl_n = _row_factors(f_base, plane, l0 + 64, L, ROW)
+        bt_n, be_n, _eg_n, dk_n, egl_n = _row_factors(f_base, plane, l0 + 64, L, ROW)
         sb = sb_s.index(b)
         mbarrier.wait(su_empty.index(b), ((c // 2) & 1) ^ 1)  # the output partition is done with chunk c - 2
         sb.store(S.to(dt))
@@ -465,7 +465,7 @@ def _ws_chain(k_s, a_s, v_s, sb_s, x_s, u_s, ud_s, ready, empty, su_ready, su_em
         mbarrier.arrive(su_ready.index(b), count=1)
         st = warpgroup_mma(kb.permute((1, 0)), ud_s, S * egl, is_async=True)
         S = warpgroup_mma_wait(0, deps=[st])
-        bt, be, eg, dk, egl = bt_n, be_n, eg_n, dk_n, egl_n
+        bt, be, dk, egl = bt_n, be_n, dk_n, egl_n
     return (S,)  # a tuple: Triton 3.6 flattens the default partition's result as a sequence
 
 

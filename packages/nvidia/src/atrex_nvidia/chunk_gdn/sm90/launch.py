@@ -161,7 +161,7 @@ def _gluon_ws_supported():
         from triton.experimental.gluon import language as gl
         from triton.experimental.gluon.language.nvidia import hopper  # noqa: F401
         major, minor = (int(x) for x in triton.__version__.split(".")[:2])
-    except Exception:  # noqa: BLE001 - any import or version-format problem: the Triton tma kernel is used
+    except Exception:  # any import or version-format problem: the Triton tma kernel is used
         return False
     return (major, minor) >= (3, 6) and hasattr(gl, "warp_specialize")
 
