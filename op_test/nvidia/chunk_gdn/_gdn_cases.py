@@ -278,8 +278,6 @@ VARIANT_HOOKS = {  # launcher variants measured by bench_gdn's sweep besides the
     "state_tma": dict(STATE_IMPL="tma"),
     "state_tma_host_desc": dict(STATE_IMPL="tma", TMA_DEVICE_DESC=False),
     "state_tma_persistent": dict(STATE_IMPL="tma", STATE_TMA_PERSISTENT=True),
-    "state_gluon": dict(STATE_IMPL="gl"),
-    "state_gluon_tma": dict(STATE_IMPL="gl_tma"),
     "state_gluon_ws": dict(STATE_IMPL="gl_ws"),
     "split_state_pass": dict(SPLIT_STATE_PASS=True, SPLIT_MIN_T=128, SPLIT_PIECES=2),
     "split_state_pass_p3": dict(SPLIT_STATE_PASS=True, SPLIT_MIN_T=128, SPLIT_PIECES=3),
@@ -407,11 +405,11 @@ GLUON_CASES = [(cid, kw) for cid, kw in GPU_CASES
 ]
 
 
-@pytest.mark.parametrize("impl", ["gl", "gl_tma", "gl_ws"])
+@pytest.mark.parametrize("impl", ["gl_ws"])
 @pytest.mark.parametrize("case_id,kw", GLUON_CASES, ids=[c[0] for c in GLUON_CASES])
 def test_gluon_state_kernel(case_id, kw, impl, monkeypatch):
-    """STATE_IMPL "gl" / "gl_tma" / "gl_ws": the Gluon state kernels (rounds 7 and 9; asynchronous wgmma pairs;
-    cp.async or TMA operands; gl_ws: chain, output and loader warp partitions) against the float64 recurrence, on cases where they apply (BK 64 / 128, BV 32 / 64: GVA, initial states
+    """STATE_IMPL "gl_ws": the warp-specialised Gluon state kernel (round 9; chain, output and TMA-loader partitions)
+    against the float64 recurrence, on cases where they apply (BK 64 / 128, BV 32 / 64: GVA, initial states
     in both layouts and dtypes, varlen with sequences of 1 and 65 tokens, no L2 norm, strong decay), and the call
     launched the kernel."""
     pytest.importorskip("triton.experimental.gluon")
@@ -426,8 +424,7 @@ def test_gluon_state_kernel(case_id, kw, impl, monkeypatch):
     monkeypatch.setattr(launch, "_launch", spy)
     eo, eh, bound = run_case(fwd(), case_id, kw, "cuda")
     assert eo <= bound and eh <= bound, (case_id, eo, eh, bound)
-    assert {"gl": "atrex_sm90_gdn_state_output_gl", "gl_tma": "atrex_sm90_gdn_state_output_gl_tma",
-            "gl_ws": "atrex_sm90_gdn_state_output_gl_ws"}[impl] in ran, ran
+    assert {"gl_ws": "atrex_sm90_gdn_state_output_gl_ws"}[impl] in ran, ran
 
 
 WS_CASES = [

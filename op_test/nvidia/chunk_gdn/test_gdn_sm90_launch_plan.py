@@ -232,23 +232,20 @@ def test_t1_calls_take_the_state_kernels_compiled_without_t_specialisation(plan_
         assert kern.__name__ == "atrex_sm90_gdn_state_output_tma"  # (the T = 2 call; B*T >= 64 allows TMA)
 
 
-@pytest.mark.parametrize("impl,want", [("gl", "atrex_sm90_gdn_state_output_gl"),
-                                       ("gl_tma", "atrex_sm90_gdn_state_output_gl_tma"),
-                                       ("gl_ws", GL_WS)])
-def test_gluon_state_kernels_where_they_apply_and_v2_elsewhere(plan, monkeypatch, impl, want):
-    """The Gluon state kernels (forced here; gl_ws is also "auto"'s few-program choice) are planned for K = 128 on an
-    sm90 target, with gl_tma and gl_ws taking the tma launch's arguments and in-kernel descriptors. Outside their
-    domain they fall back: K = 32 (BK outside {64, 128}) to v2 / the Triton tma kernel, gl_tma and gl_ws at T = 1
-    (B*T < 64: no TMA) to v2."""
+def test_gluon_ws_state_kernel_where_it_applies_and_fallbacks_elsewhere(plan, monkeypatch):
+    """STATE_IMPL "gl_ws" (also "auto"'s few-program choice) is planned for K = 128 on an sm90 target with the tma
+    launch's arguments and in-kernel descriptors, 3 load slots at the few-program configuration, 2 at the
+    many-program one. Outside its domain it falls back: K = 32 (BK outside {64, 128}) to the Triton tma kernel (as
+    STATE_IMPL "tma" would run), T = 1 (B*T < 64: no TMA) to v2, BV 16 to the tma kernel."""
     pytest.importorskip("triton.experimental.gluon")
-    monkeypatch.setattr(L, "STATE_IMPL", impl)
+    monkeypatch.setattr(L, "STATE_IMPL", "gl_ws")
     name, grid, args, meta = plan(T=256, H=16, HV=32)["launches"][-1]
-    assert name == want and meta["num_warps"] == 4
-    if impl in ("gl_tma", "gl_ws"):
-        assert meta["DEVICE_DESC"] is True and meta["STAGES"] == 3 and "num_stages" not in meta
-        assert ("OUT_REGS" in meta) == (impl == "gl_ws")
-    # K = 32: gl falls back to v2, gl_tma to the Triton tma kernel (as STATE_IMPL "tma" would run)
-    assert state_kernel(plan(T=256, K=32)) == ("atrex_sm90_gdn_state_output_v2" if impl == "gl"
-                                               else "atrex_sm90_gdn_state_output_tma")
-    # T = 1: gl needs no TMA and runs (never compiled with T constant: do_not_specialize); gl_tma falls back to v2
-    assert state_kernel(plan(T=1, H=16, HV=32)) == (want if impl == "gl" else "atrex_sm90_gdn_state_output_v2")
+    assert name == GL_WS and meta["num_warps"] == 4 and meta["OUT_REGS"] == L.GL_WS_OUT_REGS
+    assert meta["DEVICE_DESC"] is True and meta["STAGES"] == 3 and "num_stages" not in meta
+    cu = [64 * 4 * i for i in range(17)]  # many programs: forced gl_ws runs 2 slots
+    name, grid, args, meta = plan(T=cu[-1], H=32, HV=32, cu_seqlens=cu)["launches"][-1]
+    assert name == GL_WS and meta["STAGES"] == 2
+    assert state_kernel(plan(T=256, K=32)) == TMA
+    assert state_kernel(plan(T=1, H=16, HV=32)) == "atrex_sm90_gdn_state_output_v2"
+    monkeypatch.setattr(L, "STATE_CFG_OVERRIDE", (16, 4, 2))
+    assert state_kernel(plan(T=256, H=16, HV=32)) == TMA

@@ -205,11 +205,6 @@ VARIANTS = [
     # round 6: the persistent tma kernel (descriptors once per CTA; meant for many programs, e.g. varlen)
     ("tma_p", dict(state_impl="tma", persistent=True)),
     ("tma_p_s3", dict(state_impl="tma", persistent=True, state=(32, 4, 3))),
-    # round 7: the Gluon state kernel (asynchronous wgmma pairs, cp.async ring)
-    ("gl", dict(state_impl="gl")),
-    ("gl_64", dict(state_impl="gl", state=(64, 4, 2))),
-    ("gl_tma", dict(state_impl="gl_tma")),  # TMA operands, ring of max(2, stages) slots (3 where tma uses 3)
-    ("gl_tma_s2", dict(state_impl="gl_tma", state=(32, 4, 2))),
     # round 9: warp-specialised Gluon state pass (chain / output / TMA-loader partitions)
     ("gl_ws", dict(state_impl="gl_ws")),
     ("gl_ws_s2", dict(state_impl="gl_ws", state=(32, 4, 2))),

@@ -1,25 +1,24 @@
-"""Gluon state/output kernel of ATREX's SM90 chunked Gated-DeltaNet (round 7, experimental, not the default).
+"""Gluon state/output kernel of ATREX's SM90 chunked Gated-DeltaNet (``STATE_IMPL`` "gl_ws"; "auto"'s choice where the
+state pass has few programs and TMA applies, since round 9).
 
-Same math, arguments and grid as ``kernels.atrex_sm90_gdn_state_output_v2``: one program per (V-block, sequence x
+Same math, arguments and grid as ``kernels.atrex_sm90_gdn_state_output_tma``: one program per (V-block, sequence x
 value head) carries its fp32 state block ``S [BK, BV]`` across the chunks of its sequence. Per chunk, with the
 per-row factors beta, beta e^gamma, e^gamma, e^(gamma_last - gamma) from the intra kernel:
 
     X  = beta V - (beta e^gamma) (K S)          U = A X
     O  = scale (e^gamma (Q S) + Aqk U)          S = e^gamma_last S + K^T (U e^(gamma_last - gamma))
 
-Triton's ``tl.dot`` waits for every wgmma before the next instruction, so v2 runs five dependent waits per chunk.
-Here the wgmmas are asynchronous (``warpgroup_mma(is_async=True)``) and each wait covers a pair:
-K S and Q S are issued together (Q S is not on the chain), then U = A X, then Aqk U and the state update together:
-three waits per chunk instead of five. The chunk's k, q, A, Aqk and v tiles arrive by ``cp.async`` into a
-two-slot shared-memory ring, one chunk ahead; the small per-row factors are loaded one chunk ahead into registers.
+Only ``K S``, ``U = A X`` and the state update are a dependent chain; ``Q S``, ``Aqk U`` and the output epilogue are
+not. The kernel gives them to different warps (the partition comment below). Two earlier Gluon kernels of the same
+math, one warp group issuing everything with asynchronous wgmma pairs (round 7 "gl": cp.async ring; round 8 "gl_tma":
+TMA ring), were correct but slower than the Triton tma kernel and were removed in round 9 (BENCH_H200.md).
 
 Gluon has no interpreter: this kernel is checked by compiling it for sm90 on a CPU (op_test/nvidia/
-test_triton_sm90_compile.py) and by the GPU target cases (variant ``state_gluon``).
+test_triton_sm90_compile.py) and by the GPU target cases.
 """
 
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
-from triton.experimental.gluon.language.nvidia.ampere import async_copy as cp
 from triton.experimental.gluon.language.nvidia.hopper import (
     fence_async_shared,
     mbarrier,
@@ -28,43 +27,11 @@ from triton.experimental.gluon.language.nvidia.hopper import (
     warpgroup_mma_wait,
 )
 
-# cp.async global -> shared: ``async_copy_global_to_shared`` in Triton 3.6 (the H200 host), renamed ``async_load``
-# (same leading arguments: smem, pointer, mask) by 3.9, which keeps the old name only to raise
-_cp_async = getattr(cp, "async_load", None) or cp.async_copy_global_to_shared
-# CTA-wide barrier: ``thread_barrier`` in 3.6, ``barrier`` in 3.9
+# CTA-wide barrier (inside a warp partition: that partition's warps): ``thread_barrier`` in 3.6, ``barrier`` in 3.9
 _cta_barrier = getattr(gl, "thread_barrier", None) or gl.barrier
-# TMA global -> shared (descriptor, coordinates, mbarrier, destination, pred): renamed like cp.async
+# TMA global -> shared (descriptor, coordinates, mbarrier, destination): ``async_copy_global_to_shared`` in Triton 3.6,
+# renamed ``async_load`` by 3.9, which keeps the old name as an alias
 _tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared
-
-
-@gluon.jit
-def _issue_chunk(k_s, q_s, a_s, aq_s, v_s, slot, k_base, q_base, v_base, a_base, aq_base, bos, tg0, l0, L,
-                 s_kt, s_qt, s_vt, K, V, offs_vc,
-                 BK: gl.constexpr, BV: gl.constexpr, LK: gl.constexpr, LV: gl.constexpr):
-    """cp.async of chunk rows [l0, l0 + 64) of the sequence (rows at or past L are zero-filled) into ring ``slot``."""
-    rk = gl.arange(0, 64, layout=gl.SliceLayout(1, LK))
-    ck = gl.arange(0, BK, layout=gl.SliceLayout(0, LK))
-    c64 = gl.arange(0, 64, layout=gl.SliceLayout(0, LK))
-    mr = (l0 + rk) < L
-    rows = (bos + l0 + rk).to(gl.int64)
-    rg = (tg0 + l0 + rk).to(gl.int64)
-    mk = gl.expand_dims(mr, 1) & gl.expand_dims(ck < K, 0)
-    _cp_async(k_s.index(slot), k_base + gl.expand_dims(rows * s_kt, 1) + gl.expand_dims(ck, 0),
-                                   mask=mk)
-    _cp_async(q_s.index(slot), q_base + gl.expand_dims(rows * s_qt, 1) + gl.expand_dims(ck, 0),
-                                   mask=mk)
-    ma = gl.expand_dims(mr, 1) & gl.expand_dims(c64 < 64, 0)
-    _cp_async(a_s.index(slot), a_base + gl.expand_dims(rg * 64, 1) + gl.expand_dims(c64, 0),
-                                   mask=ma)
-    _cp_async(aq_s.index(slot), aq_base + gl.expand_dims(rg * 64, 1) + gl.expand_dims(c64, 0),
-                                   mask=ma)
-    rv = gl.arange(0, 64, layout=gl.SliceLayout(1, LV))
-    cv = gl.arange(0, BV, layout=gl.SliceLayout(0, LV))
-    rows_v = (bos + l0 + rv).to(gl.int64)
-    mv = gl.expand_dims((l0 + rv) < L, 1) & gl.expand_dims((offs_vc + cv) < V, 0)
-    _cp_async(v_s.index(slot), v_base + gl.expand_dims(rows_v * s_vt, 1)
-                                   + gl.expand_dims(offs_vc + cv, 0), mask=mv)
-    cp.commit_group()
 
 
 @gluon.jit
@@ -118,37 +85,6 @@ def _initial_state(h0, n64, hv, s_h0n, s_h0h, s_h0k, s_h0v, rs, cs, ms, BK: gl.c
 
 
 @gluon.jit
-def _chunk_step(kb, qb, ab, aqb, vb, sb_s, x_s, u_s, ud_s, S, zero, bt, be, eg, dk, egl, p_o, mo, scale,
-                MMA: gl.constexpr):
-    """One chunk of the state pass on the chunk's tiles in shared memory (k, q, A, Aqk, v): stores its output rows
-    through ``p_o`` (mask ``mo``) and returns the new state. Three wgmma waits: (K S, Q S), U = A X,
-    (Aqk U, K^T U')."""
-    dt: gl.constexpr = sb_s.dtype
-    sb_s.store(S.to(dt))
-    fence_async_shared()
-    _cta_barrier()
-    ks = warpgroup_mma(kb, sb_s, zero, use_acc=False, is_async=True)
-    qs = warpgroup_mma(qb, sb_s, zero, use_acc=False, is_async=True)
-    vt = vb.load(MMA).to(gl.float32)
-    ks = warpgroup_mma_wait(1, deps=[ks])
-    X = gl.expand_dims(bt, 1) * vt - gl.expand_dims(be, 1) * ks
-    x_s.store(X.to(dt))
-    fence_async_shared()
-    _cta_barrier()
-    u = warpgroup_mma(ab, x_s, zero, use_acc=False, is_async=True)
-    qs, u = warpgroup_mma_wait(0, deps=[qs, u])
-    u_s.store(u.to(dt))
-    ud_s.store((u * gl.expand_dims(dk, 1)).to(dt))
-    fence_async_shared()
-    _cta_barrier()
-    ot = warpgroup_mma(aqb, u_s, qs * gl.expand_dims(eg, 1), is_async=True)
-    st = warpgroup_mma(kb.permute((1, 0)), ud_s, S * egl, is_async=True)
-    ot, S = warpgroup_mma_wait(0, deps=[ot, st])
-    gl.store(p_o, (ot * scale).to(p_o.dtype.element_ty), mask=mo)
-    return S
-
-
-@gluon.jit
 def _store_state(ht, S, n64, hv, HV, K, V, rs, cs, ms, STATE_V_FIRST: gl.constexpr):
     """Final fp32 state block into ``ht`` ``[N, HV, K, V]`` (``[N, HV, V, K]`` if ``STATE_V_FIRST``)."""
     if STATE_V_FIRST:
@@ -158,199 +94,9 @@ def _store_state(ht, S, n64, hv, HV, K, V, rs, cs, ms, STATE_V_FIRST: gl.constex
     gl.store(p_ht, S, mask=ms)
 
 
-@gluon.jit(do_not_specialize=["T", "TOTAL_T"])
-def atrex_sm90_gdn_state_output_gl(
-    q, k, v, fac, A, Aqk, h0, o, ht, cu, scale,
-    T, HV, K, V,
-    s_qb, s_qt, s_qh, s_kb, s_kt, s_kh, s_vb, s_vt, s_vh, s_ob, s_ot, s_oh,
-    s_h0n, s_h0h, s_h0k, s_h0v,
-    TOTAL_T,
-    IS_VARLEN: gl.constexpr, G: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr,
-    USE_H0: gl.constexpr, STORE_HT: gl.constexpr, STATE_V_FIRST: gl.constexpr,
-):
-    """State/output pass with asynchronous wgmma pairs (module docstring). 4 warps (one warpgroup); BK in
-    {64, 128}, BV in {32, 64}; T and TOTAL_T are never compile-time constants (see kernels.NO_T1_SPECIALISATION)."""
-    MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BV, 16])
-    ROW: gl.constexpr = gl.SliceLayout(1, MMA)
-    COL: gl.constexpr = gl.SliceLayout(0, MMA)
-    LK: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])
-    LV: gl.constexpr = gl.BlockedLayout([1, 8], [32 // (BV // 8), BV // 8], [4, 1], [1, 0])
-    SH_K: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, BK], gl.bfloat16)
-    SH_A: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, 64], gl.bfloat16)
-    SH_V: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, BV], gl.bfloat16)
-    SH_S: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BK, BV], gl.bfloat16)
-    dt: gl.constexpr = q.dtype.element_ty
-
-    i_v = gl.program_id(0)
-    n, hv, h, bos, b_idx, tg0, L = _sequence(cu, T, HV, G, IS_VARLEN)
-    NT = gl.cdiv(L, 64)
-    n64 = n.to(gl.int64)
-    bi64 = b_idx.to(gl.int64)
-    offs_vc = i_v * BV
-
-    q_base = q + bi64 * s_qb + h * s_qh
-    k_base = k + bi64 * s_kb + h * s_kh
-    v_base = v + bi64 * s_vb + hv * s_vh
-    o_base = o + bi64 * s_ob + hv * s_oh
-    a_base = A + hv.to(gl.int64) * TOTAL_T * 64
-    aq_base = Aqk + hv.to(gl.int64) * TOTAL_T * 64
-    plane = (hv * 0 + HV).to(gl.int64) * TOTAL_T
-    f_base = fac + hv.to(gl.int64) * TOTAL_T + tg0.to(gl.int64)
-
-    # state block [BK, BV] (fp32, wgmma accumulator layout)
-    rs = gl.arange(0, BK, layout=ROW)
-    cs = offs_vc + gl.arange(0, BV, layout=COL)
-    ms = gl.expand_dims(rs < K, 1) & gl.expand_dims(cs < V, 0)
-    S = _initial_state(h0, n64, hv, s_h0n, s_h0h, s_h0k, s_h0v, rs, cs, ms, BK, BV, USE_H0, MMA)
-    zero = gl.zeros([64, BV], gl.float32, MMA)
-
-    k_s = gl.allocate_shared_memory(dt, [2, 64, BK], SH_K)
-    q_s = gl.allocate_shared_memory(dt, [2, 64, BK], SH_K)
-    a_s = gl.allocate_shared_memory(dt, [2, 64, 64], SH_A)
-    aq_s = gl.allocate_shared_memory(dt, [2, 64, 64], SH_A)
-    v_s = gl.allocate_shared_memory(dt, [2, 64, BV], SH_V)
-    sb_s = gl.allocate_shared_memory(dt, [BK, BV], SH_S)
-    x_s = gl.allocate_shared_memory(dt, [64, BV], SH_V)
-    u_s = gl.allocate_shared_memory(dt, [64, BV], SH_V)
-    ud_s = gl.allocate_shared_memory(dt, [64, BV], SH_V)
-
-    _issue_chunk(k_s, q_s, a_s, aq_s, v_s, 0, k_base, q_base, v_base, a_base, aq_base, bos, tg0, 0, L,
-                 s_kt, s_qt, s_vt, K, V, offs_vc, BK, BV, LK, LV)
-    bt, be, eg, dk, egl = _row_factors(f_base, plane, 0, L, ROW)
-    ro = gl.arange(0, 64, layout=ROW)
-    for c in range(NT):
-        l0 = c * 64
-        slot = c % 2
-        # every warp is done with the other slot (chunk c - 1) before it is refilled with chunk c + 1
-        _cta_barrier()
-        _issue_chunk(k_s, q_s, a_s, aq_s, v_s, 1 - slot, k_base, q_base, v_base, a_base, aq_base, bos, tg0,
-                     l0 + 64, L, s_kt, s_qt, s_vt, K, V, offs_vc, BK, BV, LK, LV)
-        bt_n, be_n, eg_n, dk_n, egl_n = _row_factors(f_base, plane, l0 + 64, L, ROW)
-        cp.wait_group(1)  # this thread's copies of chunk c have landed; the barrier below makes them everyone's
-        mo = gl.expand_dims((l0 + ro) < L, 1) & gl.expand_dims(cs < V, 0)
-        p_o = o_base + gl.expand_dims((bos + l0 + ro).to(gl.int64) * s_ot, 1) + gl.expand_dims(cs, 0)
-        S = _chunk_step(k_s.index(slot), q_s.index(slot), a_s.index(slot), aq_s.index(slot), v_s.index(slot), sb_s,
-                        x_s, u_s, ud_s, S, zero, bt, be, eg, dk, egl, p_o, mo, scale, MMA)
-        bt, be, eg, dk, egl = bt_n, be_n, eg_n, dk_n, egl_n
-    cp.wait_group(0)
-
-    if STORE_HT:
-        _store_state(ht, S, n64, hv, HV, K, V, rs, cs, ms, STATE_V_FIRST)
-
-
-@gluon.jit
-def _tma_issue(kd, qd, vd, ad, aqd, k_s, q_s, a_s, aq_s, v_s, bars, c, NT, row, arow, qcol, vcol,
-               BK: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr):
-    """TMA loads of chunk ``c``'s five tiles into ring slot ``c % STAGES``, signalled on that slot's mbarrier;
-    nothing is issued for c >= NT."""
-    slot = c % STAGES
-    ok = c < NT
-    bar = bars.index(slot)
-    mbarrier.expect(bar, (2 * 64 * BK + 2 * 64 * 64 + 64 * BV) * 2, pred=ok)
-    l0 = c * 64
-    _tma_load(kd, [row + l0, qcol], bar, k_s.index(slot), pred=ok)
-    _tma_load(qd, [row + l0, qcol], bar, q_s.index(slot), pred=ok)
-    _tma_load(ad, [arow + l0, 0], bar, a_s.index(slot), pred=ok)
-    _tma_load(aqd, [arow + l0, 0], bar, aq_s.index(slot), pred=ok)
-    _tma_load(vd, [row + l0, vcol], bar, v_s.index(slot), pred=ok)
-
-
-@gluon.jit(do_not_specialize=["T", "TOTAL_T"])
-def atrex_sm90_gdn_state_output_gl_tma(
-    qd, kd, vd, ad, aqd, fac, h0, o, ht, cu, scale,
-    T, HV, K, V,
-    s_ob, s_ot, s_oh,
-    s_h0n, s_h0h, s_h0k, s_h0v,
-    TOTAL_T, ROWS, QW, VW, s_qr, s_kr, s_vr, N_NH,
-    IS_VARLEN: gl.constexpr, G: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr,
-    USE_H0: gl.constexpr, STORE_HT: gl.constexpr, STATE_V_FIRST: gl.constexpr, DEVICE_DESC: gl.constexpr,
-    PERSISTENT: gl.constexpr, STAGES: gl.constexpr,
-):
-    """``atrex_sm90_gdn_state_output_gl`` with the five tiles of a chunk loaded by TMA (descriptors built in the
-    kernel, as ``kernels.atrex_sm90_gdn_state_output_tma`` builds them, from the same arguments) into a ring of
-    ``STAGES`` slots with one mbarrier each, ``STAGES - 1`` chunks ahead. Rows of a chunk past the sequence end hold
-    the next sequence's (finite) rows, as in the Triton tma kernel: the masked row factors (0) remove them from the
-    state and the output store skips them. K == BK (a power of two: 64 or 128), BV in {32, 64}; DEVICE_DESC must be
-    True and PERSISTENT False (the launcher's tma arguments are reused)."""
-    MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BV, 16])
-    ROW: gl.constexpr = gl.SliceLayout(1, MMA)
-    COL: gl.constexpr = gl.SliceLayout(0, MMA)
-    SH_K: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, BK], gl.bfloat16)
-    SH_A: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, 64], gl.bfloat16)
-    SH_V: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, BV], gl.bfloat16)
-    SH_S: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BK, BV], gl.bfloat16)
-    dt: gl.constexpr = o.dtype.element_ty
-    gl.static_assert(DEVICE_DESC and not PERSISTENT)
-
-    kdesc = tma.make_tensor_descriptor(kd, [ROWS, QW], [s_kr, 1], [64, BK], SH_K)
-    qdesc = tma.make_tensor_descriptor(qd, [ROWS, QW], [s_qr, 1], [64, BK], SH_K)
-    vdesc = tma.make_tensor_descriptor(vd, [ROWS, VW], [s_vr, 1], [64, BV], SH_V)
-    adesc = tma.make_tensor_descriptor(ad, [HV * TOTAL_T, 64], [64, 1], [64, 64], SH_A)
-    aqdesc = tma.make_tensor_descriptor(aqd, [HV * TOTAL_T, 64], [64, 1], [64, 64], SH_A)
-
-    i_v = gl.program_id(0)
-    n, hv, h, bos, b_idx, tg0, L = _sequence(cu, T, HV, G, IS_VARLEN)
-    NT = gl.cdiv(L, 64)
-    n64 = n.to(gl.int64)
-    offs_vc = i_v * BV
-    row = tg0                       # first row of the sequence in the [B*T, *] views
-    arow = hv * TOTAL_T + tg0       # ... and in the [HV*B*T, 64] workspaces
-    qcol = h * K
-    vcol = hv * V + offs_vc
-    o_base = o + b_idx.to(gl.int64) * s_ob + hv * s_oh
-    plane = (hv * 0 + HV).to(gl.int64) * TOTAL_T
-    f_base = fac + hv.to(gl.int64) * TOTAL_T + tg0.to(gl.int64)
-
-    rs = gl.arange(0, BK, layout=ROW)
-    cs = offs_vc + gl.arange(0, BV, layout=COL)
-    ms = gl.expand_dims(rs < K, 1) & gl.expand_dims(cs < V, 0)
-    S = _initial_state(h0, n64, hv, s_h0n, s_h0h, s_h0k, s_h0v, rs, cs, ms, BK, BV, USE_H0, MMA)
-    zero = gl.zeros([64, BV], gl.float32, MMA)
-
-    k_s = gl.allocate_shared_memory(dt, [STAGES, 64, BK], SH_K)
-    q_s = gl.allocate_shared_memory(dt, [STAGES, 64, BK], SH_K)
-    a_s = gl.allocate_shared_memory(dt, [STAGES, 64, 64], SH_A)
-    aq_s = gl.allocate_shared_memory(dt, [STAGES, 64, 64], SH_A)
-    v_s = gl.allocate_shared_memory(dt, [STAGES, 64, BV], SH_V)
-    sb_s = gl.allocate_shared_memory(dt, [BK, BV], SH_S)
-    x_s = gl.allocate_shared_memory(dt, [64, BV], SH_V)
-    u_s = gl.allocate_shared_memory(dt, [64, BV], SH_V)
-    ud_s = gl.allocate_shared_memory(dt, [64, BV], SH_V)
-    bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(STAGES):
-        mbarrier.init(bars.index(i), count=1)
-    fence_async_shared()  # the initialised barriers, visible to the TMA unit and to every warp
-    _cta_barrier()
-    for i in gl.static_range(STAGES - 1):
-        _tma_issue(kdesc, qdesc, vdesc, adesc, aqdesc, k_s, q_s, a_s, aq_s, v_s, bars, i, NT, row, arow, qcol,
-                   vcol, BK, BV, STAGES)
-
-    bt, be, eg, dk, egl = _row_factors(f_base, plane, 0, L, ROW)
-    ro = gl.arange(0, 64, layout=ROW)
-    for c in range(NT):
-        l0 = c * 64
-        slot = c % STAGES
-        # every warp is done with the slot of chunk c - 1 before it is refilled with chunk c + STAGES - 1
-        _cta_barrier()
-        _tma_issue(kdesc, qdesc, vdesc, adesc, aqdesc, k_s, q_s, a_s, aq_s, v_s, bars, c + STAGES - 1, NT, row,
-                   arow, qcol, vcol, BK, BV, STAGES)
-        bt_n, be_n, eg_n, dk_n, egl_n = _row_factors(f_base, plane, l0 + 64, L, ROW)
-        mbarrier.wait(bars.index(slot), (c // STAGES) & 1)
-        mo = gl.expand_dims((l0 + ro) < L, 1) & gl.expand_dims(cs < V, 0)
-        p_o = o_base + gl.expand_dims((bos + l0 + ro).to(gl.int64) * s_ot, 1) + gl.expand_dims(cs, 0)
-        S = _chunk_step(k_s.index(slot), q_s.index(slot), a_s.index(slot), aq_s.index(slot), v_s.index(slot), sb_s,
-                        x_s, u_s, ud_s, S, zero, bt, be, eg, dk, egl, p_o, mo, scale, MMA)
-        bt, be, eg, dk, egl = bt_n, be_n, eg_n, dk_n, egl_n
-    for i in gl.static_range(STAGES):
-        mbarrier.invalidate(bars.index(i))
-
-    if STORE_HT:
-        _store_state(ht, S, n64, hv, HV, K, V, rs, cs, ms, STATE_V_FIRST)
-
-
 # ---------------------------------------------------------------------------------------------------------------
-# Warp-specialised state pass (round 9, STATE_IMPL "gl_ws"). Round 8 (ncu) had the gl_tma step latency-bound with one
-# warp per scheduler issuing everything: the dependent chain K S -> U = A X -> S update, and beside it the two
+# Warp-specialised state pass (round 9, STATE_IMPL "gl_ws"). Round 8 (ncu) had a one-warp-group Gluon step latency-bound
+# with one warp per scheduler issuing everything: the dependent chain K S -> U = A X -> S update, and beside it the two
 # off-chain dots (Q S, Aqk U) and the output epilogue. Here three partitions of one CTA split that work:
 #   chain (default, 4 warps):  S (fp32, registers); per chunk: S -> bf16 buffer b, K S, X, U = A X -> U buffer b,
 #                              S = e^gamma_last S + K^T (dk U). Hands (S_c, U_c) to the output partition.
@@ -480,9 +226,12 @@ def atrex_sm90_gdn_state_output_gl_ws(
     USE_H0: gl.constexpr, STORE_HT: gl.constexpr, STATE_V_FIRST: gl.constexpr, DEVICE_DESC: gl.constexpr,
     PERSISTENT: gl.constexpr, STAGES: gl.constexpr, OUT_REGS: gl.constexpr,
 ):
-    """``atrex_sm90_gdn_state_output_gl_tma``'s math, arguments and grid with the work of a program split over three
-    warp partitions (the block comment above): the 4 chain warps issue only the recurrence, the output dots and
-    epilogue run on 4 other warps, the TMA loads on a fifth. num_warps must be 4 (the chain partition)."""
+    """The Triton tma kernel's math, arguments and grid (descriptors built in the kernel: DEVICE_DESC True, PERSISTENT
+    False), with the work of a program split over three warp partitions (the block comment above): the 4 chain warps
+    issue only the recurrence, the output dots and epilogue run on 4 other warps, the TMA loads on a ninth. Rows of a
+    chunk past the sequence end hold the next sequence's (finite) rows, as in the tma kernel: the masked row factors
+    (0) remove them from the state and the output store skips them. K == BK (64 or 128), BV in {32, 64}; num_warps
+    must be 4 (the chain partition); STAGES load slots; OUT_REGS registers per output-partition thread."""
     MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BV, 16])
     ROW: gl.constexpr = gl.SliceLayout(1, MMA)
     COL: gl.constexpr = gl.SliceLayout(0, MMA)

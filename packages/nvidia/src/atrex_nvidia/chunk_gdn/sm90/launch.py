@@ -106,19 +106,13 @@ STATE_IMPL = "auto"
 #   the same as v2 (0.411 with 3 stages); T=8192/16/32 0.197 vs 0.194 ms. So the descriptor set-up was not what cost tma
 #   the varlen case. Off; forced through bench_gdn's variants.
 STATE_TMA_PERSISTENT = False
-# STATE_IMPL "gl" (round 7, experimental): ``kernels_gluon.atrex_sm90_gdn_state_output_gl``, v2's math and arguments
-#   written in Gluon with asynchronous wgmma pairs (three waits per chunk step instead of five) and a cp.async ring;
-#   for BK in {64, 128}, BV in {32, 64}, 4 warps, sm90 only; otherwise that call runs v2. Measured in round 7 (H200):
-#   correct, but slower. T=8192/16/32 state 0.237 ms against 0.194 (tma) and 0.210 (v2); varlen 16x1024 0.500 against
-#   0.340 (one CTA per SM at 124 KB). Off.
-# STATE_IMPL "gl_tma" (round 7): the same Gluon step with the tma kernel's arguments and in-kernel TMA descriptors, a
-#   ring of max(2, stages) slots with mbarriers (ncu, round 7: gl's per-piece cp.async addressing cost ~38% more
-#   instructions than tma). Where tma does not apply, as "tma" does. Measured in round 8 (H200, r14): correct (28 target
-#   cases) but slower: T=8192/16/32 state 0.215 ms against 0.198 (tma); varlen 16x1024 0.514 against 0.346 (v2). Off.
-# STATE_IMPL "gl_ws" (round 9): ``kernels_gluon.atrex_sm90_gdn_state_output_gl_ws``, gl_tma's step split over warp
-#   partitions: 4 chain warps (K S, U = A X, the state update), 4 output warps (Q S, Aqk U, epilogue) fed S_c and U_c
-#   through a double-buffered shared-memory hand-off, and a 1-warp TMA loader; GL_WS_OUT_REGS registers per output
-#   thread. Where tma does not apply, as "tma" does.
+# Removed in round 9 (measured, slower than the Triton tma kernel; BENCH_H200.md rounds 7-8): STATE_IMPL "gl" (Gluon, one
+#   warp group, asynchronous wgmma pairs, cp.async ring: T=8192/16/32 state 0.237 ms against 0.194 for tma) and "gl_tma"
+#   (the same step fed by TMA: 0.215 against 0.198; varlen 16x1024 0.514 against 0.346 for v2).
+# STATE_IMPL "gl_ws" (round 9): ``kernels_gluon.atrex_sm90_gdn_state_output_gl_ws``, the tma kernel's step split over
+#   warp partitions: 4 chain warps (K S, U = A X, the state update), 4 output warps (Q S, Aqk U, epilogue) fed S_c and
+#   U_c through a double-buffered shared-memory hand-off, and a 1-warp TMA loader; GL_WS_OUT_REGS registers per output
+#   thread. BK in {64, 128}, BV in {32, 64}, sm90 only; where it or TMA does not apply, as "tma" does.
 GL_WS_OUT_REGS = 128
 # Since round 9 (H200, r15, bench_gdn sweep in one process): STATE_IMPL "auto" takes gl_ws where it took tma (few
 # programs, TMA-describable tensors, BK in {64, 128}): T=8192/16/32 state kernel 0.157 ms against 0.197 (tma), whole
@@ -172,8 +166,8 @@ def _interpreting():
 
 
 def _gluon_state_kernel(name):
-    """A Gluon state kernel of ``kernels_gluon`` (STATE_IMPL "gl", "gl_tma"), imported on first use: Gluon is
-    Triton-version specific and only these variants need it."""
+    """A Gluon state kernel of ``kernels_gluon`` (STATE_IMPL "gl_ws", "auto"), imported on first use: Gluon is
+    Triton-version specific and a call that takes the Triton kernels must not need it."""
     from . import kernels_gluon
     return getattr(kernels_gluon, name)
 
@@ -349,7 +343,7 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     # shared memory (OutOfResources in `atrex verify`'s K256 sweep on the H200), so K > 128 keeps the v1 pair.
     v2_ok = fast and not use_wy and BK <= V2_MAX_BK
     # tma, gl: same inputs as v2 (each falls back to v2 per call where it does not apply)
-    state_v2 = v2_ok and STATE_IMPL in ("v2", "tma", "auto", "gl", "gl_tma", "gl_ws")
+    state_v2 = v2_ok and STATE_IMPL in ("v2", "tma", "auto", "gl_ws")
     intra_per_hv = v2_ok and INTRA_IMPL in ("v2", "v3")  # the per-value-head intra kernels
     # plane 0: chunk-local gamma; planes 1-4 (state v2): beta, beta e^gamma, e^gamma, e^(gamma_last - gamma)
     fac = torch.empty((5 if state_v2 else 1, HV, total_t), dtype=torch.float32, device=dev)
@@ -389,11 +383,10 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     BV, sw, sst = _state_cfg(N * HV, V, v2=state_v2, sm_count=sm_count or _sm_count(dev))
     use_h0, h0, h0_strides = _h0_args(initial_state, state_v_first, q)
     grid = (triton.cdiv(V, BV), N * HV)
-    want_tma = STATE_IMPL in ("tma", "gl_tma", "gl_ws") or (STATE_IMPL == "auto" and (BV, sw, sst) == _STATE_V2_FEW_CFG)
+    want_tma = STATE_IMPL in ("tma", "gl_ws") or (STATE_IMPL == "auto" and (BV, sw, sst) == _STATE_V2_FEW_CFG)
     tma = _tma_operands(qn, kn, v, A, Aqk, B, T, H, HV, K, V, BK, BV) if state_v2 and want_tma else None
+    # the Gluon kernel's domain (wgmma: sm90 only)
     gl_ok = BK in (64, 128) and BV in (32, 64) and sw == 4 and (dev.type != "cuda" or _capability(dev) == (9, 0))
-    use_gl = state_v2 and STATE_IMPL == "gl" and gl_ok  # (wgmma: sm90 only)
-    # arguments and common constexprs of state v2 and of the Gluon kernel (same signature)
     v2_args = (qn, kn, v, fac, A, Aqk, h0, o, ht if ht is not None else o, cu, float(scale),
                T, HV, K, V,
                qn.stride(0), qn.stride(1), qn.stride(2), kn.stride(0), kn.stride(1), kn.stride(2),
@@ -402,23 +395,16 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
                total_t)
     v2_meta = dict(IS_VARLEN=is_varlen, G=G, BK=BK, BV=BV,
                    USE_H0=use_h0, STORE_HT=ht is not None, STATE_V_FIRST=bool(state_v_first))
-    if use_gl:
-        launches.append((_gluon_state_kernel("atrex_sm90_gdn_state_output_gl"), grid, v2_args,
-                         dict(v2_meta, num_warps=4)))
-    elif tma is not None:
+    if tma is not None:
         operands, rows_args, device_desc = tma
         persistent = bool(STATE_TMA_PERSISTENT)
         if persistent:  # 1-D grid: two CTAs per SM with 2 stages (both fit at K = 128, BV = 32: 114.7 KB each;
             # where they do not, the second round of CTAs waits, which costs time, not correctness), else one
             grid = (min(grid[0] * grid[1], (sm_count or _sm_count(dev)) * (2 if sst <= 2 else 1)),)
         auto_ws = STATE_IMPL == "auto" and STATE_AUTO_GL_WS and not _interpreting() and _gluon_ws_supported()
-        use_gl_tma = (STATE_IMPL in ("gl_tma", "gl_ws") or auto_ws) and gl_ok and device_desc and not persistent
-        if use_gl_tma and STATE_IMPL != "gl_tma":
+        if (STATE_IMPL == "gl_ws" or auto_ws) and gl_ok and device_desc and not persistent:
             kern = _gluon_state_kernel("atrex_sm90_gdn_state_output_gl_ws")
             opts = dict(num_warps=4, STAGES=max(2, sst), OUT_REGS=int(GL_WS_OUT_REGS))
-        elif use_gl_tma:
-            kern = _gluon_state_kernel("atrex_sm90_gdn_state_output_gl_tma")
-            opts = dict(num_warps=4, STAGES=max(2, sst))
         else:
             kern = _state_kernel(_k.atrex_sm90_gdn_state_output_tma, T)
             opts = dict(num_warps=sw, num_stages=sst)
