@@ -78,9 +78,10 @@ INTRA_V3_NEWTON = True
 # (the hard case), over 300 tiles: A's error 1.55x median / 1.72x worst (beta <= 1) and 2.67x / 3.17x (beta <= 2) of the
 # error of rounding the exact inverse to bf16, against 1.0x / 1.08x with the Newton step and 9x / 20x for the bf16
 # merges alone; on random keys 1.02x. End-to-end output and state errors on the contract cases within 3% of the Newton
-# path's (BENCH_H200.md, round 9). A tile with a positive g takes INTRA_V3_FP16_FALLBACK instead (the kernel decides). On since round 9 (H200,
-# r17, same process): intra T=8192/16/32 0.132 vs 0.147 ms, T=32768 0.503 vs 0.562, varlen 16x1024 0.253 vs 0.296; its
-# target variant cases passed. Calls without in-kernel L2 norm keep bf16 merges + Newton.
+# path's (BENCH_H200.md, round 9). A tile with a positive g takes INTRA_V3_FP16_FALLBACK instead (the kernel decides).
+# On since round 9 (H200, r17 and r19, same process): intra T=8192/16/32 0.129-0.132 vs 0.145-0.147 ms, T=32768
+# 0.493-0.503 vs 0.562, varlen 16x1024 0.253-0.261 vs 0.296-0.297. Calls without in-kernel L2 norm keep bf16 merges +
+# Newton.
 INTRA_V3_INV_FP16 = True
 # What a tile with a positive g (decay factors above 1: fp16's range no longer suffices) takes instead, decided per tile
 # in the kernel: 2 bf16 merges + Newton (the accurate path), 1 bf16 merges alone, 0 nothing (unguarded: fp16 overflows
@@ -106,9 +107,9 @@ STATE_IMPL = "auto"
 #   the same as v2 (0.411 with 3 stages); T=8192/16/32 0.197 vs 0.194 ms. So the descriptor set-up was not what cost tma
 #   the varlen case. Off; forced through bench_gdn's variants.
 STATE_TMA_PERSISTENT = False
-# Removed in round 9 (measured, slower than the Triton tma kernel; BENCH_H200.md rounds 7-8): STATE_IMPL "gl" (Gluon, one
-#   warp group, asynchronous wgmma pairs, cp.async ring: T=8192/16/32 state 0.237 ms against 0.194 for tma) and "gl_tma"
-#   (the same step fed by TMA: 0.215 against 0.198; varlen 16x1024 0.514 against 0.346 for v2).
+# Removed in round 9 (measured, slower than the Triton tma kernel; BENCH_H200.md rounds 7-8): STATE_IMPL "gl"
+#   (Gluon, one warp group, asynchronous wgmma pairs, cp.async ring: T=8192/16/32 state 0.237 ms against 0.194 for
+#   tma) and "gl_tma" (the same step fed by TMA: 0.215 against 0.198; varlen 16x1024 0.514 against 0.346 for v2).
 # STATE_IMPL "gl_ws" (round 9): ``kernels_gluon.atrex_sm90_gdn_state_output_gl_ws``, the tma kernel's step split over
 #   warp partitions: 4 chain warps (K S, U = A X, the state update), 4 output warps (Q S, Aqk U, epilogue) fed S_c and
 #   U_c through a double-buffered shared-memory hand-off, and a 1-warp TMA loader; GL_WS_OUT_REGS registers per output
@@ -342,7 +343,7 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     # The v2 kernels are measured and tested for K <= 128; at K = 256 state v2 with 3 stages needs 260 KB of
     # shared memory (OutOfResources in `atrex verify`'s K256 sweep on the H200), so K > 128 keeps the v1 pair.
     v2_ok = fast and not use_wy and BK <= V2_MAX_BK
-    # tma, gl: same inputs as v2 (each falls back to v2 per call where it does not apply)
+    # tma, gl_ws: same inputs as v2 (each falls back to v2 per call where it does not apply)
     state_v2 = v2_ok and STATE_IMPL in ("v2", "tma", "auto", "gl_ws")
     intra_per_hv = v2_ok and INTRA_IMPL in ("v2", "v3")  # the per-value-head intra kernels
     # plane 0: chunk-local gamma; planes 1-4 (state v2): beta, beta e^gamma, e^gamma, e^(gamma_last - gamma)
