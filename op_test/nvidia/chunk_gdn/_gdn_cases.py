@@ -595,7 +595,12 @@ def fp16_inverse_guard(launch, device="cpu"):
         # the guarded kernel's Newton branch is the standalone Newton kernel's math, but a different binary on a GPU
         # (register allocation, contraction): equal up to rounding there, bit for bit under the interpreter
         finite = bool(torch.isfinite(o).all() and torch.isfinite(h).all())
-        err = max(rrmse(o_ref, o), rrmse(h_ref, h)) if finite else float("inf")
+        if not finite:
+            err = float("inf")
+        elif device == "cpu":  # (rrmse reads differences below 1e-6 as 0: compare the bits themselves)
+            err = 0.0 if torch.equal(o, o_ref) and torch.equal(h, h_ref) else 1.0
+        else:
+            err = max(rrmse(o_ref, o), rrmse(h_ref, h))
         rows["fp16_guard_positive_g_takes_newton_path"] = [err, 0.0, 1e-3 if device != "cpu" else 0.0]
         launch.INTRA_V3_FP16_FALLBACK = 1
         o1, h1 = call()
