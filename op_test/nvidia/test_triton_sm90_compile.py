@@ -108,7 +108,8 @@ _SCRIPT = textwrap.dedent(r'''
         gdn(gdn_cases["T64"], **hooks)
     gdn(gdn_cases["varlen_0_1"], USE_WY=True)
     for hooks in (dict(STATE_IMPL="tma"), dict(STATE_IMPL="tma", TMA_DEVICE_DESC=False), dict(STATE_IMPL="gl_ws"),
-                  dict(STATE_IMPL="gl_ws", STATE_CFG_OVERRIDE=(64, 4, 2))):
+                  dict(STATE_IMPL="gl_ws", STATE_CFG_OVERRIDE=(64, 4, 2)), dict(STATE_IMPL="gl_rc"),
+                  dict(STATE_IMPL="gl_rc", GL_RC_STAGES=2)):
         gdn(dict(T=64, H=16, HV=32, K=128), **hooks)
         gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=[64 * i for i in range(11)]), **hooks)
 
@@ -200,7 +201,7 @@ def test_launchers_request_every_kernel(compiled):
     want = {"atrex_sm90_gdn_intra_chunk", "atrex_sm90_gdn_intra_chunk_v2", "atrex_sm90_gdn_intra_chunk_v3",
             "atrex_sm90_gdn_state_output",
             "atrex_sm90_gdn_state_output_v2", "atrex_sm90_gdn_chunk_offsets",
-            "atrex_sm90_gdn_state_output_tma", "atrex_sm90_gdn_state_output_gl_ws",
+            "atrex_sm90_gdn_state_output_tma", "atrex_sm90_gdn_state_output_gl_ws", "atrex_sm90_gdn_state_output_gl_rc",
             "atrex_sm90_decode_splitkv", "atrex_sm90_decode_combine"}
     assert want <= names, f"not requested: {sorted(want - names)}"
 

@@ -279,6 +279,8 @@ VARIANT_HOOKS = {  # launcher variants measured by bench_gdn's sweep besides the
     "state_tma_host_desc": dict(STATE_IMPL="tma", TMA_DEVICE_DESC=False),
     "state_tma_persistent": dict(STATE_IMPL="tma", STATE_TMA_PERSISTENT=True),
     "state_gluon_ws": dict(STATE_IMPL="gl_ws"),
+    "state_gluon_rc": dict(STATE_IMPL="gl_rc"),
+    "state_gluon_rc_s2_grid": dict(STATE_IMPL="gl_rc", GL_RC_STAGES=2, GL_RC_PERSISTENT=False),
     "split_state_pass": dict(SPLIT_STATE_PASS=True, SPLIT_MIN_T=128, SPLIT_PIECES=2),
     "split_state_pass_p3": dict(SPLIT_STATE_PASS=True, SPLIT_MIN_T=128, SPLIT_PIECES=3),
     "split_state_pass_p4_prio0": dict(SPLIT_STATE_PASS=True, SPLIT_MIN_T=128, SPLIT_PIECES=4, SPLIT_SIDE_PRIORITY=0),
@@ -330,15 +332,17 @@ def test_split_state_pass_graph_capture(pieces, monkeypatch):
     assert rrmse(ro, oe) <= RRMSE_BOUND and rrmse(rh, he) <= RRMSE_BOUND
 
 
-@pytest.mark.parametrize("state_impl", ["v2", "tma"])
+@pytest.mark.parametrize("state_impl", ["v2", "tma", "gl_rc"])
 def test_graph_capture_replay_changed_cu_seqlens(state_impl, monkeypatch):
-    """Capture and replay with new cu_seqlens contents; "tma" also takes Triton's descriptor scratch from the
-    graph's pool (in-kernel TMA descriptors)."""
+    """Capture and replay with new cu_seqlens contents; "tma" and "gl_rc" (persistent Gluon kernel) also take Triton's
+    descriptor scratch from the graph's pool (in-kernel TMA descriptors)."""
     from atrex_nvidia.chunk_gdn.sm90 import launch
+    if state_impl == "gl_rc":
+        pytest.importorskip("triton.experimental.gluon")
     monkeypatch.setattr(launch, "STATE_IMPL", state_impl)
     for new, same_o, same_h in graph_replay_check(fwd(), "cuda"):
         assert same_o and same_h, new
-    kernel = "atrex_sm90_gdn_state_output_tma" if state_impl == "tma" else "atrex_sm90_gdn_state_output_v2"
+    kernel = "atrex_sm90_gdn_state_output_" + {"tma": "tma", "v2": "v2", "gl_rc": "gl_rc"}[state_impl]
     assert kernel in {key[0] for key in launch.WARM.keys()}
 
 
@@ -405,13 +409,13 @@ GLUON_CASES = [(cid, kw) for cid, kw in GPU_CASES
 ]
 
 
-@pytest.mark.parametrize("impl", ["gl_ws"])
+@pytest.mark.parametrize("impl", ["gl_ws", "gl_rc"])
 @pytest.mark.parametrize("case_id,kw", GLUON_CASES, ids=[c[0] for c in GLUON_CASES])
 def test_gluon_state_kernel(case_id, kw, impl, monkeypatch):
-    """STATE_IMPL "gl_ws": the warp-specialised Gluon state kernel (round 9; chain, output and TMA-loader partitions)
-    against the float64 recurrence, on cases where they apply (BK 64 / 128, BV 32 / 64: GVA, initial states
-    in both layouts and dtypes, varlen with sequences of 1 and 65 tokens, no L2 norm, strong decay), and the call
-    launched the kernel."""
+    """STATE_IMPL "gl_ws" (round 9: chain, output and TMA-loader partitions) and "gl_rc" (round 10: the same
+    partitions, transposed state with register operands, persistent grid): the Gluon state kernels against the float64
+    recurrence, on cases where they apply (BK 64 / 128, BV 32 / 64: GVA, initial states in both layouts and dtypes,
+    varlen with sequences of 1 and 65 tokens, no L2 norm, strong decay), and the call launched the kernel."""
     pytest.importorskip("triton.experimental.gluon")
     from atrex_nvidia.chunk_gdn.sm90 import launch
     monkeypatch.setattr(launch, "STATE_IMPL", impl)
@@ -424,7 +428,7 @@ def test_gluon_state_kernel(case_id, kw, impl, monkeypatch):
     monkeypatch.setattr(launch, "_launch", spy)
     eo, eh, bound = run_case(fwd(), case_id, kw, "cuda")
     assert eo <= bound and eh <= bound, (case_id, eo, eh, bound)
-    assert {"gl_ws": "atrex_sm90_gdn_state_output_gl_ws"}[impl] in ran, ran
+    assert "atrex_sm90_gdn_state_output_" + impl in ran, ran
 
 
 WS_CASES = [
@@ -473,6 +477,51 @@ def test_gluon_ws_rings_and_empty_sequences(case_id, kw, stages, monkeypatch):
     assert rrmse(o1, o2) <= 2e-3 and rrmse(h1, h2) <= 2e-3, (rrmse(o1, o2), rrmse(h1, h2))
     monkeypatch.setattr(launch, "STATE_IMPL", "gl_ws")
     eo, eh, bound = run_case(fwd(), case_id, kw, "cuda")
+    assert eo <= bound and eh <= bound, (case_id, eo, eh, bound)
+
+
+@pytest.mark.parametrize("sm_count", [None, 3], ids=["grid_sms", "grid3"])
+@pytest.mark.parametrize("stages", [2, 3])
+@pytest.mark.parametrize("case_id,kw", WS_CASES, ids=[c[0] for c in WS_CASES])
+def test_gluon_rc_rings_across_items(case_id, kw, stages, sm_count, monkeypatch):
+    """STATE_IMPL "gl_rc" (round 10: transposed state, register operands, persistent): the mbarrier rings over many
+    chunks and sequences of 0, 1, 64 and 65 tokens at 2 and 3 load slots. With ``sm_count=3`` the grid has 3 CTAs,
+    each running 20-30 (V block, sequence x head) items in a row, so every ring's phase and every item's initial and
+    final state cross item boundaries inside one CTA. Against the float64 recurrence, and against gl_ws on the same
+    inputs (the same math with the same operand roundings, not transposed): they must agree far more closely than
+    either agrees with float64."""
+    pytest.importorskip("triton.experimental.gluon")
+    import functools
+
+    import torch as _torch
+
+    from atrex_nvidia.chunk_gdn.sm90 import launch
+    monkeypatch.setattr(launch, "GL_RC_STAGES", stages)
+    ran, orig = [], launch._launch
+
+    def spy(kern, grid, args, meta):
+        ran.append((kern.__name__, grid))
+        orig(kern, grid, args, meta)
+
+    monkeypatch.setattr(launch, "_launch", spy)
+    inp = make_inputs(device="cuda", **kw)
+    outs = {}
+    for impl in ("gl_ws", "gl_rc"):
+        monkeypatch.setattr(launch, "STATE_IMPL", impl)
+        ran.clear()
+        outs[impl] = launch.gdn_fwd(inp["q"], inp["k"], inp["v"], inp["g"], inp["beta"], scale=inp["scale"],
+                                    initial_state=inp["initial_state"], output_final_state=True,
+                                    use_qk_l2norm_in_kernel=inp["use_qk_l2norm_in_kernel"],
+                                    state_v_first=inp["state_v_first"], cu_seqlens=inp["cu_seqlens"],
+                                    sm_count=sm_count)
+        _torch.cuda.synchronize()
+        names = {name: grid for name, grid in ran}
+        assert "atrex_sm90_gdn_state_output_" + impl in names, ran
+    if sm_count:
+        assert names["atrex_sm90_gdn_state_output_gl_rc"] == (sm_count,), ran
+    (o1, h1), (o2, h2) = outs["gl_ws"], outs["gl_rc"]
+    assert rrmse(o1, o2) <= 2e-3 and rrmse(h1, h2) <= 2e-3, (rrmse(o1, o2), rrmse(h1, h2))
+    eo, eh, bound = run_case(functools.partial(launch.gdn_fwd, sm_count=sm_count), case_id, kw, "cuda")
     assert eo <= bound and eh <= bound, (case_id, eo, eh, bound)
 
 

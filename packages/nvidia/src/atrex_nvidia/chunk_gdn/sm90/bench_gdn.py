@@ -209,6 +209,12 @@ VARIANTS = [
     ("gl_ws", dict(state_impl="gl_ws")),
     ("gl_ws_s2", dict(state_impl="gl_ws", state=(32, 4, 2))),
     ("gl_ws_o96", dict(state_impl="gl_ws", ws_out_regs=96)),
+    # round 10: register-chain Gluon state pass (transposed state, BV = 64; persistent unless _np; 3 load slots unless
+    # _s2)
+    ("gl_rc", dict(state_impl="gl_rc")),
+    ("gl_rc_s2", dict(state_impl="gl_rc", rc_stages=2)),
+    ("gl_rc_np", dict(state_impl="gl_rc", rc_persistent=False)),
+    ("gl_rc_o96", dict(state_impl="gl_rc", ws_out_regs=96)),
     # round 9: intra v3 merges with fp16 dots, no Newton step (in-kernel L2 norm only)
     ("i3_fp16", dict(inv_fp16=True)),  # the default since round 9
     ("i3_newton", dict(inv_fp16=False)),  # bf16 merges + Newton step (the default before)
@@ -233,7 +239,8 @@ _HOOKS = dict(state="STATE_CFG_OVERRIDE", intra="INTRA_CFG_OVERRIDE", wy="USE_WY
               newton="INTRA_V3_NEWTON", maxnreg="INTRA_V3_MAXNREG", tma_device_desc="TMA_DEVICE_DESC", split="SPLIT_STATE_PASS",
               pieces="SPLIT_PIECES", prio="SPLIT_SIDE_PRIORITY", split_min_t="SPLIT_MIN_T",
               persistent="STATE_TMA_PERSISTENT", ws_out_regs="GL_WS_OUT_REGS",
-              inv_fp16="INTRA_V3_INV_FP16", fp16_fallback="INTRA_V3_FP16_FALLBACK")
+              inv_fp16="INTRA_V3_INV_FP16", fp16_fallback="INTRA_V3_FP16_FALLBACK", rc_stages="GL_RC_STAGES",
+              rc_persistent="GL_RC_PERSISTENT")
 
 
 def _select_variants(spec):

@@ -19,6 +19,7 @@ test_triton_sm90_compile.py) and by the GPU target cases.
 
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.ampere import async_copy
 from triton.experimental.gluon.language.nvidia.hopper import (
     fence_async_shared,
     mbarrier,
@@ -32,6 +33,8 @@ _cta_barrier = getattr(gl, "thread_barrier", None) or gl.barrier
 # TMA global -> shared (descriptor, coordinates, mbarrier, destination): ``async_copy_global_to_shared`` in Triton 3.6,
 # renamed ``async_load`` by 3.9, which keeps the old name as an alias
 _tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared
+# cp.async global -> shared (destination, pointers, mask): ``async_copy_global_to_shared`` in 3.6, ``async_load`` in 3.9
+_cp_async = getattr(async_copy, "async_load", None) or async_copy.async_copy_global_to_shared
 
 
 @gluon.jit
@@ -293,3 +296,251 @@ def atrex_sm90_gdn_state_output_gl_ws(
 
     if STORE_HT:
         _store_state(ht, S, n64, hv, HV, K, V, rs, cs, ms, STATE_V_FIRST)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Register-chain state pass (round 10, STATE_IMPL "gl_rc"). gl_ws's chain step (ncu, round 9: ~1.2 us, latency-bound)
+# spends most of its time outside the tensor cores: before each of its three dependent wgmmas the chain warps store an
+# operand (S, X, dk U) to shared memory, fence and synchronise. Carried transposed, S^T [BV, BK] with BV = 64 (the
+# wgmma M), every chain dot takes its left operand from registers, as FlashAttention-3 does with P:
+#     P^T = S^T K^T      (left: S^T, bf16 registers;  right: the k tile, permuted)
+#     X^T = beta V^T - (beta e^gamma) P^T                (factors along columns)
+#     U^T = X^T A^T      (left: X^T, registers;        right: the A tile, permuted)
+#     S^T = e^gamma_last S^T + (U^T dk) K                (left: U^T dk, registers; right: the k tile)
+# The accumulator -> left-operand conversions move no data (``assert_trivial``). The chain stores S_c^T and U_c^T for
+# the output partition after issuing the dot that reads the same registers, off its critical path. The kernel is
+# persistent: a 1-D grid of CTAs, each looping over (V block, sequence x value head) items with one chunk counter for
+# every ring, so the loader fetches the next item's first chunks while the chain finishes the current one.
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@gluon.jit
+def _rc_item(item, NV, cu, T, HV, G: gl.constexpr, IS_VARLEN: gl.constexpr):
+    """(i_v, n, hv, h, bos, b_idx, tg0, L) of work item ``item`` = (sequence x value head) * NV + V block."""
+    i_v = item % NV
+    i_nh = item // NV
+    n = i_nh // HV
+    hv = i_nh % HV
+    h = hv // G
+    if IS_VARLEN:
+        bos = gl.load(cu + n).to(gl.int32)
+        eos = gl.load(cu + n + 1).to(gl.int32)
+        b_idx = n * 0
+        tg0 = bos
+    else:
+        bos = n * 0
+        eos = bos + T
+        b_idx = n
+        tg0 = n * T
+    return i_v, n, hv, h, bos, b_idx, tg0, eos - bos
+
+
+@gluon.jit
+def _rc_loader(kd, qd, vd, ad, aqd, fac, k_s, q_s, a_s, aq_s, v_s, f_s, ready, empty, cu, T, HV, K, V, N_ITEMS, NV,
+               ROWS, QW, VW, s_qr, s_kr, s_vr, TOTAL_T,
+               G: gl.constexpr, IS_VARLEN: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr):
+    """Loader partition (1 warp): every chunk of every item of this CTA into ring slot (chunk counter) % STAGES: the
+    five tiles by TMA, and the chunk's factor planes 1-4 (beta, beta e^gamma, e^gamma, e^(gamma_last - gamma); 0 past
+    the sequence end) by cp.async, whose completion the slot's ready barrier also waits for. (TMA cannot fetch the
+    factors: a plane's row stride, TOTAL_T fp32, need not be a multiple of 16 bytes.)"""
+    FL: gl.constexpr = gl.BlockedLayout([2], [32], [1], [0])
+    fr = gl.arange(0, 64, layout=FL)
+    plane = (HV + fr * 0).to(gl.int64) * TOTAL_T
+    SH_K: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, BK], gl.bfloat16)
+    SH_A: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, 64], gl.bfloat16)
+    SH_V: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, BV], gl.bfloat16)
+    kdesc = tma.make_tensor_descriptor(kd, [ROWS, QW], [s_kr, 1], [64, BK], SH_K)
+    qdesc = tma.make_tensor_descriptor(qd, [ROWS, QW], [s_qr, 1], [64, BK], SH_K)
+    vdesc = tma.make_tensor_descriptor(vd, [ROWS, VW], [s_vr, 1], [64, BV], SH_V)
+    adesc = tma.make_tensor_descriptor(ad, [HV * TOTAL_T, 64], [64, 1], [64, 64], SH_A)
+    aqdesc = tma.make_tensor_descriptor(aqd, [HV * TOTAL_T, 64], [64, 1], [64, 64], SH_A)
+    nbytes: gl.constexpr = (2 * 64 * BK + 2 * 64 * 64 + 64 * BV) * 2
+    it = 0
+    for item in range(gl.program_id(0), N_ITEMS, gl.num_programs(0)):
+        i_v, n, hv, h, bos, b_idx, tg0, L = _rc_item(item, NV, cu, T, HV, G, IS_VARLEN)
+        arow = hv * TOTAL_T + tg0
+        qcol = h * K
+        vcol = hv * V + i_v * BV
+        f_base = fac + hv.to(gl.int64) * TOTAL_T + tg0.to(gl.int64)
+        for c in range(gl.cdiv(L, 64)):
+            slot = it % STAGES
+            mbarrier.wait(empty.index(slot), ((it // STAGES) & 1) ^ 1)
+            bar = ready.index(slot)
+            l0 = c * 64
+            fm = (l0 + fr) < L
+            for j in gl.static_range(4):
+                _cp_async(f_s.index(slot * 4 + j), f_base + (j + 1) * plane + l0 + fr, mask=fm)
+            # each lane's arrive raises the pending count now and lowers it when its copies have landed: the phase
+            # cannot complete before them (it must come before the expect's own arrive)
+            async_copy.mbarrier_arrive(bar)
+            mbarrier.expect(bar, nbytes)
+            _tma_load(kdesc, [tg0 + l0, qcol], bar, k_s.index(slot))
+            _tma_load(qdesc, [tg0 + l0, qcol], bar, q_s.index(slot))
+            _tma_load(adesc, [arow + l0, 0], bar, a_s.index(slot))
+            _tma_load(aqdesc, [arow + l0, 0], bar, aq_s.index(slot))
+            _tma_load(vdesc, [tg0 + l0, vcol], bar, v_s.index(slot))
+            it += 1
+
+
+@gluon.jit
+def _rc_output(q_s, aq_s, sb_s, u_s, f_s, ready, empty, su_ready, su_empty, o, cu, T, HV, V, N_ITEMS, NV, TOTAL_T,
+               s_ob, s_ot, s_oh, scale,
+               G: gl.constexpr, IS_VARLEN: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr):
+    """Output partition (4 warps): O = scale (e^gamma (Q S_c) + Aqk U_c) from the chain's transposed S_c^T, U_c^T."""
+    MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BV, 16])
+    ROW: gl.constexpr = gl.SliceLayout(1, MMA)
+    COL: gl.constexpr = gl.SliceLayout(0, MMA)
+    zero = gl.zeros([64, BV], gl.float32, MMA)
+    ro = gl.arange(0, 64, layout=ROW)
+    it = 0
+    for item in range(gl.program_id(0), N_ITEMS, gl.num_programs(0)):
+        i_v, n, hv, h, bos, b_idx, tg0, L = _rc_item(item, NV, cu, T, HV, G, IS_VARLEN)
+        cs = i_v * BV + gl.arange(0, BV, layout=COL)
+        mc = gl.expand_dims(cs < V, 0)
+        o_base = o + b_idx.to(gl.int64) * s_ob + hv * s_oh
+        for c in range(gl.cdiv(L, 64)):
+            l0 = c * 64
+            slot = it % STAGES
+            b = it % 2
+            mbarrier.wait(ready.index(slot), (it // STAGES) & 1)
+            eg = f_s.index(slot * 4 + 2).load(ROW)
+            mbarrier.wait(su_ready.index(b), (it // 2) & 1)
+            qs = warpgroup_mma(q_s.index(slot), sb_s.index(b).permute((1, 0)), zero, use_acc=False, is_async=True)
+            ot = warpgroup_mma(aq_s.index(slot), u_s.index(b).permute((1, 0)), zero, use_acc=False, is_async=True)
+            qs, ot = warpgroup_mma_wait(0, deps=[qs, ot])
+            _cta_barrier()  # every warp's wgmma reads of S_c, U_c and the slot are complete
+            mbarrier.arrive(su_empty.index(b), count=1)
+            mbarrier.arrive(empty.index(slot), count=1)
+            out = (qs * gl.expand_dims(eg, 1) + ot) * scale
+            mo = gl.expand_dims((l0 + ro) < L, 1) & mc
+            p_o = o_base + gl.expand_dims((bos + l0 + ro).to(gl.int64) * s_ot, 1) + gl.expand_dims(cs, 0)
+            gl.store(p_o, out.to(p_o.dtype.element_ty), mask=mo)
+            it += 1
+
+
+@gluon.jit
+def _rc_chain(k_s, a_s, v_s, f_s, sb_s, u_s, ready, empty, su_ready, su_empty, fac, h0, ht, cu, T, HV, K, V, N_ITEMS, NV,
+              TOTAL_T, s_h0n, s_h0h, s_h0k, s_h0v,
+              G: gl.constexpr, IS_VARLEN: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr,
+              USE_H0: gl.constexpr, STORE_HT: gl.constexpr, STATE_V_FIRST: gl.constexpr, STAGES: gl.constexpr):
+    """Chain partition (default, 4 warps): the transposed recurrence with register left operands; loads each item's
+    initial state and stores its final state."""
+    M64: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 64, 16])
+    MS: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BK, 16])
+    A64: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=M64, k_width=2)  # left operand, 64-wide result
+    AS: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=MS, k_width=2)  # left operand, BK-wide result
+    C64: gl.constexpr = gl.SliceLayout(0, M64)  # chunk rows (columns of the transposed tiles)
+    dt: gl.constexpr = sb_s.dtype
+    zero = gl.zeros([BV, 64], gl.float32, M64)
+    rv = gl.arange(0, BV, layout=gl.SliceLayout(1, MS))
+    ck = gl.arange(0, BK, layout=gl.SliceLayout(0, MS))
+    it = 0
+    for item in range(gl.program_id(0), N_ITEMS, gl.num_programs(0)):
+        i_v, n, hv, h, bos, b_idx, tg0, L = _rc_item(item, NV, cu, T, HV, G, IS_VARLEN)
+        n64 = n.to(gl.int64)
+        cv = i_v * BV + rv
+        ms = gl.expand_dims(cv < V, 1) & gl.expand_dims(ck < K, 0)
+        if USE_H0:  # S^T[v, k] = h0[n, hv, k, v] (strides swap the layouts)
+            p_h0 = h0 + n64 * s_h0n + hv * s_h0h + gl.expand_dims(cv * s_h0v, 1) + gl.expand_dims(ck * s_h0k, 0)
+            S = gl.load(p_h0, mask=ms, other=0.0).to(gl.float32)
+        else:
+            S = gl.zeros([BV, BK], gl.float32, MS)
+        p_egl = fac + 3 * (hv * 0 + HV).to(gl.int64) * TOTAL_T + hv.to(gl.int64) * TOTAL_T + tg0.to(gl.int64)
+        for c in range(gl.cdiv(L, 64)):
+            slot = it % STAGES
+            b = it % 2
+            l0 = c * 64
+            egl = gl.load(p_egl + gl.minimum(L, l0 + 64) - 1)  # e^gamma_last (needed by the update, two dots later)
+            s16 = S.to(dt)
+            sa = gl.convert_layout(s16, gl.DotOperandLayout(operand_index=0, parent=M64, k_width=2),
+                                   assert_trivial=True)
+            mbarrier.wait(ready.index(slot), (it // STAGES) & 1)
+            kb = k_s.index(slot)
+            pt = warpgroup_mma(sa, kb.permute((1, 0)), zero, use_acc=False, is_async=True)
+            # off the chain while P^T runs: S_c^T for the output partition, V^T of this chunk
+            mbarrier.wait(su_empty.index(b), ((it // 2) & 1) ^ 1)  # the output partition is done with chunk it - 2
+            sb_s.index(b).store(s16)
+            # the column factors are read from the slot where they are used: a column vector of the transposed tiles
+            # takes 16 registers per thread, and holding them from the step's start spilled
+            vt = v_s.index(slot).permute((1, 0)).load(M64)
+            bt = f_s.index(slot * 4).load(C64)
+            be = f_s.index(slot * 4 + 1).load(C64)
+            pt = warpgroup_mma_wait(0, deps=[pt])
+            xt = gl.expand_dims(bt, 0) * vt.to(gl.float32) - gl.expand_dims(be, 0) * pt
+            xa = gl.convert_layout(xt.to(dt), A64, assert_trivial=True)
+            ut = warpgroup_mma(xa, a_s.index(slot).permute((1, 0)), zero, use_acc=False, is_async=True)
+            dk = f_s.index(slot * 4 + 3).load(C64)
+            ut = warpgroup_mma_wait(0, deps=[ut])
+            ua = gl.convert_layout((ut * gl.expand_dims(dk, 0)).to(dt), AS, assert_trivial=True)
+            st = warpgroup_mma(ua, kb, S * egl, is_async=True)
+            # off the chain while the update runs: U_c^T for the output partition
+            u_s.index(b).store(ut.to(dt))
+            fence_async_shared()
+            _cta_barrier()
+            mbarrier.arrive(su_ready.index(b), count=1)
+            S = warpgroup_mma_wait(0, deps=[st])
+            _cta_barrier()  # every chain warp's wgmma reads of the slot are complete
+            mbarrier.arrive(empty.index(slot), count=1)
+            it += 1
+        if STORE_HT:
+            if STATE_V_FIRST:
+                p_ht = ht + n64 * HV * K * V + hv * K * V + gl.expand_dims(cv * K, 1) + gl.expand_dims(ck, 0)
+            else:
+                p_ht = ht + n64 * HV * K * V + hv * K * V + gl.expand_dims(cv, 1) + gl.expand_dims(ck * V, 0)
+            gl.store(p_ht, S, mask=ms)
+
+
+@gluon.jit(do_not_specialize=["T", "TOTAL_T"])
+def atrex_sm90_gdn_state_output_gl_rc(
+    qd, kd, vd, ad, aqd, fac, h0, o, ht, cu, scale,
+    T, HV, K, V,
+    s_ob, s_ot, s_oh,
+    s_h0n, s_h0h, s_h0k, s_h0v,
+    TOTAL_T, ROWS, QW, VW, s_qr, s_kr, s_vr, N_NH,
+    IS_VARLEN: gl.constexpr, G: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr,
+    USE_H0: gl.constexpr, STORE_HT: gl.constexpr, STATE_V_FIRST: gl.constexpr, DEVICE_DESC: gl.constexpr,
+    PERSISTENT: gl.constexpr, STAGES: gl.constexpr, OUT_REGS: gl.constexpr,
+):
+    """gl_ws's arguments (in-kernel descriptors) on a 1-D grid: work item i is (V block i % NV, sequence x value head
+    i // NV); CTA p runs items p, p + grid, ... (PERSISTENT: grid <= SMs; else one item per CTA). The chain keeps S^T
+    and feeds its dots from registers (the block comment above). K == BK (64 or 128), BV == 64, num_warps 4."""
+    SH_K: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, BK], gl.bfloat16)
+    SH_A: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, 64], gl.bfloat16)
+    SH_V: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, BV], gl.bfloat16)
+    SH_S: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BV, BK], gl.bfloat16)
+    SH_U: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BV, 64], gl.bfloat16)
+    dt: gl.constexpr = o.dtype.element_ty
+    gl.static_assert(DEVICE_DESC and BV == 64)
+    NV = gl.cdiv(V, BV)
+    N_ITEMS = NV * N_NH
+
+    k_s = gl.allocate_shared_memory(dt, [STAGES, 64, BK], SH_K)
+    q_s = gl.allocate_shared_memory(dt, [STAGES, 64, BK], SH_K)
+    a_s = gl.allocate_shared_memory(dt, [STAGES, 64, 64], SH_A)
+    aq_s = gl.allocate_shared_memory(dt, [STAGES, 64, 64], SH_A)
+    v_s = gl.allocate_shared_memory(dt, [STAGES, 64, BV], SH_V)
+    sb_s = gl.allocate_shared_memory(dt, [2, BV, BK], SH_S)
+    u_s = gl.allocate_shared_memory(dt, [2, BV, 64], SH_U)
+    f_s = gl.allocate_shared_memory(gl.float32, [STAGES * 4, 64], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    su_ready = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    su_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(STAGES):
+        mbarrier.init(ready.index(i), count=1)
+        mbarrier.init(empty.index(i), count=2)
+    for i in gl.static_range(2):
+        mbarrier.init(su_ready.index(i), count=1)
+        mbarrier.init(su_empty.index(i), count=1)
+    fence_async_shared()  # the initialised barriers, visible to the TMA unit and to every warp
+    _cta_barrier()
+
+    gl.warp_specialize([
+        (_rc_chain, (k_s, a_s, v_s, f_s, sb_s, u_s, ready, empty, su_ready, su_empty, fac, h0, ht, cu, T, HV, K, V,
+                     N_ITEMS, NV, TOTAL_T, s_h0n, s_h0h, s_h0k, s_h0v, G, IS_VARLEN, BK, BV, USE_H0, STORE_HT,
+                     STATE_V_FIRST, STAGES)),
+        (_rc_output, (q_s, aq_s, sb_s, u_s, f_s, ready, empty, su_ready, su_empty, o, cu, T, HV, V, N_ITEMS, NV,
+                      TOTAL_T, s_ob, s_ot, s_oh, scale, G, IS_VARLEN, BV, STAGES)),
+        (_rc_loader, (kd, qd, vd, ad, aqd, fac, k_s, q_s, a_s, aq_s, v_s, f_s, ready, empty, cu, T, HV, K, V, N_ITEMS, NV,
+                      ROWS, QW, VW, s_qr, s_kr, s_vr, TOTAL_T, G, IS_VARLEN, BK, BV, STAGES)),
+    ], [4, 1], [OUT_REGS, 24])

@@ -122,6 +122,13 @@ GL_WS_OUT_REGS = 128
 # compiled with: 3.6, run on the H200; 3.9, compiled on CPU); those calls take tma. Varlen 16x1024 keeps v2 (gl_ws
 # 0.394 vs 0.343 ms: one 140 KB CTA per SM against two).
 STATE_AUTO_GL_WS = True
+# STATE_IMPL "gl_rc" (round 10): ``kernels_gluon.atrex_sm90_gdn_state_output_gl_rc``, gl_ws's partitions with the state
+#   carried transposed (S^T, BV = 64 = the wgmma M) so that each of the chain's three dependent dots takes its left
+#   operand from registers: no shared-memory store, fence or barrier between them. Persistent (GL_RC_PERSISTENT): a 1-D
+#   grid of at most one CTA per SM loops over the (V block, sequence x value head) items. GL_RC_STAGES load slots
+#   (3: 216 KB of shared memory at K = 128). BK in {64, 128}, V >= 64, sm90 only; elsewhere as "tma".
+GL_RC_STAGES = 3
+GL_RC_PERSISTENT = True
 STATE_PREFETCH = True  # v2: load v / factors one chunk ahead into registers by hand (else Triton pipelines them)
 # State v2 with at most ~2 programs per SM: a third pipeline stage (T=8192: 0.209 vs 0.275 ms; T=32768: 0.811 vs
 # 1.058 ms); with more programs the extra shared memory costs occupancy (varlen 16x1024: 0.483 vs 0.341 ms).
@@ -343,8 +350,8 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     # The v2 kernels are measured and tested for K <= 128; at K = 256 state v2 with 3 stages needs 260 KB of
     # shared memory (OutOfResources in `atrex verify`'s K256 sweep on the H200), so K > 128 keeps the v1 pair.
     v2_ok = fast and not use_wy and BK <= V2_MAX_BK
-    # tma, gl_ws: same inputs as v2 (each falls back to v2 per call where it does not apply)
-    state_v2 = v2_ok and STATE_IMPL in ("v2", "tma", "auto", "gl_ws")
+    # tma, gl_ws, gl_rc: same inputs as v2 (each falls back to v2 per call where it does not apply)
+    state_v2 = v2_ok and STATE_IMPL in ("v2", "tma", "auto", "gl_ws", "gl_rc")
     intra_per_hv = v2_ok and INTRA_IMPL in ("v2", "v3")  # the per-value-head intra kernels
     # plane 0: chunk-local gamma; planes 1-4 (state v2): beta, beta e^gamma, e^gamma, e^(gamma_last - gamma)
     fac = torch.empty((5 if state_v2 else 1, HV, total_t), dtype=torch.float32, device=dev)
@@ -382,12 +389,19 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
             inv_product, use_wy, fast, state_v2, iw, ist))
 
     BV, sw, sst = _state_cfg(N * HV, V, v2=state_v2, sm_count=sm_count or _sm_count(dev))
+    sm90 = dev.type != "cuda" or _capability(dev) == (9, 0)
+    # the register-chain Gluon kernel's domain (wgmma with M = BV = 64: sm90 only; no Gluon interpreter)
+    rc = (STATE_IMPL == "gl_rc" and state_v2 and BK in (64, 128) and V >= 64 and sm90 and not _interpreting()
+          and _gluon_ws_supported())
+    if rc:
+        BV, sw, sst = 64, 4, int(GL_RC_STAGES)
     use_h0, h0, h0_strides = _h0_args(initial_state, state_v_first, q)
     grid = (triton.cdiv(V, BV), N * HV)
-    want_tma = STATE_IMPL in ("tma", "gl_ws") or (STATE_IMPL == "auto" and (BV, sw, sst) == _STATE_V2_FEW_CFG)
+    want_tma = (STATE_IMPL in ("tma", "gl_ws", "gl_rc")
+                or (STATE_IMPL == "auto" and (BV, sw, sst) == _STATE_V2_FEW_CFG))
     tma = _tma_operands(qn, kn, v, A, Aqk, B, T, H, HV, K, V, BK, BV) if state_v2 and want_tma else None
     # the Gluon kernel's domain (wgmma: sm90 only)
-    gl_ok = BK in (64, 128) and BV in (32, 64) and sw == 4 and (dev.type != "cuda" or _capability(dev) == (9, 0))
+    gl_ok = BK in (64, 128) and BV in (32, 64) and sw == 4 and sm90
     v2_args = (qn, kn, v, fac, A, Aqk, h0, o, ht if ht is not None else o, cu, float(scale),
                T, HV, K, V,
                qn.stride(0), qn.stride(1), qn.stride(2), kn.stride(0), kn.stride(1), kn.stride(2),
@@ -403,7 +417,12 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
             # where they do not, the second round of CTAs waits, which costs time, not correctness), else one
             grid = (min(grid[0] * grid[1], (sm_count or _sm_count(dev)) * (2 if sst <= 2 else 1)),)
         auto_ws = STATE_IMPL == "auto" and STATE_AUTO_GL_WS and not _interpreting() and _gluon_ws_supported()
-        if (STATE_IMPL == "gl_ws" or auto_ws) and gl_ok and device_desc and not persistent:
+        if rc and device_desc and not persistent:
+            kern = _gluon_state_kernel("atrex_sm90_gdn_state_output_gl_rc")
+            n_items = grid[0] * grid[1]
+            grid = (min(n_items, sm_count or _sm_count(dev)) if GL_RC_PERSISTENT else n_items,)
+            opts = dict(num_warps=4, STAGES=sst, OUT_REGS=int(GL_WS_OUT_REGS))
+        elif (STATE_IMPL == "gl_ws" or auto_ws) and gl_ok and device_desc and not persistent:
             kern = _gluon_state_kernel("atrex_sm90_gdn_state_output_gl_ws")
             opts = dict(num_warps=4, STAGES=max(2, sst), OUT_REGS=int(GL_WS_OUT_REGS))
         else:
@@ -538,7 +557,7 @@ def _knobs():
             INTRA_V2_PREC, INTRA_V3_NEWTON, INTRA_V3_MAXNREG, INTRA_CFG_OVERRIDE, V2_MAX_BK, SPLIT_STATE_PASS,
             SPLIT_MIN_T, SPLIT_PIECES, _STATE_CFG_FEW,
             _STATE_CFG_MANY, _STATE_V2_FEW_CFG, _INTRA_CFG, GL_WS_OUT_REGS, STATE_AUTO_GL_WS, INTRA_V3_INV_FP16,
-            INTRA_V3_FP16_FALLBACK)
+            INTRA_V3_FP16_FALLBACK, GL_RC_STAGES, GL_RC_PERSISTENT)
 
 
 def _call_signature(dev, tensors, flags):
