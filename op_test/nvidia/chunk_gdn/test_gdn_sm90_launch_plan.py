@@ -19,6 +19,8 @@ from atrex_nvidia.chunk_gdn.sm90 import launch as L
 TMA = "atrex_sm90_gdn_state_output_tma"
 GL_WS = "atrex_sm90_gdn_state_output_gl_ws"
 FEW = GL_WS if L._gluon_ws_supported() else TMA
+GL_RC = "atrex_sm90_gdn_state_output_gl_rc"
+V2 = "atrex_sm90_gdn_state_output_v2"
 
 
 @pytest.fixture
@@ -79,11 +81,31 @@ def test_few_programs_take_the_tma_state_kernel_with_in_kernel_descriptors(plan,
         assert state_kernel(plan(T=8192 // 32, H=16, HV=32)) == TMA
 
 
-def test_many_programs_keep_state_v2(plan):
-    # 16 sequences x 32 heads: 2048 (program, V-block) pairs > 2 per SM
-    cu = [64 * 4 * i for i in range(17)]
-    seen = plan(T=cu[-1], H=32, HV=32, cu_seqlens=cu)
-    assert state_kernel(seen) == "atrex_sm90_gdn_state_output_v2"
+def test_many_programs_take_the_register_chain_kernel(plan, monkeypatch):
+    """More BV = 32 state programs than SMs (round 10): "auto" plans gl_rc, persistent (one CTA per SM, items looped),
+    BV 64, GL_RC_STAGES load slots, in-kernel descriptors. Outside its rule or domain: v2 (STATE_AUTO_GL_RC off, the
+    Triton interpreter, a Triton without Gluon's warp_specialize, V < 64). At the boundary (programs == SMs) the
+    few-program kernel stays."""
+    cu = [64 * 4 * i for i in range(17)]  # 16 sequences x 32 heads x 4 V-blocks of 32: 2048 programs
+    name, grid, args, meta = plan(T=cu[-1], H=32, HV=32, cu_seqlens=cu)["launches"][-1]
+    if L._gluon_ws_supported():
+        assert name == GL_RC and grid == (132,) and meta["BV"] == 64 and meta["STAGES"] == L.GL_RC_STAGES
+        assert meta["DEVICE_DESC"] is True and meta["num_warps"] == 4 and args[-1] == 16 * 32  # N_NH
+        with monkeypatch.context() as m:
+            m.setattr(L, "GL_RC_PERSISTENT", False)
+            assert plan(T=cu[-1], H=32, HV=32, cu_seqlens=cu)["launches"][-1][1] == (2 * 16 * 32,)
+        # boundary: 32 heads x 4 V-blocks = 128 programs; more than the SMs only below 128 SMs
+        assert state_kernel(plan(T=256, H=16, HV=32, sm_count=128)) == FEW
+        name, grid, *_ = plan(T=256, H=16, HV=32, sm_count=127)["launches"][-1]
+        assert name == GL_RC and grid == (64,)  # 64 items of BV 64 < 127 SMs
+        assert state_kernel(plan(T=cu[-1], H=32, HV=32, V=32, cu_seqlens=cu)) == V2  # V < 64
+    for knob, env in ((dict(STATE_AUTO_GL_RC=False), None), ({}, "1"), (dict(_gluon_ws_supported=lambda: False), None)):
+        with monkeypatch.context() as m:
+            for a, val in knob.items():
+                m.setattr(L, a, val)
+            if env:
+                m.setenv("TRITON_INTERPRET", env)
+            assert state_kernel(plan(T=cu[-1], H=32, HV=32, cu_seqlens=cu)) == V2
 
 
 def test_fewer_than_64_rows_keep_state_v2(plan):
@@ -222,7 +244,9 @@ def test_t1_calls_take_the_state_kernels_compiled_without_t_specialisation(plan_
         assert len(state) == 1
         kern = state[0][0]
         twins = set(K_.NO_T1_SPECIALISATION.values())
-        if T == 1:
+        if kern.__name__ in (GL_WS, GL_RC):  # "auto", B*T >= 64: the Gluon kernels never specialise T
+            assert state_impl == "auto" and {"T", "TOTAL_T"} <= set(kern.do_not_specialize), kern.do_not_specialize
+        elif T == 1:
             assert kern in twins and {"T", "TOTAL_T"} <= set(kern.do_not_specialize), (T, kern.__name__)
         elif kern.__name__ == GL_WS:  # "auto", B*T >= 64: the Gluon kernel never specialises T
             assert state_impl == "auto" and {"T", "TOTAL_T"} <= set(kern.do_not_specialize), kern.do_not_specialize

@@ -341,8 +341,9 @@ def _rc_loader(kd, qd, vd, ad, aqd, fac, k_s, q_s, a_s, aq_s, v_s, f_s, ready, e
                G: gl.constexpr, IS_VARLEN: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr):
     """Loader partition (1 warp): every chunk of every item of this CTA into ring slot (chunk counter) % STAGES: the
     five tiles by TMA, and the chunk's factor planes 1-4 (beta, beta e^gamma, e^gamma, e^(gamma_last - gamma); 0 past
-    the sequence end) by cp.async, whose completion the slot's ready barrier also waits for. (TMA cannot fetch the
-    factors: a plane's row stride, TOTAL_T fp32, need not be a multiple of 16 bytes.)"""
+    the sequence end) and e^gamma_last (in all 64 entries of a fifth row) by cp.async, whose completion the slot's ready
+    barrier also waits for. (TMA cannot fetch the factors: a plane's row stride, TOTAL_T fp32, need not be a multiple of
+    16 bytes.)"""
     FL: gl.constexpr = gl.BlockedLayout([2], [32], [1], [0])
     fr = gl.arange(0, 64, layout=FL)
     plane = (HV + fr * 0).to(gl.int64) * TOTAL_T
@@ -369,7 +370,8 @@ def _rc_loader(kd, qd, vd, ad, aqd, fac, k_s, q_s, a_s, aq_s, v_s, f_s, ready, e
             l0 = c * 64
             fm = (l0 + fr) < L
             for j in gl.static_range(4):
-                _cp_async(f_s.index(slot * 4 + j), f_base + (j + 1) * plane + l0 + fr, mask=fm)
+                _cp_async(f_s.index(slot * 5 + j), f_base + (j + 1) * plane + l0 + fr, mask=fm)
+            _cp_async(f_s.index(slot * 5 + 4), f_base + 3 * plane + gl.minimum(L, l0 + 64) - 1 + fr * 0)
             # each lane's arrive raises the pending count now and lowers it when its copies have landed: the phase
             # cannot complete before them (it must come before the expect's own arrive)
             async_copy.mbarrier_arrive(bar)
@@ -403,7 +405,7 @@ def _rc_output(q_s, aq_s, sb_s, u_s, f_s, ready, empty, su_ready, su_empty, o, c
             slot = it % STAGES
             b = it % 2
             mbarrier.wait(ready.index(slot), (it // STAGES) & 1)
-            eg = f_s.index(slot * 4 + 2).load(ROW)
+            eg = f_s.index(slot * 5 + 2).load(ROW)
             mbarrier.wait(su_ready.index(b), (it // 2) & 1)
             qs = warpgroup_mma(q_s.index(slot), sb_s.index(b).permute((1, 0)), zero, use_acc=False, is_async=True)
             ot = warpgroup_mma(aq_s.index(slot), u_s.index(b).permute((1, 0)), zero, use_acc=False, is_async=True)
@@ -432,7 +434,8 @@ def _rc_chain(k_s, a_s, v_s, f_s, sb_s, u_s, ready, empty, su_ready, su_empty, f
     C64: gl.constexpr = gl.SliceLayout(0, M64)  # chunk rows (columns of the transposed tiles)
     dt: gl.constexpr = sb_s.dtype
     zero = gl.zeros([BV, 64], gl.float32, M64)
-    rv = gl.arange(0, BV, layout=gl.SliceLayout(1, MS))
+    RS: gl.constexpr = gl.SliceLayout(1, MS)  # rows of S^T (V columns)
+    rv = gl.arange(0, BV, layout=RS)
     ck = gl.arange(0, BK, layout=gl.SliceLayout(0, MS))
     it = 0
     for item in range(gl.program_id(0), N_ITEMS, gl.num_programs(0)):
@@ -445,12 +448,9 @@ def _rc_chain(k_s, a_s, v_s, f_s, sb_s, u_s, ready, empty, su_ready, su_empty, f
             S = gl.load(p_h0, mask=ms, other=0.0).to(gl.float32)
         else:
             S = gl.zeros([BV, BK], gl.float32, MS)
-        p_egl = fac + 3 * (hv * 0 + HV).to(gl.int64) * TOTAL_T + hv.to(gl.int64) * TOTAL_T + tg0.to(gl.int64)
         for c in range(gl.cdiv(L, 64)):
             slot = it % STAGES
             b = it % 2
-            l0 = c * 64
-            egl = gl.load(p_egl + gl.minimum(L, l0 + 64) - 1)  # e^gamma_last (needed by the update, two dots later)
             s16 = S.to(dt)
             sa = gl.convert_layout(s16, gl.DotOperandLayout(operand_index=0, parent=M64, k_width=2),
                                    assert_trivial=True)
@@ -463,16 +463,17 @@ def _rc_chain(k_s, a_s, v_s, f_s, sb_s, u_s, ready, empty, su_ready, su_empty, f
             # the column factors are read from the slot where they are used: a column vector of the transposed tiles
             # takes 16 registers per thread, and holding them from the step's start spilled
             vt = v_s.index(slot).permute((1, 0)).load(M64)
-            bt = f_s.index(slot * 4).load(C64)
-            be = f_s.index(slot * 4 + 1).load(C64)
+            bt = f_s.index(slot * 5).load(C64)
+            be = f_s.index(slot * 5 + 1).load(C64)
             pt = warpgroup_mma_wait(0, deps=[pt])
             xt = gl.expand_dims(bt, 0) * vt.to(gl.float32) - gl.expand_dims(be, 0) * pt
             xa = gl.convert_layout(xt.to(dt), A64, assert_trivial=True)
             ut = warpgroup_mma(xa, a_s.index(slot).permute((1, 0)), zero, use_acc=False, is_async=True)
-            dk = f_s.index(slot * 4 + 3).load(C64)
+            dk = f_s.index(slot * 5 + 3).load(C64)
+            egl = f_s.index(slot * 5 + 4).load(RS)  # e^gamma_last in every entry: 2 registers
             ut = warpgroup_mma_wait(0, deps=[ut])
             ua = gl.convert_layout((ut * gl.expand_dims(dk, 0)).to(dt), AS, assert_trivial=True)
-            st = warpgroup_mma(ua, kb, S * egl, is_async=True)
+            st = warpgroup_mma(ua, kb, S * gl.expand_dims(egl, 1), is_async=True)
             # off the chain while the update runs: U_c^T for the output partition
             u_s.index(b).store(ut.to(dt))
             fence_async_shared()
@@ -521,7 +522,7 @@ def atrex_sm90_gdn_state_output_gl_rc(
     v_s = gl.allocate_shared_memory(dt, [STAGES, 64, BV], SH_V)
     sb_s = gl.allocate_shared_memory(dt, [2, BV, BK], SH_S)
     u_s = gl.allocate_shared_memory(dt, [2, BV, 64], SH_U)
-    f_s = gl.allocate_shared_memory(gl.float32, [STAGES * 4, 64], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+    f_s = gl.allocate_shared_memory(gl.float32, [STAGES * 5, 64], gl.SwizzledSharedLayout(1, 1, 1, [0]))
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     su_ready = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())

@@ -129,6 +129,12 @@ STATE_AUTO_GL_WS = True
 #   (3: 216 KB of shared memory at K = 128). BK in {64, 128}, V >= 64, sm90 only; elsewhere as "tma".
 GL_RC_STAGES = 3
 GL_RC_PERSISTENT = True
+# Since round 10 (H200, r22, bench_gdn sweep in one process): "auto" takes gl_rc where it applies and the call has more
+# BV = 32 state programs than SMs. There gl_ws (one 193 KB CTA per SM) needs more than one wave of ~1.2 us steps,
+# while gl_rc covers 64 V columns per ~1.5 us step: varlen 16x1024 (H = HV = 32) state pass 0.220 ms against 0.342
+# (v2). With fewer programs the per-step latency decides, and gl_ws's is lower: T=8192/16/32 0.155 (gl_ws) against
+# 0.192 ms (gl_rc, 64 CTAs), T=32768 0.590 against 0.737.
+STATE_AUTO_GL_RC = True
 STATE_PREFETCH = True  # v2: load v / factors one chunk ahead into registers by hand (else Triton pipelines them)
 # State v2 with at most ~2 programs per SM: a third pipeline stage (T=8192: 0.209 vs 0.275 ms; T=32768: 0.811 vs
 # 1.058 ms); with more programs the extra shared memory costs occupancy (varlen 16x1024: 0.483 vs 0.341 ms).
@@ -388,18 +394,25 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
             total_t, is_varlen, G, BK, use_qk_l2norm_in_kernel, use_beta_sigmoid_in_kernel, allow_neg_eigval,
             inv_product, use_wy, fast, state_v2, iw, ist))
 
-    BV, sw, sst = _state_cfg(N * HV, V, v2=state_v2, sm_count=sm_count or _sm_count(dev))
+    n_sm = sm_count or _sm_count(dev)
+    BV, sw, sst = _state_cfg(N * HV, V, v2=state_v2, sm_count=n_sm)
     sm90 = dev.type != "cuda" or _capability(dev) == (9, 0)
-    # the register-chain Gluon kernel's domain (wgmma with M = BV = 64: sm90 only; no Gluon interpreter)
-    rc = (STATE_IMPL == "gl_rc" and state_v2 and BK in (64, 128) and V >= 64 and sm90 and not _interpreting()
-          and _gluon_ws_supported())
+    # the register-chain Gluon kernel: its domain (wgmma with M = BV = 64: sm90 only; no Gluon interpreter; in-kernel
+    # descriptors of tensors TMA can describe) and "auto"'s rule (STATE_AUTO_GL_RC): more BV = 32 programs than SMs
+    rc = (state_v2 and BK in (64, 128) and V >= 64 and sm90 and not _interpreting() and _gluon_ws_supported()
+          and TMA_DEVICE_DESC and not STATE_TMA_PERSISTENT
+          and (STATE_IMPL == "gl_rc"
+               or (STATE_IMPL == "auto" and STATE_AUTO_GL_RC and N * HV * triton.cdiv(V, 32) > n_sm)))
+    tma = _tma_operands(qn, kn, v, A, Aqk, B, T, H, HV, K, V, BK, 64) if rc else None
+    rc = tma is not None
     if rc:
         BV, sw, sst = 64, 4, int(GL_RC_STAGES)
     use_h0, h0, h0_strides = _h0_args(initial_state, state_v_first, q)
     grid = (triton.cdiv(V, BV), N * HV)
     want_tma = (STATE_IMPL in ("tma", "gl_ws", "gl_rc")
                 or (STATE_IMPL == "auto" and (BV, sw, sst) == _STATE_V2_FEW_CFG))
-    tma = _tma_operands(qn, kn, v, A, Aqk, B, T, H, HV, K, V, BK, BV) if state_v2 and want_tma else None
+    if not rc:
+        tma = _tma_operands(qn, kn, v, A, Aqk, B, T, H, HV, K, V, BK, BV) if state_v2 and want_tma else None
     # the Gluon kernel's domain (wgmma: sm90 only)
     gl_ok = BK in (64, 128) and BV in (32, 64) and sw == 4 and sm90
     v2_args = (qn, kn, v, fac, A, Aqk, h0, o, ht if ht is not None else o, cu, float(scale),
@@ -415,12 +428,12 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
         persistent = bool(STATE_TMA_PERSISTENT)
         if persistent:  # 1-D grid: two CTAs per SM with 2 stages (both fit at K = 128, BV = 32: 114.7 KB each;
             # where they do not, the second round of CTAs waits, which costs time, not correctness), else one
-            grid = (min(grid[0] * grid[1], (sm_count or _sm_count(dev)) * (2 if sst <= 2 else 1)),)
+            grid = (min(grid[0] * grid[1], n_sm * (2 if sst <= 2 else 1)),)
         auto_ws = STATE_IMPL == "auto" and STATE_AUTO_GL_WS and not _interpreting() and _gluon_ws_supported()
-        if rc and device_desc and not persistent:
+        if rc:
             kern = _gluon_state_kernel("atrex_sm90_gdn_state_output_gl_rc")
             n_items = grid[0] * grid[1]
-            grid = (min(n_items, sm_count or _sm_count(dev)) if GL_RC_PERSISTENT else n_items,)
+            grid = (min(n_items, n_sm) if GL_RC_PERSISTENT else n_items,)
             opts = dict(num_warps=4, STAGES=sst, OUT_REGS=int(GL_WS_OUT_REGS))
         elif (STATE_IMPL == "gl_ws" or auto_ws) and gl_ok and device_desc and not persistent:
             kern = _gluon_state_kernel("atrex_sm90_gdn_state_output_gl_ws")
@@ -557,7 +570,7 @@ def _knobs():
             INTRA_V2_PREC, INTRA_V3_NEWTON, INTRA_V3_MAXNREG, INTRA_CFG_OVERRIDE, V2_MAX_BK, SPLIT_STATE_PASS,
             SPLIT_MIN_T, SPLIT_PIECES, _STATE_CFG_FEW,
             _STATE_CFG_MANY, _STATE_V2_FEW_CFG, _INTRA_CFG, GL_WS_OUT_REGS, STATE_AUTO_GL_WS, INTRA_V3_INV_FP16,
-            INTRA_V3_FP16_FALLBACK, GL_RC_STAGES, GL_RC_PERSISTENT)
+            INTRA_V3_FP16_FALLBACK, GL_RC_STAGES, GL_RC_PERSISTENT, STATE_AUTO_GL_RC)
 
 
 def _call_signature(dev, tensors, flags):
