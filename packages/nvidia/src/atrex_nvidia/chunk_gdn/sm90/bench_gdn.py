@@ -231,6 +231,14 @@ VARIANTS = [
     ("split8", dict(split=True, pieces=8, split_min_t=128)),
     ("split4_s2", dict(split=True, pieces=4, split_min_t=128, state_impl="tma", state=(32, 4, 2))),
     ("split2_s2", dict(split=True, pieces=2, split_min_t=128, state_impl="tma", state=(32, 4, 2))),
+    # round 10: the split pass with gl_rc, whose 64 CTAs (T=8192/32768, 32 heads) leave 68 SMs to the next piece's
+    # intra kernel (a gl_rc CTA's 225 KB of shared memory keeps intra CTAs off its SM)
+    ("split2_rc", dict(split=True, pieces=2, split_min_t=128, state_impl="gl_rc")),
+    ("split3_rc", dict(split=True, pieces=3, split_min_t=128, state_impl="gl_rc")),
+    ("split4_rc", dict(split=True, pieces=4, split_min_t=128, state_impl="gl_rc")),
+    ("split6_rc", dict(split=True, pieces=6, split_min_t=128, state_impl="gl_rc")),
+    ("split8_rc", dict(split=True, pieces=8, split_min_t=128, state_impl="gl_rc")),
+    ("split4_rc_prio0", dict(split=True, pieces=4, split_min_t=128, state_impl="gl_rc", prio=0)),
 ]
 
 # launch-module attributes a variant may set (key in VARIANTS -> attribute of launch.py)

@@ -457,31 +457,33 @@ def _rc_chain(k_s, a_s, v_s, f_s, sb_s, u_s, ready, empty, su_ready, su_empty, f
             mbarrier.wait(ready.index(slot), (it // STAGES) & 1)
             kb = k_s.index(slot)
             pt = warpgroup_mma(sa, kb.permute((1, 0)), zero, use_acc=False, is_async=True)
-            # off the chain while P^T runs: S_c^T for the output partition, V^T of this chunk
+            # off the chain while P^T runs: the update's accumulator e^gamma_last S^T (e^gamma_last in every entry of
+            # the slot's fifth factor row: 2 registers), S_c^T for the output partition, V^T of this chunk
+            egl = f_s.index(slot * 5 + 4).load(RS)
+            S = S * gl.expand_dims(egl, 1)
             mbarrier.wait(su_empty.index(b), ((it // 2) & 1) ^ 1)  # the output partition is done with chunk it - 2
             sb_s.index(b).store(s16)
             # the column factors are read from the slot where they are used: a column vector of the transposed tiles
             # takes 16 registers per thread, and holding them from the step's start spilled
-            vt = v_s.index(slot).permute((1, 0)).load(M64)
             bt = f_s.index(slot * 5).load(C64)
+            btv = gl.expand_dims(bt, 0) * v_s.index(slot).permute((1, 0)).load(M64).to(gl.float32)  # beta V^T
             be = f_s.index(slot * 5 + 1).load(C64)
             pt = warpgroup_mma_wait(0, deps=[pt])
-            xt = gl.expand_dims(bt, 0) * vt.to(gl.float32) - gl.expand_dims(be, 0) * pt
+            xt = btv - gl.expand_dims(be, 0) * pt
             xa = gl.convert_layout(xt.to(dt), A64, assert_trivial=True)
             ut = warpgroup_mma(xa, a_s.index(slot).permute((1, 0)), zero, use_acc=False, is_async=True)
             dk = f_s.index(slot * 5 + 3).load(C64)
-            egl = f_s.index(slot * 5 + 4).load(RS)  # e^gamma_last in every entry: 2 registers
             ut = warpgroup_mma_wait(0, deps=[ut])
             ua = gl.convert_layout((ut * gl.expand_dims(dk, 0)).to(dt), AS, assert_trivial=True)
-            st = warpgroup_mma(ua, kb, S * gl.expand_dims(egl, 1), is_async=True)
+            st = warpgroup_mma(ua, kb, S, is_async=True)
             # off the chain while the update runs: U_c^T for the output partition
             u_s.index(b).store(ut.to(dt))
             fence_async_shared()
             _cta_barrier()
             mbarrier.arrive(su_ready.index(b), count=1)
+            # every chain warp is past chunk it - 1 (its wgmmas waited, its slot reads done): release that slot
+            mbarrier.arrive(empty.index((it + STAGES - 1) % STAGES), count=1, pred=it > 0)
             S = warpgroup_mma_wait(0, deps=[st])
-            _cta_barrier()  # every chain warp's wgmma reads of the slot are complete
-            mbarrier.arrive(empty.index(slot), count=1)
             it += 1
         if STORE_HT:
             if STATE_V_FIRST:

@@ -335,7 +335,7 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
 
     fast = _use_fast(q, K, V)
     if (SPLIT_STATE_PASS and not _plan_only and fast and not is_varlen and T >= max(SPLIT_MIN_T, 128)
-            and STATE_IMPL in ("v2", "tma", "auto") and not USE_WY and BK <= V2_MAX_BK):
+            and STATE_IMPL in ("v2", "tma", "auto", "gl_ws", "gl_rc") and not USE_WY and BK <= V2_MAX_BK):
         return _gdn_split(q, k, v, g, beta, o, ht, scale, initial_state, use_qk_l2norm_in_kernel, state_v_first,
                           use_beta_sigmoid_in_kernel, allow_neg_eigval, sm_count, output_final_state)
     if fast and use_qk_l2norm_in_kernel:
