@@ -448,7 +448,7 @@ def _rc_chain(k_s, a_s, v_s, f_s, sb_s, u_s, ready, empty, su_ready, su_empty, f
             S = gl.load(p_h0, mask=ms, other=0.0).to(gl.float32)
         else:
             S = gl.zeros([BV, BK], gl.float32, MS)
-        for c in range(gl.cdiv(L, 64)):
+        for _c in range(gl.cdiv(L, 64)):
             slot = it % STAGES
             b = it % 2
             s16 = S.to(dt)
