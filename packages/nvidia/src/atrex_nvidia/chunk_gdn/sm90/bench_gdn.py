@@ -215,7 +215,6 @@ VARIANTS = [
     ("gl_rc_s2", dict(state_impl="gl_rc", rc_stages=2)),
     ("gl_rc_np", dict(state_impl="gl_rc", rc_persistent=False)),
     ("gl_rc_o96", dict(state_impl="gl_rc", ws_out_regs=96)),
-    ("gl_rc_egl_late", dict(state_impl="gl_rc", rc_egl_early=False)),
     # round 9: intra v3 merges with fp16 dots, no Newton step (in-kernel L2 norm only)
     ("i3_fp16", dict(inv_fp16=True)),  # the default since round 9
     ("i3_newton", dict(inv_fp16=False)),  # bf16 merges + Newton step (the default before)
@@ -249,7 +248,7 @@ _HOOKS = dict(state="STATE_CFG_OVERRIDE", intra="INTRA_CFG_OVERRIDE", wy="USE_WY
               pieces="SPLIT_PIECES", prio="SPLIT_SIDE_PRIORITY", split_min_t="SPLIT_MIN_T",
               persistent="STATE_TMA_PERSISTENT", ws_out_regs="GL_WS_OUT_REGS",
               inv_fp16="INTRA_V3_INV_FP16", fp16_fallback="INTRA_V3_FP16_FALLBACK", rc_stages="GL_RC_STAGES",
-              rc_persistent="GL_RC_PERSISTENT", rc_egl_early="GL_RC_EGL_EARLY")
+              rc_persistent="GL_RC_PERSISTENT")
 
 
 def _select_variants(spec):

@@ -424,11 +424,9 @@ def _rc_output(q_s, aq_s, sb_s, u_s, f_s, ready, empty, su_ready, su_empty, o, c
 def _rc_chain(k_s, a_s, v_s, f_s, sb_s, u_s, ready, empty, su_ready, su_empty, fac, h0, ht, cu, T, HV, K, V, N_ITEMS, NV,
               TOTAL_T, s_h0n, s_h0h, s_h0k, s_h0v,
               G: gl.constexpr, IS_VARLEN: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr,
-              USE_H0: gl.constexpr, STORE_HT: gl.constexpr, STATE_V_FIRST: gl.constexpr, STAGES: gl.constexpr,
-              EGL_EARLY: gl.constexpr):
+              USE_H0: gl.constexpr, STORE_HT: gl.constexpr, STATE_V_FIRST: gl.constexpr, STAGES: gl.constexpr):
     """Chain partition (default, 4 warps): the transposed recurrence with register left operands; loads each item's
-    initial state and stores its final state. EGL_EARLY: scale S^T by e^gamma_last while P^T runs (else just before
-    the update)."""
+    initial state and stores its final state."""
     M64: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 64, 16])
     MS: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BK, 16])
     A64: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=M64, k_width=2)  # left operand, 64-wide result
@@ -450,48 +448,43 @@ def _rc_chain(k_s, a_s, v_s, f_s, sb_s, u_s, ready, empty, su_ready, su_empty, f
             S = gl.load(p_h0, mask=ms, other=0.0).to(gl.float32)
         else:
             S = gl.zeros([BV, BK], gl.float32, MS)
+        # (Round 10, r24-r25, measured slower than this order and kept out: e^gamma_last S^T formed while P^T runs, beta
+        # V^T formed before the P^T wait, the slot released at the hand-off barrier instead of after the update: the
+        # varlen 16x1024 state pass took 0.245-0.255 ms against 0.220-0.226, T=8192 0.218 against 0.192-0.201.)
         for _c in range(gl.cdiv(L, 64)):
             slot = it % STAGES
             b = it % 2
-            mbarrier.wait(ready.index(slot), (it // STAGES) & 1)
-            # e^gamma_last in every entry of the slot's fifth factor row (2 registers); read before the conversion of S
-            # so that the read has landed when S is scaled (Nsight, r24: scaling right after the read stalled the warps
-            # between the P^T wgmma instructions)
-            egl = f_s.index(slot * 5 + 4).load(RS)
             s16 = S.to(dt)
             sa = gl.convert_layout(s16, gl.DotOperandLayout(operand_index=0, parent=M64, k_width=2),
                                    assert_trivial=True)
+            mbarrier.wait(ready.index(slot), (it // STAGES) & 1)
             kb = k_s.index(slot)
             pt = warpgroup_mma(sa, kb.permute((1, 0)), zero, use_acc=False, is_async=True)
-            # off the chain while P^T runs: the update's accumulator e^gamma_last S^T (EGL_EARLY), S_c^T for the
-            # output partition, beta V^T
-            if EGL_EARLY:
-                S = S * gl.expand_dims(egl, 1)
+            # off the chain while P^T runs: S_c^T for the output partition, V^T of this chunk
             mbarrier.wait(su_empty.index(b), ((it // 2) & 1) ^ 1)  # the output partition is done with chunk it - 2
             sb_s.index(b).store(s16)
             # the column factors are read from the slot where they are used: a column vector of the transposed tiles
             # takes 16 registers per thread, and holding them from the step's start spilled
+            vt = v_s.index(slot).permute((1, 0)).load(M64)
             bt = f_s.index(slot * 5).load(C64)
-            btv = gl.expand_dims(bt, 0) * v_s.index(slot).permute((1, 0)).load(M64).to(gl.float32)  # beta V^T
             be = f_s.index(slot * 5 + 1).load(C64)
             pt = warpgroup_mma_wait(0, deps=[pt])
-            xt = btv - gl.expand_dims(be, 0) * pt
+            xt = gl.expand_dims(bt, 0) * vt.to(gl.float32) - gl.expand_dims(be, 0) * pt
             xa = gl.convert_layout(xt.to(dt), A64, assert_trivial=True)
             ut = warpgroup_mma(xa, a_s.index(slot).permute((1, 0)), zero, use_acc=False, is_async=True)
             dk = f_s.index(slot * 5 + 3).load(C64)
+            egl = f_s.index(slot * 5 + 4).load(RS)  # e^gamma_last in every entry: 2 registers
             ut = warpgroup_mma_wait(0, deps=[ut])
             ua = gl.convert_layout((ut * gl.expand_dims(dk, 0)).to(dt), AS, assert_trivial=True)
-            if not EGL_EARLY:
-                S = S * gl.expand_dims(egl, 1)
-            st = warpgroup_mma(ua, kb, S, is_async=True)
+            st = warpgroup_mma(ua, kb, S * gl.expand_dims(egl, 1), is_async=True)
             # off the chain while the update runs: U_c^T for the output partition
             u_s.index(b).store(ut.to(dt))
             fence_async_shared()
             _cta_barrier()
             mbarrier.arrive(su_ready.index(b), count=1)
-            # every chain warp is past chunk it - 1 (its wgmmas waited, its slot reads done): release that slot
-            mbarrier.arrive(empty.index((it + STAGES - 1) % STAGES), count=1, pred=it > 0)
             S = warpgroup_mma_wait(0, deps=[st])
+            _cta_barrier()  # every chain warp's wgmma reads of the slot are complete
+            mbarrier.arrive(empty.index(slot), count=1)
             it += 1
         if STORE_HT:
             if STATE_V_FIRST:
@@ -510,7 +503,7 @@ def atrex_sm90_gdn_state_output_gl_rc(
     TOTAL_T, ROWS, QW, VW, s_qr, s_kr, s_vr, N_NH,
     IS_VARLEN: gl.constexpr, G: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr,
     USE_H0: gl.constexpr, STORE_HT: gl.constexpr, STATE_V_FIRST: gl.constexpr, DEVICE_DESC: gl.constexpr,
-    PERSISTENT: gl.constexpr, STAGES: gl.constexpr, OUT_REGS: gl.constexpr, EGL_EARLY: gl.constexpr,
+    PERSISTENT: gl.constexpr, STAGES: gl.constexpr, OUT_REGS: gl.constexpr,
 ):
     """gl_ws's arguments (in-kernel descriptors) on a 1-D grid: work item i is (V block i % NV, sequence x value head
     i // NV); CTA p runs items p, p + grid, ... (PERSISTENT: grid <= SMs; else one item per CTA). The chain keeps S^T
@@ -549,7 +542,7 @@ def atrex_sm90_gdn_state_output_gl_rc(
     gl.warp_specialize([
         (_rc_chain, (k_s, a_s, v_s, f_s, sb_s, u_s, ready, empty, su_ready, su_empty, fac, h0, ht, cu, T, HV, K, V,
                      N_ITEMS, NV, TOTAL_T, s_h0n, s_h0h, s_h0k, s_h0v, G, IS_VARLEN, BK, BV, USE_H0, STORE_HT,
-                     STATE_V_FIRST, STAGES, EGL_EARLY)),
+                     STATE_V_FIRST, STAGES)),
         (_rc_output, (q_s, aq_s, sb_s, u_s, f_s, ready, empty, su_ready, su_empty, o, cu, T, HV, V, N_ITEMS, NV,
                       TOTAL_T, s_ob, s_ot, s_oh, scale, G, IS_VARLEN, BV, STAGES)),
         (_rc_loader, (kd, qd, vd, ad, aqd, fac, k_s, q_s, a_s, aq_s, v_s, f_s, ready, empty, cu, T, HV, K, V, N_ITEMS, NV,

@@ -129,8 +129,6 @@ STATE_AUTO_GL_WS = True
 #   (3: 216 KB of shared memory at K = 128). BK in {64, 128}, V >= 64, sm90 only; elsewhere as "tma".
 GL_RC_STAGES = 3
 GL_RC_PERSISTENT = True
-# gl_rc's chain scales S^T by e^gamma_last while P^T runs (True) or just before the update dot (False)
-GL_RC_EGL_EARLY = True
 # Since round 10 (H200, r22, bench_gdn sweep in one process): "auto" takes gl_rc where it applies and the call has more
 # BV = 32 state programs than SMs. There gl_ws (one 193 KB CTA per SM) needs more than one wave of ~1.2 us steps,
 # while gl_rc covers 64 V columns per ~1.5 us step: varlen 16x1024 (H = HV = 32) state pass 0.220 ms against 0.342
@@ -436,7 +434,7 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
             kern = _gluon_state_kernel("atrex_sm90_gdn_state_output_gl_rc")
             n_items = grid[0] * grid[1]
             grid = (min(n_items, n_sm) if GL_RC_PERSISTENT else n_items,)
-            opts = dict(num_warps=4, STAGES=sst, OUT_REGS=int(GL_WS_OUT_REGS), EGL_EARLY=bool(GL_RC_EGL_EARLY))
+            opts = dict(num_warps=4, STAGES=sst, OUT_REGS=int(GL_WS_OUT_REGS))
         elif (STATE_IMPL == "gl_ws" or auto_ws) and gl_ok and device_desc and not persistent:
             kern = _gluon_state_kernel("atrex_sm90_gdn_state_output_gl_ws")
             opts = dict(num_warps=4, STAGES=max(2, sst), OUT_REGS=int(GL_WS_OUT_REGS))
@@ -572,7 +570,7 @@ def _knobs():
             INTRA_V2_PREC, INTRA_V3_NEWTON, INTRA_V3_MAXNREG, INTRA_CFG_OVERRIDE, V2_MAX_BK, SPLIT_STATE_PASS,
             SPLIT_MIN_T, SPLIT_PIECES, _STATE_CFG_FEW,
             _STATE_CFG_MANY, _STATE_V2_FEW_CFG, _INTRA_CFG, GL_WS_OUT_REGS, STATE_AUTO_GL_WS, INTRA_V3_INV_FP16,
-            INTRA_V3_FP16_FALLBACK, GL_RC_STAGES, GL_RC_PERSISTENT, STATE_AUTO_GL_RC, GL_RC_EGL_EARLY)
+            INTRA_V3_FP16_FALLBACK, GL_RC_STAGES, GL_RC_PERSISTENT, STATE_AUTO_GL_RC)
 
 
 def _call_signature(dev, tensors, flags):
