@@ -1,5 +1,6 @@
-"""Gluon state/output kernel of ATREX's SM90 chunked Gated-DeltaNet (``STATE_IMPL`` "gl_ws"; "auto"'s choice where the
-state pass has few programs and TMA applies, since round 9).
+"""Gluon state/output kernels of ATREX's SM90 chunked Gated-DeltaNet: ``STATE_IMPL`` "gl_ws" ("auto"'s choice where the
+state pass has few programs and TMA applies, since round 9) and "gl_rc" (transposed state with register operands,
+persistent; "auto"'s choice where there are more BV = 32 programs than SMs, since round 10; see its block comment).
 
 Same math, arguments and grid as ``kernels.atrex_sm90_gdn_state_output_tma``: one program per (V-block, sequence x
 value head) carries its fp32 state block ``S [BK, BV]`` across the chunks of its sequence. Per chunk, with the

@@ -129,11 +129,12 @@ STATE_AUTO_GL_WS = True
 #   (3: 216 KB of shared memory at K = 128). BK in {64, 128}, V >= 64, sm90 only; elsewhere as "tma".
 GL_RC_STAGES = 3
 GL_RC_PERSISTENT = True
-# Since round 10 (H200, r22, bench_gdn sweep in one process): "auto" takes gl_rc where it applies and the call has more
-# BV = 32 state programs than SMs. There gl_ws (one 193 KB CTA per SM) needs more than one wave of ~1.2 us steps,
-# while gl_rc covers 64 V columns per ~1.5 us step: varlen 16x1024 (H = HV = 32) state pass 0.220 ms against 0.342
-# (v2). With fewer programs the per-step latency decides, and gl_ws's is lower: T=8192/16/32 0.155 (gl_ws) against
-# 0.192 ms (gl_rc, 64 CTAs), T=32768 0.590 against 0.737.
+# Since round 10 (H200, r22-r23, bench_gdn sweeps in one process): "auto" takes gl_rc where it applies and the call
+# has more BV = 32 state programs than SMs. There gl_ws (one 193 KB CTA per SM) needs more than one wave of ~1.2 us
+# steps, while gl_rc covers 64 V columns per ~1.5 us step: varlen 16x1024 (H = HV = 32) state pass 0.220-0.226 ms
+# against 0.342 (v2) and 0.394 (gl_ws); whole call under CUDA graphs 0.504 against 0.674 ms. With fewer programs the
+# per-step latency decides, and gl_ws's is lower: T=8192/16/32 0.155 (gl_ws) against 0.192-0.201 ms (gl_rc, 64 CTAs),
+# T=32768 0.590 against 0.737. Between SMs and 2 x SMs programs the rule follows that model, not a measurement.
 STATE_AUTO_GL_RC = True
 STATE_PREFETCH = True  # v2: load v / factors one chunk ahead into registers by hand (else Triton pipelines them)
 # State v2 with at most ~2 programs per SM: a third pipeline stage (T=8192: 0.209 vs 0.275 ms; T=32768: 0.811 vs
