@@ -438,6 +438,32 @@ def test_gluon_state_kernel(case_id, kw, impl, monkeypatch):
     assert "atrex_sm90_gdn_state_output_" + want in ran, ran
 
 
+def state_impl_outputs(launch, monkeypatch, inp, impls, **kw):
+    """``launch.gdn_fwd`` on ``inp`` once per STATE_IMPL in ``impls``: ({impl: (o, final state)}, {impl: grid of its
+    state launch}); asserts that each call launched that state kernel."""
+    import torch as _torch
+    ran, orig = [], launch._launch
+
+    def spy(kern, grid, args, meta):
+        ran.append((kern.__name__, grid))
+        orig(kern, grid, args, meta)
+
+    monkeypatch.setattr(launch, "_launch", spy)
+    outs, grids = {}, {}
+    for impl in impls:
+        monkeypatch.setattr(launch, "STATE_IMPL", impl)
+        ran.clear()
+        outs[impl] = launch.gdn_fwd(inp["q"], inp["k"], inp["v"], inp["g"], inp["beta"], scale=inp["scale"],
+                                    initial_state=inp["initial_state"], output_final_state=True,
+                                    use_qk_l2norm_in_kernel=inp["use_qk_l2norm_in_kernel"],
+                                    state_v_first=inp["state_v_first"], cu_seqlens=inp["cu_seqlens"], **kw)
+        _torch.cuda.synchronize()
+        names = dict(ran)
+        assert "atrex_sm90_gdn_state_output_" + impl in names, ran
+        grids[impl] = names["atrex_sm90_gdn_state_output_" + impl]
+    return outs, grids
+
+
 WS_CASES = [
     # 129 chunks: both mbarrier rings (3 load slots, 2 hand-off buffers) wrap around many times, phases alternate
     ("ws_T8250_qwen", dict(T=8250, H=16, HV=32, K=128, h0=torch.float32)),
@@ -457,29 +483,9 @@ def test_gluon_ws_rings_and_empty_sequences(case_id, kw, stages, monkeypatch):
     closely than either agrees with float64). A lost or doubled hand-off shows as a hang (the caller's timeout) or as
     a wrong chunk."""
     pytest.importorskip("triton.experimental.gluon")
-    import torch as _torch
-
     from atrex_nvidia.chunk_gdn.sm90 import launch
     monkeypatch.setattr(launch, "STATE_CFG_OVERRIDE", (32, 4, stages))
-    ran, orig = [], launch._launch
-
-    def spy(kern, grid, args, meta):
-        ran.append(kern.__name__)
-        orig(kern, grid, args, meta)
-
-    monkeypatch.setattr(launch, "_launch", spy)
-    inp = make_inputs(device="cuda", **kw)
-    outs = {}
-    for impl in ("tma", "gl_ws"):
-        monkeypatch.setattr(launch, "STATE_IMPL", impl)
-        ran.clear()
-        outs[impl] = launch.gdn_fwd(inp["q"], inp["k"], inp["v"], inp["g"], inp["beta"], scale=inp["scale"],
-                                    initial_state=inp["initial_state"], output_final_state=True,
-                                    use_qk_l2norm_in_kernel=inp["use_qk_l2norm_in_kernel"],
-                                    state_v_first=inp["state_v_first"], cu_seqlens=inp["cu_seqlens"])
-        _torch.cuda.synchronize()
-        want = {"tma": "atrex_sm90_gdn_state_output_tma", "gl_ws": "atrex_sm90_gdn_state_output_gl_ws"}[impl]
-        assert want in ran, ran
+    outs, _ = state_impl_outputs(launch, monkeypatch, make_inputs(device="cuda", **kw), ("tma", "gl_ws"))
     (o1, h1), (o2, h2) = outs["tma"], outs["gl_ws"]
     assert rrmse(o1, o2) <= 2e-3 and rrmse(h1, h2) <= 2e-3, (rrmse(o1, o2), rrmse(h1, h2))
     monkeypatch.setattr(launch, "STATE_IMPL", "gl_ws")
@@ -500,32 +506,12 @@ def test_gluon_rc_rings_across_items(case_id, kw, stages, sm_count, monkeypatch)
     pytest.importorskip("triton.experimental.gluon")
     import functools
 
-    import torch as _torch
-
     from atrex_nvidia.chunk_gdn.sm90 import launch
     monkeypatch.setattr(launch, "GL_RC_STAGES", stages)
-    ran, orig = [], launch._launch
-
-    def spy(kern, grid, args, meta):
-        ran.append((kern.__name__, grid))
-        orig(kern, grid, args, meta)
-
-    monkeypatch.setattr(launch, "_launch", spy)
-    inp = make_inputs(device="cuda", **kw)
-    outs = {}
-    for impl in ("gl_ws", "gl_rc"):
-        monkeypatch.setattr(launch, "STATE_IMPL", impl)
-        ran.clear()
-        outs[impl] = launch.gdn_fwd(inp["q"], inp["k"], inp["v"], inp["g"], inp["beta"], scale=inp["scale"],
-                                    initial_state=inp["initial_state"], output_final_state=True,
-                                    use_qk_l2norm_in_kernel=inp["use_qk_l2norm_in_kernel"],
-                                    state_v_first=inp["state_v_first"], cu_seqlens=inp["cu_seqlens"],
-                                    sm_count=sm_count)
-        _torch.cuda.synchronize()
-        names = {name: grid for name, grid in ran}
-        assert "atrex_sm90_gdn_state_output_" + impl in names, ran
+    outs, grids = state_impl_outputs(launch, monkeypatch, make_inputs(device="cuda", **kw), ("gl_ws", "gl_rc"),
+                                     sm_count=sm_count)
     if sm_count:
-        assert names["atrex_sm90_gdn_state_output_gl_rc"] == (sm_count,), ran
+        assert grids["gl_rc"] == (sm_count,), grids
     (o1, h1), (o2, h2) = outs["gl_ws"], outs["gl_rc"]
     assert rrmse(o1, o2) <= 2e-3 and rrmse(h1, h2) <= 2e-3, (rrmse(o1, o2), rrmse(h1, h2))
     eo, eh, bound = run_case(functools.partial(launch.gdn_fwd, sm_count=sm_count), case_id, kw, "cuda")

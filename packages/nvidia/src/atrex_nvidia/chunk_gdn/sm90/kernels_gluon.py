@@ -56,9 +56,14 @@ def _row_factors(f_base, plane, l0, L, ROW: gl.constexpr):
 
 @gluon.jit
 def _sequence(cu, T, HV, G: gl.constexpr, IS_VARLEN: gl.constexpr):
-    """(n, hv, h, bos, b_idx, tg0, L) of program axis 1 (sequence x value head): the sequence's token range
+    """(n, hv, h, bos, b_idx, tg0, L) of program axis 1 (sequence x value head): see ``_seq_head``."""
+    return _seq_head(gl.program_id(1), cu, T, HV, G, IS_VARLEN)
+
+
+@gluon.jit
+def _seq_head(i_nh, cu, T, HV, G: gl.constexpr, IS_VARLEN: gl.constexpr):
+    """(n, hv, h, bos, b_idx, tg0, L) of (sequence x value head) index ``i_nh``: the sequence's token range
     [bos, bos + L) in batch row ``b_idx``, and its first row ``tg0`` in the token-indexed workspaces."""
-    i_nh = gl.program_id(1)
     n = i_nh // HV
     hv = i_nh % HV
     h = hv // G
@@ -113,32 +118,46 @@ def _store_state(ht, S, n64, hv, HV, K, V, rs, cs, ms, STATE_V_FIRST: gl.constex
 
 
 @gluon.jit
+def _descriptors(kd, qd, vd, ad, aqd, ROWS, QW, VW, s_qr, s_kr, s_vr, HV, TOTAL_T, BK: gl.constexpr,
+                 BV: gl.constexpr):
+    """The five TMA descriptors of the Gluon state kernels (built in the kernel, by the loader partition): k and q
+    ``[B*T, H*K]`` boxes [64, BK], v ``[B*T, HV*V]`` boxes [64, BV], A and Aqk ``[HV*TOTAL_T, 64]`` boxes [64, 64]."""
+    SH_K: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, BK], gl.bfloat16)
+    SH_A: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, 64], gl.bfloat16)
+    SH_V: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, BV], gl.bfloat16)
+    return (tma.make_tensor_descriptor(kd, [ROWS, QW], [s_kr, 1], [64, BK], SH_K),
+            tma.make_tensor_descriptor(qd, [ROWS, QW], [s_qr, 1], [64, BK], SH_K),
+            tma.make_tensor_descriptor(vd, [ROWS, VW], [s_vr, 1], [64, BV], SH_V),
+            tma.make_tensor_descriptor(ad, [HV * TOTAL_T, 64], [64, 1], [64, 64], SH_A),
+            tma.make_tensor_descriptor(aqd, [HV * TOTAL_T, 64], [64, 1], [64, 64], SH_A))
+
+
+@gluon.jit
+def _load_chunk(descs, bar, slot, k_s, q_s, a_s, aq_s, v_s, row, arow, l0, qcol, vcol, BK: gl.constexpr,
+                BV: gl.constexpr):
+    """Chunk rows [row + l0, row + l0 + 64) of k, q, v and rows [arow + l0, arow + l0 + 64) of A, Aqk into ring slot
+    ``slot`` by TMA; ``bar`` expects their bytes."""
+    kdesc, qdesc, vdesc, adesc, aqdesc = descs
+    mbarrier.expect(bar, (2 * 64 * BK + 2 * 64 * 64 + 64 * BV) * 2)
+    _tma_load(kdesc, [row + l0, qcol], bar, k_s.index(slot))
+    _tma_load(qdesc, [row + l0, qcol], bar, q_s.index(slot))
+    _tma_load(adesc, [arow + l0, 0], bar, a_s.index(slot))
+    _tma_load(aqdesc, [arow + l0, 0], bar, aq_s.index(slot))
+    _tma_load(vdesc, [row + l0, vcol], bar, v_s.index(slot))
+
+
+@gluon.jit
 def _ws_loader(kd, qd, vd, ad, aqd, k_s, q_s, a_s, aq_s, v_s, ready, empty, NT, row, arow, qcol, vcol,
                ROWS, QW, VW, s_qr, s_kr, s_vr, HV, TOTAL_T,
                BK: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr):
     """Loader partition (1 warp): chunk c's k, q, A, Aqk and v tiles into slot c % STAGES by TMA, after both
     consumers released the slot's previous chunk (empty barriers start 'phase 1 complete': the first round passes).
     The descriptors are built here, by the only partition that uses them."""
-    SH_K: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, BK], gl.bfloat16)
-    SH_A: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, 64], gl.bfloat16)
-    SH_V: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, BV], gl.bfloat16)
-    kdesc = tma.make_tensor_descriptor(kd, [ROWS, QW], [s_kr, 1], [64, BK], SH_K)
-    qdesc = tma.make_tensor_descriptor(qd, [ROWS, QW], [s_qr, 1], [64, BK], SH_K)
-    vdesc = tma.make_tensor_descriptor(vd, [ROWS, VW], [s_vr, 1], [64, BV], SH_V)
-    adesc = tma.make_tensor_descriptor(ad, [HV * TOTAL_T, 64], [64, 1], [64, 64], SH_A)
-    aqdesc = tma.make_tensor_descriptor(aqd, [HV * TOTAL_T, 64], [64, 1], [64, 64], SH_A)
-    nbytes: gl.constexpr = (2 * 64 * BK + 2 * 64 * 64 + 64 * BV) * 2
+    descs = _descriptors(kd, qd, vd, ad, aqd, ROWS, QW, VW, s_qr, s_kr, s_vr, HV, TOTAL_T, BK, BV)
     for c in range(NT):
         slot = c % STAGES
         mbarrier.wait(empty.index(slot), ((c // STAGES) & 1) ^ 1)
-        bar = ready.index(slot)
-        mbarrier.expect(bar, nbytes)
-        l0 = c * 64
-        _tma_load(kdesc, [row + l0, qcol], bar, k_s.index(slot))
-        _tma_load(qdesc, [row + l0, qcol], bar, q_s.index(slot))
-        _tma_load(adesc, [arow + l0, 0], bar, a_s.index(slot))
-        _tma_load(aqdesc, [arow + l0, 0], bar, aq_s.index(slot))
-        _tma_load(vdesc, [row + l0, vcol], bar, v_s.index(slot))
+        _load_chunk(descs, ready.index(slot), slot, k_s, q_s, a_s, aq_s, v_s, row, arow, c * 64, qcol, vcol, BK, BV)
 
 
 @gluon.jit
@@ -319,21 +338,8 @@ def atrex_sm90_gdn_state_output_gl_ws(
 def _rc_item(item, NV, cu, T, HV, G: gl.constexpr, IS_VARLEN: gl.constexpr):
     """(i_v, n, hv, h, bos, b_idx, tg0, L) of work item ``item`` = (sequence x value head) * NV + V block."""
     i_v = item % NV
-    i_nh = item // NV
-    n = i_nh // HV
-    hv = i_nh % HV
-    h = hv // G
-    if IS_VARLEN:
-        bos = gl.load(cu + n).to(gl.int32)
-        eos = gl.load(cu + n + 1).to(gl.int32)
-        b_idx = n * 0
-        tg0 = bos
-    else:
-        bos = n * 0
-        eos = bos + T
-        b_idx = n
-        tg0 = n * T
-    return i_v, n, hv, h, bos, b_idx, tg0, eos - bos
+    n, hv, h, bos, b_idx, tg0, L = _seq_head(item // NV, cu, T, HV, G, IS_VARLEN)
+    return i_v, n, hv, h, bos, b_idx, tg0, L
 
 
 @gluon.jit
@@ -348,15 +354,7 @@ def _rc_loader(kd, qd, vd, ad, aqd, fac, k_s, q_s, a_s, aq_s, v_s, f_s, ready, e
     FL: gl.constexpr = gl.BlockedLayout([2], [32], [1], [0])
     fr = gl.arange(0, 64, layout=FL)
     plane = (HV + fr * 0).to(gl.int64) * TOTAL_T
-    SH_K: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, BK], gl.bfloat16)
-    SH_A: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, 64], gl.bfloat16)
-    SH_V: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, BV], gl.bfloat16)
-    kdesc = tma.make_tensor_descriptor(kd, [ROWS, QW], [s_kr, 1], [64, BK], SH_K)
-    qdesc = tma.make_tensor_descriptor(qd, [ROWS, QW], [s_qr, 1], [64, BK], SH_K)
-    vdesc = tma.make_tensor_descriptor(vd, [ROWS, VW], [s_vr, 1], [64, BV], SH_V)
-    adesc = tma.make_tensor_descriptor(ad, [HV * TOTAL_T, 64], [64, 1], [64, 64], SH_A)
-    aqdesc = tma.make_tensor_descriptor(aqd, [HV * TOTAL_T, 64], [64, 1], [64, 64], SH_A)
-    nbytes: gl.constexpr = (2 * 64 * BK + 2 * 64 * 64 + 64 * BV) * 2
+    descs = _descriptors(kd, qd, vd, ad, aqd, ROWS, QW, VW, s_qr, s_kr, s_vr, HV, TOTAL_T, BK, BV)
     it = 0
     for item in range(gl.program_id(0), N_ITEMS, gl.num_programs(0)):
         i_v, n, hv, h, bos, b_idx, tg0, L = _rc_item(item, NV, cu, T, HV, G, IS_VARLEN)
@@ -376,12 +374,7 @@ def _rc_loader(kd, qd, vd, ad, aqd, fac, k_s, q_s, a_s, aq_s, v_s, f_s, ready, e
             # each lane's arrive raises the pending count now and lowers it when its copies have landed: the phase
             # cannot complete before them (it must come before the expect's own arrive)
             async_copy.mbarrier_arrive(bar)
-            mbarrier.expect(bar, nbytes)
-            _tma_load(kdesc, [tg0 + l0, qcol], bar, k_s.index(slot))
-            _tma_load(qdesc, [tg0 + l0, qcol], bar, q_s.index(slot))
-            _tma_load(adesc, [arow + l0, 0], bar, a_s.index(slot))
-            _tma_load(aqdesc, [arow + l0, 0], bar, aq_s.index(slot))
-            _tma_load(vdesc, [tg0 + l0, vcol], bar, v_s.index(slot))
+            _load_chunk(descs, bar, slot, k_s, q_s, a_s, aq_s, v_s, tg0, arow, l0, qcol, vcol, BK, BV)
             it += 1
 
 
@@ -487,7 +480,7 @@ def _rc_chain(k_s, a_s, v_s, f_s, sb_s, u_s, ready, empty, su_ready, su_empty, f
             _cta_barrier()  # every chain warp's wgmma reads of the slot are complete
             mbarrier.arrive(empty.index(slot), count=1)
             it += 1
-        if STORE_HT:
+        if STORE_HT:  # (S^T: v along rows, k along columns; the expression order of the measured binary)
             if STATE_V_FIRST:
                 p_ht = ht + n64 * HV * K * V + hv * K * V + gl.expand_dims(cv * K, 1) + gl.expand_dims(ck, 0)
             else:
