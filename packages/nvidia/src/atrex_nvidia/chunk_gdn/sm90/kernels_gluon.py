@@ -118,6 +118,38 @@ def _store_state(ht, S, n64, hv, HV, K, V, rs, cs, ms, STATE_V_FIRST: gl.constex
 
 
 @gluon.jit
+def _ring_tiles(dt: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr):
+    """The load ring of the Gluon state kernels: STAGES slots of the k, q ([64, BK]), A, Aqk ([64, 64]) and v
+    ([64, BV]) tiles, in the NVMMA layouts TMA writes and wgmma reads."""
+    SH_K: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, BK], gl.bfloat16)
+    SH_A: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, 64], gl.bfloat16)
+    SH_V: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, BV], gl.bfloat16)
+    return (gl.allocate_shared_memory(dt, [STAGES, 64, BK], SH_K), gl.allocate_shared_memory(dt, [STAGES, 64, BK], SH_K),
+            gl.allocate_shared_memory(dt, [STAGES, 64, 64], SH_A), gl.allocate_shared_memory(dt, [STAGES, 64, 64], SH_A),
+            gl.allocate_shared_memory(dt, [STAGES, 64, BV], SH_V))
+
+
+@gluon.jit
+def _ring_barriers(STAGES: gl.constexpr):
+    """(ready, empty, su_ready, su_empty), initialised: ready[s] (TMA bytes, and in gl_rc the cp.async factors, of slot
+    s landed), empty[s] (count 2: chain and output partition are done with slot s), su_ready[b] / su_empty[b] (the
+    double-buffered S_c / U_c hand-off from chain to output partition)."""
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    su_ready = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    su_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(STAGES):
+        mbarrier.init(ready.index(i), count=1)
+        mbarrier.init(empty.index(i), count=2)
+    for i in gl.static_range(2):
+        mbarrier.init(su_ready.index(i), count=1)
+        mbarrier.init(su_empty.index(i), count=1)
+    fence_async_shared()  # the initialised barriers, visible to the TMA unit and to every warp
+    _cta_barrier()
+    return ready, empty, su_ready, su_empty
+
+
+@gluon.jit
 def _descriptors(kd, qd, vd, ad, aqd, ROWS, QW, VW, s_qr, s_kr, s_vr, HV, TOTAL_T, BK: gl.constexpr,
                  BV: gl.constexpr):
     """The five TMA descriptors of the Gluon state kernels (built in the kernel, by the loader partition): k and q
@@ -258,8 +290,6 @@ def atrex_sm90_gdn_state_output_gl_ws(
     MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BV, 16])
     ROW: gl.constexpr = gl.SliceLayout(1, MMA)
     COL: gl.constexpr = gl.SliceLayout(0, MMA)
-    SH_K: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, BK], gl.bfloat16)
-    SH_A: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, 64], gl.bfloat16)
     SH_V: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, BV], gl.bfloat16)
     SH_S: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BK, BV], gl.bfloat16)
     dt: gl.constexpr = o.dtype.element_ty
@@ -282,27 +312,12 @@ def atrex_sm90_gdn_state_output_gl_ws(
     ms = gl.expand_dims(rs < K, 1) & gl.expand_dims(cs < V, 0)
     S = _initial_state(h0, n64, hv, s_h0n, s_h0h, s_h0k, s_h0v, rs, cs, ms, BK, BV, USE_H0, MMA)
 
-    k_s = gl.allocate_shared_memory(dt, [STAGES, 64, BK], SH_K)
-    q_s = gl.allocate_shared_memory(dt, [STAGES, 64, BK], SH_K)
-    a_s = gl.allocate_shared_memory(dt, [STAGES, 64, 64], SH_A)
-    aq_s = gl.allocate_shared_memory(dt, [STAGES, 64, 64], SH_A)
-    v_s = gl.allocate_shared_memory(dt, [STAGES, 64, BV], SH_V)
+    k_s, q_s, a_s, aq_s, v_s = _ring_tiles(dt, BK, BV, STAGES)
     sb_s = gl.allocate_shared_memory(dt, [2, BK, BV], SH_S)
     u_s = gl.allocate_shared_memory(dt, [2, 64, BV], SH_V)
     x_s = gl.allocate_shared_memory(dt, [64, BV], SH_V)
     ud_s = gl.allocate_shared_memory(dt, [64, BV], SH_V)
-    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    su_ready = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    su_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(STAGES):
-        mbarrier.init(ready.index(i), count=1)
-        mbarrier.init(empty.index(i), count=2)
-    for i in gl.static_range(2):
-        mbarrier.init(su_ready.index(i), count=1)
-        mbarrier.init(su_empty.index(i), count=1)
-    fence_async_shared()  # the initialised barriers, visible to the TMA unit and to every warp
-    _cta_barrier()
+    ready, empty, su_ready, su_empty = _ring_barriers(STAGES)
 
     res = gl.warp_specialize([
         (_ws_chain, (k_s, a_s, v_s, sb_s, x_s, u_s, ud_s, ready, empty, su_ready, su_empty, S, f_base, plane, NT,
@@ -502,9 +517,6 @@ def atrex_sm90_gdn_state_output_gl_rc(
     """gl_ws's arguments (in-kernel descriptors) on a 1-D grid: work item i is (V block i % NV, sequence x value head
     i // NV); CTA p runs items p, p + grid, ... (PERSISTENT: grid <= SMs; else one item per CTA). The chain keeps S^T
     and feeds its dots from registers (the block comment above). K == BK (64 or 128), BV == 64, num_warps 4."""
-    SH_K: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, BK], gl.bfloat16)
-    SH_A: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, 64], gl.bfloat16)
-    SH_V: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, BV], gl.bfloat16)
     SH_S: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BV, BK], gl.bfloat16)
     SH_U: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BV, 64], gl.bfloat16)
     dt: gl.constexpr = o.dtype.element_ty
@@ -512,26 +524,11 @@ def atrex_sm90_gdn_state_output_gl_rc(
     NV = gl.cdiv(V, BV)
     N_ITEMS = NV * N_NH
 
-    k_s = gl.allocate_shared_memory(dt, [STAGES, 64, BK], SH_K)
-    q_s = gl.allocate_shared_memory(dt, [STAGES, 64, BK], SH_K)
-    a_s = gl.allocate_shared_memory(dt, [STAGES, 64, 64], SH_A)
-    aq_s = gl.allocate_shared_memory(dt, [STAGES, 64, 64], SH_A)
-    v_s = gl.allocate_shared_memory(dt, [STAGES, 64, BV], SH_V)
+    k_s, q_s, a_s, aq_s, v_s = _ring_tiles(dt, BK, BV, STAGES)
     sb_s = gl.allocate_shared_memory(dt, [2, BV, BK], SH_S)
     u_s = gl.allocate_shared_memory(dt, [2, BV, 64], SH_U)
     f_s = gl.allocate_shared_memory(gl.float32, [STAGES * 5, 64], gl.SwizzledSharedLayout(1, 1, 1, [0]))
-    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    su_ready = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    su_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(STAGES):
-        mbarrier.init(ready.index(i), count=1)
-        mbarrier.init(empty.index(i), count=2)
-    for i in gl.static_range(2):
-        mbarrier.init(su_ready.index(i), count=1)
-        mbarrier.init(su_empty.index(i), count=1)
-    fence_async_shared()  # the initialised barriers, visible to the TMA unit and to every warp
-    _cta_barrier()
+    ready, empty, su_ready, su_empty = _ring_barriers(STAGES)
 
     gl.warp_specialize([
         (_rc_chain, (k_s, a_s, v_s, f_s, sb_s, u_s, ready, empty, su_ready, su_empty, fac, h0, ht, cu, T, HV, K, V,
