@@ -112,6 +112,7 @@ _SCRIPT = textwrap.dedent(r'''
                   dict(STATE_IMPL="gl_rc", GL_RC_STAGES=2)):
         gdn(dict(T=64, H=16, HV=32, K=128), **hooks)
         gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=[64 * i for i in range(11)]), **hooks)
+    gdn(dict(T=640, H=2, HV=8, K=128, cu_seqlens=[64 * i for i in range(11)], cu_dtype=torch.int64), STATE_IMPL="gl_rc")
 
     # ---- nvidia.decode_splitkv: head dims, pages, split / no split, fp8, sinks and LSE
     from atrex.api.flash_attn import normalize_flash_attn_call

@@ -411,6 +411,9 @@ GLUON_CASES = [(cid, kw) for cid, kw in GPU_CASES
                                state_v_first=True)),
     # 64 one-token rows (B*T = 64: TMA applies; "auto" takes gl_rc here since round 10)
     ("B64_T1_h0", dict(B=64, T=1, H=2, HV=4, K=128, h0=torch.float32)),
+    # int64 cu_seqlens (the persistent kernel decodes every item's sequence from it), GVA, 40 sequences
+    ("K128_varlen_i64_gva", dict(T=40 * 70, H=2, HV=8, K=128, cu_seqlens=[70 * i for i in range(41)],
+                                 cu_dtype=torch.int64)),
 ]
 
 
