@@ -113,6 +113,8 @@ _SCRIPT = textwrap.dedent(r'''
         gdn(dict(T=64, H=16, HV=32, K=128), **hooks)
         gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=[64 * i for i in range(11)]), **hooks)
     gdn(dict(T=640, H=2, HV=8, K=128, cu_seqlens=[64 * i for i in range(11)], cu_dtype=torch.int64), STATE_IMPL="gl_rc")
+    gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=[64 * i for i in range(11)]), FOLD_QK_NORM=True)  # gl_rc, folded
+    gdn(dict(T=256, H=16, HV=32, K=128), FOLD_QK_NORM=True)  # few programs: state v2, folded
 
     # ---- nvidia.decode_splitkv: head dims, pages, split / no split, fp8, sinks and LSE
     from atrex.api.flash_attn import normalize_flash_attn_call

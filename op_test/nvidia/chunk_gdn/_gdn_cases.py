@@ -281,6 +281,8 @@ VARIANT_HOOKS = {  # launcher variants measured by bench_gdn's sweep besides the
     "state_gluon_ws": dict(STATE_IMPL="gl_ws"),
     "state_gluon_rc": dict(STATE_IMPL="gl_rc"),
     "state_gluon_rc_s2_grid": dict(STATE_IMPL="gl_rc", GL_RC_STAGES=2, GL_RC_PERSISTENT=False),
+    "fold_qk_norm": dict(FOLD_QK_NORM=True),  # round 10: raw q/k in the state kernel (v2 or gl_rc), norms in factors
+    "fold_qk_norm_gluon_rc": dict(FOLD_QK_NORM=True, STATE_IMPL="gl_rc"),
     "split_state_pass": dict(SPLIT_STATE_PASS=True, SPLIT_MIN_T=128, SPLIT_PIECES=2),
     "split_state_pass_p3": dict(SPLIT_STATE_PASS=True, SPLIT_MIN_T=128, SPLIT_PIECES=3),
     "split_state_pass_p4_prio0": dict(SPLIT_STATE_PASS=True, SPLIT_MIN_T=128, SPLIT_PIECES=4, SPLIT_SIDE_PRIORITY=0),

@@ -109,6 +109,23 @@ _SCRIPT = textwrap.dedent(r'''
             launch._launch_all = orig_launch_all
         for a, val in saved.items():
             setattr(launch, a, val)
+    # FOLD_QK_NORM (round 10): raw q / k in the state kernel, the row norms folded into the factors by intra v3; under
+    # the interpreter the state kernel is v2 (gl_rc is Gluon). Checked: the contract bound, and that every call with
+    # in-kernel L2 norm ran the folded plan (intra FOLD_NORM without qn / kn stores, state v2 reading plane 5)
+    plans, orig_la = [], launch._launch_all
+    launch._launch_all = lambda dev, launches, *a, **kw: plans.append(launches) or orig_la(dev, launches, *a, **kw)
+    launch.FOLD_QK_NORM = True
+    fold_cases = ("T1", "T63", "varlen_0_1", "varlen_i64_noh0", "T130_B2_gva_bf16h0", "g_strong")
+    for cid, kw in C.SMALL_CASES:
+        if cid in fold_cases:
+            eo, eh, bound = C.run_case(gdn_fwd, cid, kw, "cpu")
+            res[cid + "_fold"] = [eo, eh, bound]
+    launch.FOLD_QK_NORM = False
+    launch._launch_all = orig_la
+    folded = [any(m.get("FOLD_NORM") and not m.get("STORE_QKN") for k_, _, _, m in p_ if "intra" in k_.__name__)
+              and any(m.get("EG_PLANE") == 5 for k_, _, _, m in p_ if "state_output_v2" in k_.__name__)
+              for p_ in plans]
+    res["ran_fold"] = [0.0 if len(folded) == len(fold_cases) and all(folded) else 1.0, 0.0, 0.5]
     # UT inverse accuracy of intra v3 on strongly correlated keys (beta up to 2): with the Newton step the bf16
     # A workspace must be as close to the float64 inverse as rounding that inverse to bf16 (x1.25); the merges
     # alone are ~10x worse there, which this check must see (it would not discriminate otherwise)
@@ -144,7 +161,8 @@ _SCRIPT = textwrap.dedent(r'''
 
     launch.torch.empty = poisoned_empty
     try:
-        for tag, hooks in (("default", {}), ("tmap", dict(STATE_IMPL="tma", STATE_TMA_PERSISTENT=True))):
+        for tag, hooks in (("default", {}), ("tmap", dict(STATE_IMPL="tma", STATE_TMA_PERSISTENT=True)),
+                           ("fold", dict(FOLD_QK_NORM=True))):
             saved = {a: getattr(launch, a) for a in hooks}
             for a, val in hooks.items():
                 setattr(launch, a, val)

@@ -215,6 +215,10 @@ VARIANTS = [
     ("gl_rc_s2", dict(state_impl="gl_rc", rc_stages=2)),
     ("gl_rc_np", dict(state_impl="gl_rc", rc_persistent=False)),
     ("gl_rc_o96", dict(state_impl="gl_rc", ws_out_regs=96)),
+    # round 10 (not measured yet): the q/k row norms folded into the factors, no normalised q/k copies in HBM; the state
+    # kernel (gl_rc where "auto" takes it, else v2) reads the raw q, k
+    ("fold", dict(fold_qk_norm=True)),
+    ("fold_rc", dict(fold_qk_norm=True, state_impl="gl_rc")),
     # round 9: intra v3 merges with fp16 dots, no Newton step (in-kernel L2 norm only)
     ("i3_fp16", dict(inv_fp16=True)),  # the default since round 9
     ("i3_newton", dict(inv_fp16=False)),  # bf16 merges + Newton step (the default before)
@@ -248,7 +252,7 @@ _HOOKS = dict(state="STATE_CFG_OVERRIDE", intra="INTRA_CFG_OVERRIDE", wy="USE_WY
               pieces="SPLIT_PIECES", prio="SPLIT_SIDE_PRIORITY", split_min_t="SPLIT_MIN_T",
               persistent="STATE_TMA_PERSISTENT", ws_out_regs="GL_WS_OUT_REGS",
               inv_fp16="INTRA_V3_INV_FP16", fp16_fallback="INTRA_V3_FP16_FALLBACK", rc_stages="GL_RC_STAGES",
-              rc_persistent="GL_RC_PERSISTENT")
+              rc_persistent="GL_RC_PERSISTENT", fold_qk_norm="FOLD_QK_NORM")
 
 
 def _select_variants(spec):

@@ -70,6 +70,15 @@ def _load_qk_tile(ptr, rows, mrow, offs_k, mk, s_t, USE_L2NORM: tl.constexpr):
 
 
 @triton.jit
+def _load_qk_tile_inv(ptr, rows, mrow, offs_k, mk, s_t):
+    """``_load_qk_tile`` with L2 norm, also returning the fp32 inverse norms ``1 / sqrt(|x|^2 + 1e-6)`` of the rows."""
+    x = tl.load(ptr + rows[:, None] * s_t + offs_k[None, :], mask=mrow[:, None] & mk[None, :], other=0.0)
+    xf = x.to(tl.float32)
+    inv = tl.rsqrt(tl.sum(xf * xf, 1) + 1e-6)
+    return (xf * inv[:, None]).to(x.dtype), inv
+
+
+@triton.jit
 def _load_beta(ptr, rows, mrow, s_t, BETA_SIGMOID: tl.constexpr, NEG_EIGVAL: tl.constexpr):
     b = tl.load(ptr + rows * s_t, mask=mrow, other=0.0).to(tl.float32)
     if BETA_SIGMOID:
@@ -597,6 +606,25 @@ def _store_row_factors(gam, gc, bf, hv, HV, TOTAL_T, rg, mrow, r64, t0, eos, STO
 
 
 @triton.jit
+def _store_row_factors_fold(gam, gc, bf, rq, rk, hv, HV, TOTAL_T, rg, mrow, r64, t0, eos):
+    """``_store_row_factors`` for a state pass that reads the raw (not normalised) q and k (FOLD_NORM, round 10): the
+    row norms move into the factors, ``K_n = diag(rk) K``, ``Q_n = diag(rq) Q``. Planes 0, 1, 3 as there; plane 2
+    ``beta e^gamma rk`` (X = beta V - plane2 (K S)); plane 4 ``e^(gamma_last - gamma) rk`` (S += K^T (plane4 U));
+    plane 5 ``e^gamma rq`` (O = plane5 (Q S) + Aqk U). Plane 3 (e^gamma) stays for e^gamma_last."""
+    plane = (hv * 0 + HV).to(tl.int64) * TOTAL_T  # HV == 1 is specialised to a constexpr int
+    f_base = gam + hv.to(tl.int64) * TOTAL_T
+    tl.store(f_base + rg, gc, mask=mrow)
+    nvalid = tl.minimum(eos - t0, 64)
+    gl = tl.sum(tl.where(r64 == nvalid - 1, gc, 0.0), 0)
+    eg = tl.exp(gc)
+    tl.store(f_base + plane + rg, bf, mask=mrow)
+    tl.store(f_base + 2 * plane + rg, bf * eg * rk, mask=mrow)
+    tl.store(f_base + 3 * plane + rg, eg, mask=mrow)
+    tl.store(f_base + 4 * plane + rg, tl.where(mrow, tl.exp(gl - gc) * rk, 0.0), mask=mrow)
+    tl.store(f_base + 5 * plane + rg, eg * rq, mask=mrow)
+
+
+@triton.jit
 def atrex_sm90_gdn_intra_chunk_v2(
     q, k, g, beta, A, Aqk, gam, fac, qn, kn, cu, co,
     T, N, HV, K, n_search,
@@ -744,13 +772,15 @@ def atrex_sm90_gdn_state_output_v2(
     TOTAL_T,
     IS_VARLEN: tl.constexpr, G: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
     USE_H0: tl.constexpr, STORE_HT: tl.constexpr, STATE_V_FIRST: tl.constexpr, PREFETCH: tl.constexpr,
+    EG_PLANE: tl.constexpr = 3,
 ):
     """State/output kernel v2 (the fast path's math, same grid): the per-row factors beta,
     beta e^gamma, e^gamma, e^(gamma_last - gamma) come precomputed and contiguous from
     ``atrex_sm90_gdn_intra_chunk_v2`` (no strided beta loads, no exp and no cross-thread reduction
     in the loop). With ``PREFETCH`` the small per-chunk operands (v block, factors, e^gamma_last) are
     loaded one chunk ahead into registers by hand; otherwise Triton's pipeliner handles them like the
-    q/k/A/Aqk tiles. The state update accumulates into the dot."""
+    q/k/A/Aqk tiles. The state update accumulates into the dot. ``EG_PLANE``: the factor plane of the output's
+    e^gamma (5 when the intra kernel folded the q/k norms into the factors, FOLD_NORM; e^gamma_last stays plane 3)."""
     hv, h, bos, eos, b_idx, tg0, L, NT, offs_k, offs_v, mk, mv, r64, n64, S = _state_program(
         tl.program_id(0), tl.program_id(1), h0, cu, T, HV, K, V, s_h0n, s_h0h, s_h0k, s_h0v, IS_VARLEN, G, BK, BV,
         USE_H0)
@@ -772,7 +802,7 @@ def atrex_sm90_gdn_state_output_v2(
                        mask=mrow_n[:, None] & mv[None, :], other=0.0)
         bt_n = tl.load(f_base + plane + r64, mask=mrow_n, other=0.0)
         be_n = tl.load(f_base + 2 * plane + r64, mask=mrow_n, other=0.0)
-        eg_n = tl.load(f_base + 3 * plane + r64, mask=mrow_n, other=0.0)
+        eg_n = tl.load(f_base + EG_PLANE * plane + r64, mask=mrow_n, other=0.0)
         dk_n = tl.load(f_base + 4 * plane + r64, mask=mrow_n, other=0.0)
         egl_n = tl.load(f_base + 3 * plane + tl.minimum(L, 64) - 1, mask=L > 0, other=1.0)
     else:
@@ -801,7 +831,7 @@ def atrex_sm90_gdn_state_output_v2(
                            mask=mrow_n[:, None] & mv[None, :], other=0.0)
             bt_n = tl.load(f_base + plane + rl_n, mask=mrow_n, other=0.0)
             be_n = tl.load(f_base + 2 * plane + rl_n, mask=mrow_n, other=0.0)
-            eg_n = tl.load(f_base + 3 * plane + rl_n, mask=mrow_n, other=0.0)
+            eg_n = tl.load(f_base + EG_PLANE * plane + rl_n, mask=mrow_n, other=0.0)
             dk_n = tl.load(f_base + 4 * plane + rl_n, mask=mrow_n, other=0.0)
             egl_n = tl.load(f_base + 3 * plane + tl.minimum(L, l0 + 128) - 1, mask=l0 + 64 < L, other=1.0)
         else:
@@ -809,7 +839,7 @@ def atrex_sm90_gdn_state_output_v2(
                          mask=mrow[:, None] & mv[None, :], other=0.0).to(tl.float32)
             bt = tl.load(f_base + plane + rl, mask=mrow, other=0.0)
             be = tl.load(f_base + 2 * plane + rl, mask=mrow, other=0.0)
-            eg = tl.load(f_base + 3 * plane + rl, mask=mrow, other=0.0)
+            eg = tl.load(f_base + EG_PLANE * plane + rl, mask=mrow, other=0.0)
             dk = tl.load(f_base + 4 * plane + rl, mask=mrow, other=0.0)
             egl = tl.load(f_base + 3 * plane + tl.minimum(L, l0 + 64) - 1)
         kt = tl.load(k_base + rows64[:, None] * s_kt + offs_k[None, :], mask=mrow[:, None] & mk[None, :], other=0.0)
@@ -881,7 +911,7 @@ def atrex_sm90_gdn_intra_chunk_v3(
     IS_VARLEN: tl.constexpr, G: tl.constexpr, BK: tl.constexpr,
     USE_L2NORM: tl.constexpr, BETA_SIGMOID: tl.constexpr, NEG_EIGVAL: tl.constexpr,
     STORE_QKN: tl.constexpr, STORE_FAC: tl.constexpr, NEWTON: tl.constexpr, INV_FP16: tl.constexpr = False,
-    FP16_FALLBACK: tl.constexpr = 2,
+    FP16_FALLBACK: tl.constexpr = 2, FOLD_NORM: tl.constexpr = False,
 ):
     """Intra-chunk kernel v3, one program per (chunk slot, value head), same outputs as v2.
 
@@ -899,6 +929,8 @@ def atrex_sm90_gdn_intra_chunk_v3(
     With ``INV_FP16`` the merge dots take fp16 operands (same tensor-core rate, 3 more mantissa bits, fp32
     accumulation, ``X`` still carried in fp32) and the Newton step is skipped whatever ``NEWTON`` says, for tiles
     whose g are all <= 0; a tile with a positive g takes bf16 merges + Newton (``_ut_inverse``: fp16's range).
+    With ``FOLD_NORM`` (needs USE_L2NORM and STORE_FAC; round 10, not measured yet) the q/k row norms go into the
+    factor planes (``_store_row_factors_fold``) for a state pass on the raw q, k, and nothing is written to qn / kn.
     """
     live, c, bos, eos, tg0, t0, h, hv, q_base, k_base, g_base, b_base = _intra_tile(
         q, k, g, beta, co, cu, N, T, HV, n_search, s_qb, s_qh, s_kb, s_kh, s_gb, s_gh, s_bb, s_bh, IS_VARLEN, G)
@@ -916,14 +948,21 @@ def atrex_sm90_gdn_intra_chunk_v3(
     gf = tl.load(g_base + rows64 * s_gt, mask=mrow, other=0.0).to(tl.float32)
     gc = tl.cumsum(gf, 0)
     bf = _load_beta(b_base, rows64, mrow, s_bt, BETA_SIGMOID, NEG_EIGVAL)
-    _store_row_factors(gam, gc, bf, hv, HV, TOTAL_T, rg, mrow, r64, t0, eos, STORE_FAC)
+    if not FOLD_NORM:
+        _store_row_factors(gam, gc, bf, hv, HV, TOTAL_T, rg, mrow, r64, t0, eos, STORE_FAC)
     rr = r64[:, None]
     cc = r64[None, :]
     causal = rr >= cc
     e = tl.exp(tl.where(causal, gc[:, None] - gc[None, :], 0.0))
 
-    qf = _load_qk_tile(q_base, rows64, mrow, offs_k, mk, s_qt, USE_L2NORM)
-    kf = _load_qk_tile(k_base, rows64, mrow, offs_k, mk, s_kt, USE_L2NORM)
+    if FOLD_NORM:
+        tl.static_assert(USE_L2NORM and STORE_FAC and not STORE_QKN)
+        qf, rq = _load_qk_tile_inv(q_base, rows64, mrow, offs_k, mk, s_qt)
+        kf, rk = _load_qk_tile_inv(k_base, rows64, mrow, offs_k, mk, s_kt)
+        _store_row_factors_fold(gam, gc, bf, rq, rk, hv, HV, TOTAL_T, rg, mrow, r64, t0, eos)
+    else:
+        qf = _load_qk_tile(q_base, rows64, mrow, offs_k, mk, s_qt, USE_L2NORM)
+        kf = _load_qk_tile(k_base, rows64, mrow, offs_k, mk, s_kt, USE_L2NORM)
     if STORE_QKN:
         _store_qk_normalised(qn, kn, qf, kf, rg, mrow, offs_k, mk, h, hv, HV, K, G)
     qk = tl.dot(qf, tl.trans(kf))

@@ -360,7 +360,8 @@ def _rc_item(item, NV, cu, T, HV, G: gl.constexpr, IS_VARLEN: gl.constexpr):
 @gluon.jit
 def _rc_loader(kd, qd, vd, ad, aqd, fac, k_s, q_s, a_s, aq_s, v_s, f_s, ready, empty, cu, T, HV, K, V, N_ITEMS, NV,
                ROWS, QW, VW, s_qr, s_kr, s_vr, TOTAL_T,
-               G: gl.constexpr, IS_VARLEN: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr):
+               G: gl.constexpr, IS_VARLEN: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr,
+               EG_PLANE: gl.constexpr):
     """Loader partition (1 warp): every chunk of every item of this CTA into ring slot (chunk counter) % STAGES: the
     five tiles by TMA, and the chunk's factor planes 1-4 (beta, beta e^gamma, e^gamma, e^(gamma_last - gamma); 0 past
     the sequence end) and e^gamma_last (in all 64 entries of a fifth row) by cp.async, whose completion the slot's ready
@@ -383,8 +384,9 @@ def _rc_loader(kd, qd, vd, ad, aqd, fac, k_s, q_s, a_s, aq_s, v_s, f_s, ready, e
             bar = ready.index(slot)
             l0 = c * 64
             fm = (l0 + fr) < L
-            for j in gl.static_range(4):
-                _cp_async(f_s.index(slot * 5 + j), f_base + (j + 1) * plane + l0 + fr, mask=fm)
+            for j in gl.static_range(4):  # planes 1, 2, EG_PLANE (the output's e^gamma), 4
+                _cp_async(f_s.index(slot * 5 + j), f_base + (EG_PLANE if j == 2 else j + 1) * plane + l0 + fr,
+                          mask=fm)
             _cp_async(f_s.index(slot * 5 + 4), f_base + 3 * plane + gl.minimum(L, l0 + 64) - 1 + fr * 0)
             # each lane's arrive raises the pending count now and lowers it when its copies have landed: the phase
             # cannot complete before them (it must come before the expect's own arrive)
@@ -512,11 +514,12 @@ def atrex_sm90_gdn_state_output_gl_rc(
     TOTAL_T, ROWS, QW, VW, s_qr, s_kr, s_vr, N_NH,
     IS_VARLEN: gl.constexpr, G: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr,
     USE_H0: gl.constexpr, STORE_HT: gl.constexpr, STATE_V_FIRST: gl.constexpr, DEVICE_DESC: gl.constexpr,
-    PERSISTENT: gl.constexpr, STAGES: gl.constexpr, OUT_REGS: gl.constexpr,
+    PERSISTENT: gl.constexpr, STAGES: gl.constexpr, OUT_REGS: gl.constexpr, EG_PLANE: gl.constexpr = 3,
 ):
     """gl_ws's arguments (in-kernel descriptors) on a 1-D grid: work item i is (V block i % NV, sequence x value head
     i // NV); CTA p runs items p, p + grid, ... (PERSISTENT: grid <= SMs; else one item per CTA). The chain keeps S^T
-    and feeds its dots from registers (the block comment above). K == BK (64 or 128), BV == 64, num_warps 4."""
+    and feeds its dots from registers (the block comment above). K == BK (64 or 128), BV == 64, num_warps 4.
+    ``EG_PLANE``: the factor plane of the output's e^gamma (5 with the intra kernel's FOLD_NORM: q, k raw)."""
     SH_S: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BV, BK], gl.bfloat16)
     SH_U: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BV, 64], gl.bfloat16)
     dt: gl.constexpr = o.dtype.element_ty
@@ -537,5 +540,5 @@ def atrex_sm90_gdn_state_output_gl_rc(
         (_rc_output, (q_s, aq_s, sb_s, u_s, f_s, ready, empty, su_ready, su_empty, o, cu, T, HV, V, N_ITEMS, NV,
                       TOTAL_T, s_ob, s_ot, s_oh, scale, G, IS_VARLEN, BV, STAGES)),
         (_rc_loader, (kd, qd, vd, ad, aqd, fac, k_s, q_s, a_s, aq_s, v_s, f_s, ready, empty, cu, T, HV, K, V, N_ITEMS, NV,
-                      ROWS, QW, VW, s_qr, s_kr, s_vr, TOTAL_T, G, IS_VARLEN, BK, BV, STAGES)),
+                      ROWS, QW, VW, s_qr, s_kr, s_vr, TOTAL_T, G, IS_VARLEN, BK, BV, STAGES, EG_PLANE)),
     ], [4, 1], [OUT_REGS, 24])

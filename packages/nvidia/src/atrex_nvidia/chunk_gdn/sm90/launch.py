@@ -129,6 +129,17 @@ STATE_AUTO_GL_WS = True
 #   (3: 216 KB of shared memory at K = 128). BK in {64, 128}, V >= 64, sm90 only; elsewhere as "tma".
 GL_RC_STAGES = 3
 GL_RC_PERSISTENT = True
+# FOLD_QK_NORM (round 10, built and checked on CPU, NOT measured on the H200: off): with in-kernel L2 norm, the intra
+#   kernel writes no normalised q / k copies (at varlen 16x1024 or T=32768 those writes are ~270 MB of the intra
+#   kernel's ~680 MB of HBM traffic) and folds the row norms into the factor planes instead (kernels.
+#   _store_row_factors_fold: 1/|k| into planes 2 and 4, e^gamma/|q| into a plane 5); the state kernel reads the raw
+#   q, k. gl_rc and state v2 read the folded factors (EG_PLANE = 5); where "auto" would take tma / gl_ws, the call
+#   runs state v2. Numerics: the contract (and fla) round the normalised q, k to the input dtype before every dot; the
+#   folded state pass multiplies the raw rows' dot products by the fp32 inverse norms instead, so it departs from that
+#   rounding. Triton interpreter, state v2: final-state rrmse against the float64 recurrence 1.6e-3 -> 2.5e-3 (T=1),
+#   2.1e-3 -> 2.8e-3 (T=63), 0 -> 2.4e-3 (g = -20, where the unfolded call matches the reference's rounding exactly),
+#   outputs within 0.3e-3 of the unfolded ones; bounds 5e-3 / 8e-3.
+FOLD_QK_NORM = False
 # Since round 10 (H200, r22-r23, bench_gdn sweeps in one process): "auto" takes gl_rc where it applies and the call
 # has more BV = 32 state programs than SMs. There gl_ws (one 193 KB CTA per SM) needs more than one wave of ~1.2 us
 # steps, while gl_rc covers 64 V columns per ~1.5 us step: varlen 16x1024 (H = HV = 32) state pass 0.220-0.226 ms
@@ -339,7 +350,10 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
             and STATE_IMPL in ("v2", "tma", "auto", "gl_ws", "gl_rc") and not USE_WY and BK <= V2_MAX_BK):
         return _gdn_split(q, k, v, g, beta, o, ht, scale, initial_state, use_qk_l2norm_in_kernel, state_v_first,
                           use_beta_sigmoid_in_kernel, allow_neg_eigval, sm_count, output_final_state)
-    if fast and use_qk_l2norm_in_kernel:
+    # FOLD_QK_NORM: the state kernel reads the raw q, k and the intra kernel folds their row norms into the factors
+    fold = (bool(FOLD_QK_NORM) and fast and use_qk_l2norm_in_kernel and INTRA_IMPL == "v3" and not USE_WY
+            and BK <= V2_MAX_BK and STATE_IMPL in ("auto", "v2", "gl_rc"))
+    if fast and use_qk_l2norm_in_kernel and not fold:
         # L2-normalised q, k written once by the intra-chunk kernel, read by the state kernel
         qn = torch.empty((B, T, H, K), dtype=q.dtype, device=dev)
         kn = torch.empty((B, T, H, K), dtype=q.dtype, device=dev)
@@ -361,7 +375,8 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     state_v2 = v2_ok and STATE_IMPL in ("v2", "tma", "auto", "gl_ws", "gl_rc")
     intra_per_hv = v2_ok and INTRA_IMPL in ("v2", "v3")  # the per-value-head intra kernels
     # plane 0: chunk-local gamma; planes 1-4 (state v2): beta, beta e^gamma, e^gamma, e^(gamma_last - gamma)
-    fac = torch.empty((5 if state_v2 else 1, HV, total_t), dtype=torch.float32, device=dev)
+    # (FOLD_QK_NORM: plane 5, e^gamma / |q|, for the output; planes 2 and 4 carry 1 / |k|)
+    fac = torch.empty((6 if fold else 5 if state_v2 else 1, HV, total_t), dtype=torch.float32, device=dev)
     gam = fac[0]
 
     launches = []  # (kernel, grid, args, meta), all keyed and checked before the first launch
@@ -376,6 +391,8 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
                 extra.update(INV_FP16=True, FP16_FALLBACK=int(INTRA_V3_FP16_FALLBACK))
             if INTRA_V3_MAXNREG:
                 extra["maxnreg"] = int(INTRA_V3_MAXNREG)
+            if fold:
+                extra["FOLD_NORM"] = True
         else:
             kern, extra = _k.atrex_sm90_gdn_intra_chunk_v2, dict(DOT_PREC=str(INTRA_V2_PREC))
         launches.append((kern, (n_slots * HV,), (
@@ -386,7 +403,7 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
             total_t), dict(
             IS_VARLEN=is_varlen, G=G, BK=BK,
             USE_L2NORM=bool(use_qk_l2norm_in_kernel), BETA_SIGMOID=bool(use_beta_sigmoid_in_kernel),
-            NEG_EIGVAL=bool(allow_neg_eigval), STORE_QKN=bool(use_qk_l2norm_in_kernel), STORE_FAC=state_v2,
+            NEG_EIGVAL=bool(allow_neg_eigval), STORE_QKN=bool(use_qk_l2norm_in_kernel) and not fold, STORE_FAC=state_v2,
             num_warps=iw, num_stages=ist, **extra,
         )))
     else:
@@ -412,8 +429,9 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     grid = (triton.cdiv(V, BV), N * HV)
     want_tma = (STATE_IMPL in ("tma", "gl_ws", "gl_rc")
                 or (STATE_IMPL == "auto" and (BV, sw, sst) == _STATE_V2_FEW_CFG))
-    if not rc:
-        tma = _tma_operands(qn, kn, v, A, Aqk, B, T, H, HV, K, V, BK, BV) if state_v2 and want_tma else None
+    if not rc:  # (FOLD_QK_NORM outside gl_rc: state v2, the other kernel that reads the folded factors)
+        tma = (_tma_operands(qn, kn, v, A, Aqk, B, T, H, HV, K, V, BK, BV) if state_v2 and want_tma and not fold
+               else None)
     # the Gluon kernel's domain (wgmma: sm90 only)
     gl_ok = BK in (64, 128) and BV in (32, 64) and sw == 4 and sm90
     v2_args = (qn, kn, v, fac, A, Aqk, h0, o, ht if ht is not None else o, cu, float(scale),
@@ -436,6 +454,8 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
             n_items = grid[0] * grid[1]
             grid = (min(n_items, n_sm) if GL_RC_PERSISTENT else n_items,)
             opts = dict(num_warps=4, STAGES=sst, OUT_REGS=int(GL_WS_OUT_REGS))
+            if fold:
+                opts["EG_PLANE"] = 5
         elif (STATE_IMPL == "gl_ws" or auto_ws) and gl_ok and device_desc and not persistent:
             kern = _gluon_state_kernel("atrex_sm90_gdn_state_output_gl_ws")
             opts = dict(num_warps=4, STAGES=max(2, sst), OUT_REGS=int(GL_WS_OUT_REGS))
@@ -454,7 +474,7 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
         )))
     elif state_v2:
         launches.append((_state_kernel(_k.atrex_sm90_gdn_state_output_v2, T), grid, v2_args, dict(
-            v2_meta, PREFETCH=bool(STATE_PREFETCH), num_warps=sw, num_stages=sst)))
+            v2_meta, PREFETCH=bool(STATE_PREFETCH), num_warps=sw, num_stages=sst, **({"EG_PLANE": 5} if fold else {}))))
     else:
         launches.append(_state_v1_launch(
             grid, qn, kn, v, beta, gam, A, Aqk, W, U, h0, o, ht, cu, scale, T, HV, K, V, h0_strides, total_t,
@@ -571,7 +591,7 @@ def _knobs():
             INTRA_V2_PREC, INTRA_V3_NEWTON, INTRA_V3_MAXNREG, INTRA_CFG_OVERRIDE, V2_MAX_BK, SPLIT_STATE_PASS,
             SPLIT_MIN_T, SPLIT_PIECES, _STATE_CFG_FEW,
             _STATE_CFG_MANY, _STATE_V2_FEW_CFG, _INTRA_CFG, GL_WS_OUT_REGS, STATE_AUTO_GL_WS, INTRA_V3_INV_FP16,
-            INTRA_V3_FP16_FALLBACK, GL_RC_STAGES, GL_RC_PERSISTENT, STATE_AUTO_GL_RC)
+            INTRA_V3_FP16_FALLBACK, GL_RC_STAGES, GL_RC_PERSISTENT, STATE_AUTO_GL_RC, FOLD_QK_NORM)
 
 
 def _call_signature(dev, tensors, flags):
