@@ -84,8 +84,8 @@ def test_few_programs_take_the_tma_state_kernel_with_in_kernel_descriptors(plan,
 def test_many_programs_take_the_register_chain_kernel(plan, monkeypatch):
     """More BV = 32 state programs than SMs (round 10): "auto" plans gl_rc, persistent (one CTA per SM, items looped),
     BV 64, GL_RC_STAGES load slots, in-kernel descriptors. Outside its rule or domain: v2 (STATE_AUTO_GL_RC off, the
-    Triton interpreter, a Triton without Gluon's warp_specialize, V < 64). At the boundary (programs == SMs) the
-    few-program kernel stays."""
+    Triton interpreter, a Triton without Gluon's warp_specialize, V not a multiple of 64). At the boundary (programs ==
+    SMs) the few-program kernel stays."""
     cu = [64 * 4 * i for i in range(17)]  # 16 sequences x 32 heads x 4 V-blocks of 32: 2048 programs
     name, grid, args, meta = plan(T=cu[-1], H=32, HV=32, cu_seqlens=cu)["launches"][-1]
     if L._gluon_ws_supported():
@@ -99,6 +99,7 @@ def test_many_programs_take_the_register_chain_kernel(plan, monkeypatch):
         name, grid, *_ = plan(T=256, H=16, HV=32, sm_count=127)["launches"][-1]
         assert name == GL_RC and grid == (64,)  # 64 items of BV 64 < 127 SMs
         assert state_kernel(plan(T=cu[-1], H=32, HV=32, V=32, cu_seqlens=cu)) == V2  # V < 64
+        assert state_kernel(plan(T=cu[-1], H=32, HV=32, V=96, cu_seqlens=cu)) == V2  # a partial V block
     for knob, env in ((dict(STATE_AUTO_GL_RC=False), None), ({}, "1"), (dict(_gluon_ws_supported=lambda: False), None)):
         with monkeypatch.context() as m:
             for a, val in knob.items():

@@ -126,7 +126,8 @@ STATE_AUTO_GL_WS = True
 #   carried transposed (S^T, BV = 64 = the wgmma M) so that each of the chain's three dependent dots takes its left
 #   operand from registers: no shared-memory store, fence or barrier between them. Persistent (GL_RC_PERSISTENT): a 1-D
 #   grid of at most one CTA per SM loops over the (V block, sequence x value head) items. GL_RC_STAGES load slots
-#   (3: 216 KB of shared memory at K = 128). BK in {64, 128}, V >= 64, sm90 only; elsewhere as "tma".
+#   (3: 216 KB of shared memory at K = 128). BK in {64, 128}, V a multiple of 64 (whole V blocks: the kernel masks a
+#   partial block, but no GPU case has run one), sm90 only; elsewhere as "tma".
 GL_RC_STAGES = 3
 GL_RC_PERSISTENT = True
 # FOLD_QK_NORM (round 10, built and checked on CPU, NOT measured on the H200: off): with in-kernel L2 norm, the intra
@@ -417,7 +418,7 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     sm90 = dev.type != "cuda" or _capability(dev) == (9, 0)
     # the register-chain Gluon kernel: its domain (wgmma with M = BV = 64: sm90 only; no Gluon interpreter; in-kernel
     # descriptors of tensors TMA can describe) and "auto"'s rule (STATE_AUTO_GL_RC): more BV = 32 programs than SMs
-    rc = (state_v2 and BK in (64, 128) and V >= 64 and sm90 and not _interpreting() and _gluon_ws_supported()
+    rc = (state_v2 and BK in (64, 128) and V % 64 == 0 and sm90 and not _interpreting() and _gluon_ws_supported()
           and TMA_DEVICE_DESC and not STATE_TMA_PERSISTENT
           and (STATE_IMPL == "gl_rc"
                or (STATE_IMPL == "auto" and STATE_AUTO_GL_RC and N * HV * triton.cdiv(V, 32) > n_sm)))
