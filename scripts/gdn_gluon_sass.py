@@ -1,6 +1,6 @@
 """Dump the normalised sm90 SASS of the Gluon state kernels (gl_ws, gl_rc) for a fixed set of launch shapes, without
-a GPU: a stand-in driver reports an sm90 target, ``knobs.runtime.jit_cache_hook`` records the specialisations the
-launcher asks for, and each is compiled with Triton and disassembled with Triton's ``nvdisasm``. Addresses and
+a GPU: ``op_test/sm90_standin.py`` records the specialisations the launcher asks for (a stand-in driver reports an
+sm90 target), and each is compiled with Triton and disassembled with Triton's ``nvdisasm``. Addresses and
 comments are stripped, so two dumps of the same binary compare equal line for line. This is how round 10 checked that
 its helper refactors left the measured binaries unchanged:
 
@@ -23,39 +23,15 @@ os.environ.pop("TRITON_INTERPRET", None)
 
 import torch  # noqa: E402
 import triton  # noqa: E402
+from sm90_standin import SM90, record_specialisations  # noqa: E402
 from triton import knobs  # noqa: E402
-from triton.backends.compiler import GPUTarget  # noqa: E402
-from triton.runtime import driver  # noqa: E402
-
-SM90 = GPUTarget("cuda", 90, 32)
-
-
-class _Sm90StandIn:
-    def get_current_target(self):
-        return SM90
-
-    def get_current_device(self):
-        return 0
-
-    def get_current_stream(self, device=None):
-        return 0
-
-    def get_active_torch_device(self):
-        return torch.device("cpu")
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("out", help="folder for one .sass file per specialisation")
     a = ap.parse_args(argv)
-    driver.set_active(_Sm90StandIn())
-    specs = {}
-
-    def record(*, key, repr, fn, compile, is_manual_warmup, already_compiled):
-        specs.setdefault(f"{fn.name}|{key}", (fn.jit_function, compile))
-        return True
-
-    knobs.runtime.jit_cache_hook = record
+    specs = record_specialisations()
     import _gdn_cases as C
 
     from atrex_nvidia.chunk_gdn.sm90 import launch as L

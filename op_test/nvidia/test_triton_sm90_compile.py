@@ -33,32 +33,11 @@ _SCRIPT = textwrap.dedent(r'''
     import torch
     import triton
     from triton import knobs
-    from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
-    from triton.runtime import driver
+    from sm90_standin import SM90, record_specialisations
 
-    SM90 = GPUTarget("cuda", 90, 32)
     SMEM_LIMIT = 232448  # bytes of shared memory one block may use on H100 / H200 (227 KiB)
-
-    class Sm90StandIn:
-        """Just enough of a Triton driver for the binder: an sm90 target, device 0, stream 0."""
-        def get_current_target(self):
-            return SM90
-        def get_current_device(self):
-            return 0
-        def get_current_stream(self, device=None):
-            return 0
-        def get_active_torch_device(self):
-            return torch.device("cpu")
-
-    driver.set_active(Sm90StandIn())
-    specs = {}
-
-    def record(*, key, repr, fn, compile, is_manual_warmup, already_compiled):
-        specs.setdefault(f"{fn.name}|{key}", (fn.jit_function, compile))
-        return True  # handled: Triton neither compiles nor launches
-
-    knobs.runtime.jit_cache_hook = record
+    specs = record_specialisations()
 
     # ---- nvidia.gdn_sm90: the target-test shapes, for the default kernels and each tested variant
     import _gdn_cases as C
