@@ -176,6 +176,7 @@ _SCRIPT = textwrap.dedent(r'''
         launch.torch.empty = empty
     res.update(C.ut_inverse_accuracy(launch))
     res.update(C.fp16_inverse_guard(launch))
+    res.update(C.gva_share_check(launch))
     print("RESULT " + json.dumps(res))
 ''').replace("HERE", repr(HERE)).replace("SRC", repr(SRC)).replace("OPTEST", repr(OPTEST))
 

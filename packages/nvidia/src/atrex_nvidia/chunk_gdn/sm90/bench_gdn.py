@@ -219,6 +219,13 @@ VARIANTS = [
     # kernel (gl_rc where "auto" takes it, else v2) reads the raw q, k
     ("fold", dict(fold_qk_norm=True)),
     ("fold_rc", dict(fold_qk_norm=True, state_impl="gl_rc")),
+    # round 11: intra v3 with two value heads per program under GVA (q / k tiles once per group) and the ftz
+    # exponential for the decay tile, both on by default; these turn one or both off, or raise the register cap
+    ("i3_gs1", dict(gva_share=1)),
+    ("i3_slowexp", dict(fast_exp=False)),
+    ("i3_round10", dict(gva_share=1, fast_exp=False)),
+    ("i3_gs2_r200", dict(maxnreg=200)),
+    ("i3_gs2_r232", dict(maxnreg=232)),
     # round 9: intra v3 merges with fp16 dots, no Newton step (in-kernel L2 norm only)
     ("i3_fp16", dict(inv_fp16=True)),  # the default since round 9
     ("i3_newton", dict(inv_fp16=False)),  # bf16 merges + Newton step (the default before)
@@ -252,7 +259,8 @@ _HOOKS = dict(state="STATE_CFG_OVERRIDE", intra="INTRA_CFG_OVERRIDE", wy="USE_WY
               pieces="SPLIT_PIECES", prio="SPLIT_SIDE_PRIORITY", split_min_t="SPLIT_MIN_T",
               persistent="STATE_TMA_PERSISTENT", ws_out_regs="GL_WS_OUT_REGS",
               inv_fp16="INTRA_V3_INV_FP16", fp16_fallback="INTRA_V3_FP16_FALLBACK", rc_stages="GL_RC_STAGES",
-              rc_persistent="GL_RC_PERSISTENT", fold_qk_norm="FOLD_QK_NORM")
+              rc_persistent="GL_RC_PERSISTENT", fold_qk_norm="FOLD_QK_NORM", gva_share="INTRA_V3_GVA_SHARE",
+              fast_exp="INTRA_V3_FAST_EXP")
 
 
 def _select_variants(spec):

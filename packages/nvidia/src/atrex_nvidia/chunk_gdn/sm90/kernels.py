@@ -903,6 +903,54 @@ def _ut_inverse(Lm, rr, cc, NEWTON: tl.constexpr, INV_FP16: tl.constexpr):
 
 
 @triton.jit
+def _v3_head_rows(gam, g_base, b_base, rows64, mrow, s_gt, s_bt, hv, HV, TOTAL_T, rg, r64, t0, eos,
+                  BETA_SIGMOID: tl.constexpr, NEG_EIGVAL: tl.constexpr, STORE_FAC: tl.constexpr, FOLD: tl.constexpr):
+    """One value head's g (fp32), chunk-local cumsum gamma and beta rows of an intra v3 tile; unless ``FOLD`` (the
+    caller stores the folded planes), stores factor plane 0 and, with ``STORE_FAC``, planes 1-4."""
+    gf = tl.load(g_base + rows64 * s_gt, mask=mrow, other=0.0).to(tl.float32)
+    gc = tl.cumsum(gf, 0)
+    bf = _load_beta(b_base, rows64, mrow, s_bt, BETA_SIGMOID, NEG_EIGVAL)
+    if not FOLD:
+        _store_row_factors(gam, gc, bf, hv, HV, TOTAL_T, rg, mrow, r64, t0, eos, STORE_FAC)
+    return gf, gc, bf
+
+
+@triton.jit
+def _exp_tile(x, FAST: tl.constexpr):
+    """``e^x`` of an fp32 tile; with ``FAST``, ``ex2.approx.ftz.f32`` (denormal results flushed to zero)."""
+    if FAST:
+        return tl.inline_asm_elementwise("ex2.approx.ftz.f32 $0, $1;", "=f,f", [x * 1.4426950408889634],
+                                         dtype=tl.float32, is_pure=True, pack=1)
+    else:
+        return tl.exp(x)
+
+
+@triton.jit
+def _store_tile64(ws, hv, TOTAL_T, rg, r64, mrow, x):
+    """A [64, 64] tile into the ``[HV, TOTAL_T, 64]`` workspace ``ws`` (A or Aqk), in its dtype."""
+    base = ws + hv.to(tl.int64) * TOTAL_T * 64
+    tl.store(base + rg[:, None] * 64 + r64[None, :], x.to(ws.dtype.element_ty), mask=mrow[:, None])
+
+
+@triton.jit
+def _v3_tile_inverse(Lm, gf, rr, cc, NEWTON: tl.constexpr, INV_FP16: tl.constexpr, FP16_FALLBACK: tl.constexpr):
+    """``(I + Lm)^-1`` of one intra v3 tile. With ``INV_FP16``, fp16 merges only where the bound on their operands
+    holds: gamma non-increasing in the chunk (every g <= 0, so every decay factor e^(gamma_r - gamma_c) <= 1); a tile
+    with some g > 0 takes bf16 merges, with the Newton step if FP16_FALLBACK == 2 (FP16_FALLBACK == 0: no guard, only
+    to show in a test that such a tile overflows fp16, and to time the guard)."""
+    if INV_FP16:
+        if FP16_FALLBACK == 0:
+            X = _ut_inverse(Lm, rr, cc, False, True)
+        elif tl.max(gf, 0) <= 0.0:
+            X = _ut_inverse(Lm, rr, cc, False, True)
+        else:
+            X = _ut_inverse(Lm, rr, cc, FP16_FALLBACK == 2, False)
+    else:
+        X = _ut_inverse(Lm, rr, cc, NEWTON, False)
+    return X
+
+
+@triton.jit
 def atrex_sm90_gdn_intra_chunk_v3(
     q, k, g, beta, A, Aqk, gam, fac, qn, kn, cu, co,
     T, N, HV, K, n_search,
@@ -911,9 +959,11 @@ def atrex_sm90_gdn_intra_chunk_v3(
     IS_VARLEN: tl.constexpr, G: tl.constexpr, BK: tl.constexpr,
     USE_L2NORM: tl.constexpr, BETA_SIGMOID: tl.constexpr, NEG_EIGVAL: tl.constexpr,
     STORE_QKN: tl.constexpr, STORE_FAC: tl.constexpr, NEWTON: tl.constexpr, INV_FP16: tl.constexpr = False,
-    FP16_FALLBACK: tl.constexpr = 2, FOLD_NORM: tl.constexpr = False,
+    FP16_FALLBACK: tl.constexpr = 2, FOLD_NORM: tl.constexpr = False, GS: tl.constexpr = 1,
+    FAST_EXP: tl.constexpr = False,
 ):
-    """Intra-chunk kernel v3, one program per (chunk slot, value head), same outputs as v2.
+    """Intra-chunk kernel v3, one program per (chunk slot, value head), same outputs as v2; with ``GS > 1``
+    (round 11, GVA) one program per (chunk slot, group of ``GS`` value heads of one q/k head, ``GS`` dividing ``G``).
 
     q and k are loaded (and L2-normalised) once; ``Q K^T`` and ``K K^T`` are one 64x64 tensor-core dot
     each, and ``L = tril(beta_r e^(gamma_r - gamma_c) K K^T, -1)`` stays a 64x64 fp32 register tile.
@@ -929,64 +979,66 @@ def atrex_sm90_gdn_intra_chunk_v3(
     With ``INV_FP16`` the merge dots take fp16 operands (same tensor-core rate, 3 more mantissa bits, fp32
     accumulation, ``X`` still carried in fp32) and the Newton step is skipped whatever ``NEWTON`` says, for tiles
     whose g are all <= 0; a tile with a positive g takes bf16 merges + Newton (``_ut_inverse``: fp16's range).
-    With ``FOLD_NORM`` (needs USE_L2NORM and STORE_FAC; round 10, not measured yet) the q/k row norms go into the
-    factor planes (``_store_row_factors_fold``) for a state pass on the raw q, k, and nothing is written to qn / kn.
+    With ``FOLD_NORM`` (needs USE_L2NORM and STORE_FAC; round 10, off: measured in round 11, intra 4-5% faster,
+    whole call no faster) the q/k row norms go into the factor planes (``_store_row_factors_fold``) for a state pass
+    on the raw q, k, and nothing is written to qn / kn.
+    With ``GS == 2`` the q / k tiles are loaded, L2-normalised and stored, and ``Q K^T``, ``K K^T`` formed, once
+    for both value heads (about 40% of a value head's instructions in the GS = 1 SASS); what depends on g and beta
+    (the decay tile, Aqk, L and its inverse) runs per value head.
+    With ``FAST_EXP`` (round 11; not under the interpreter, which has no inline PTX) the 64x64 decay tile takes
+    ``ex2.approx.ftz``: ``tl.exp``'s ``ex2.approx`` without ftz costs three more instructions per element for
+    denormal results (e^x below 2^-126, which the tile's fp16 / bf16 uses round to zero or can not matter).
     """
-    live, c, bos, eos, tg0, t0, h, hv, q_base, k_base, g_base, b_base = _intra_tile(
-        q, k, g, beta, co, cu, N, T, HV, n_search, s_qb, s_qh, s_kb, s_kh, s_gb, s_gh, s_bb, s_bh, IS_VARLEN, G)
+    live, c, bos, eos, tg0, t0, h, hv0, q_base, k_base, g_base0, b_base0 = _intra_tile(
+        q, k, g, beta, co, cu, N, T, HV // GS, n_search, s_qb, s_qh, s_kb, s_kh, s_gb, s_gh * GS, s_bb, s_bh * GS,
+        IS_VARLEN, G // GS)
     if not live:
         return
+    hv0 = hv0 * GS
     r64 = tl.arange(0, 64)
     offs_k = tl.arange(0, BK)
     mk = offs_k < K
-    dt = Aqk.dtype.element_ty
 
     rows = t0 + r64
     mrow = rows < eos
     rows64 = rows.to(tl.int64)
     rg = (tg0 + (rows - bos)).to(tl.int64)
-    gf = tl.load(g_base + rows64 * s_gt, mask=mrow, other=0.0).to(tl.float32)
-    gc = tl.cumsum(gf, 0)
-    bf = _load_beta(b_base, rows64, mrow, s_bt, BETA_SIGMOID, NEG_EIGVAL)
-    if not FOLD_NORM:
-        _store_row_factors(gam, gc, bf, hv, HV, TOTAL_T, rg, mrow, r64, t0, eos, STORE_FAC)
     rr = r64[:, None]
     cc = r64[None, :]
     causal = rr >= cc
-    e = tl.exp(tl.where(causal, gc[:, None] - gc[None, :], 0.0))
-
+    tl.static_assert(GS == 1 or GS == 2)
+    gf0, gc0, bf0 = _v3_head_rows(gam, g_base0, b_base0, rows64, mrow, s_gt, s_bt, hv0, HV, TOTAL_T, rg, r64, t0, eos,
+                                  BETA_SIGMOID, NEG_EIGVAL, STORE_FAC, FOLD_NORM)
+    e0 = _exp_tile(tl.where(causal, gc0[:, None] - gc0[None, :], 0.0), FAST_EXP)
     if FOLD_NORM:
         tl.static_assert(USE_L2NORM and STORE_FAC and not STORE_QKN)
         qf, rq = _load_qk_tile_inv(q_base, rows64, mrow, offs_k, mk, s_qt)
         kf, rk = _load_qk_tile_inv(k_base, rows64, mrow, offs_k, mk, s_kt)
-        _store_row_factors_fold(gam, gc, bf, rq, rk, hv, HV, TOTAL_T, rg, mrow, r64, t0, eos)
+        _store_row_factors_fold(gam, gc0, bf0, rq, rk, hv0, HV, TOTAL_T, rg, mrow, r64, t0, eos)
     else:
         qf = _load_qk_tile(q_base, rows64, mrow, offs_k, mk, s_qt, USE_L2NORM)
         kf = _load_qk_tile(k_base, rows64, mrow, offs_k, mk, s_kt, USE_L2NORM)
     if STORE_QKN:
-        _store_qk_normalised(qn, kn, qf, kf, rg, mrow, offs_k, mk, h, hv, HV, K, G)
+        _store_qk_normalised(qn, kn, qf, kf, rg, mrow, offs_k, mk, h, hv0, HV, K, G)
     qk = tl.dot(qf, tl.trans(kf))
-    aqk = tl.where(causal, qk * e, 0.0)
-    aqk_base = Aqk + hv.to(tl.int64) * TOTAL_T * 64
-    tl.store(aqk_base + rg[:, None] * 64 + r64[None, :], aqk.to(dt), mask=mrow[:, None])
+    _store_tile64(Aqk, hv0, TOTAL_T, rg, r64, mrow, tl.where(causal, qk * e0, 0.0))
     kk = tl.dot(kf, tl.trans(kf))
-    Lm = tl.where(rr > cc, bf[:, None] * e * kk, 0.0)
-
-    if INV_FP16:
-        # fp16 merges only where the bound on their operands holds: gamma non-increasing in the chunk (every g <= 0,
-        # so every decay factor e^(gamma_r - gamma_c) <= 1); a tile with some g > 0 takes bf16 merges, with the
-        # Newton step if FP16_FALLBACK == 2 (FP16_FALLBACK == 0: no guard, only to show in a test that such a tile
-        # overflows fp16, and to time the guard)
-        if FP16_FALLBACK == 0:
-            X = _ut_inverse(Lm, rr, cc, False, True)
-        elif tl.max(gf, 0) <= 0.0:
-            X = _ut_inverse(Lm, rr, cc, False, True)
-        else:
-            X = _ut_inverse(Lm, rr, cc, FP16_FALLBACK == 2, False)
-    else:
-        X = _ut_inverse(Lm, rr, cc, NEWTON, False)
-    a_base = A + hv.to(tl.int64) * TOTAL_T * 64
-    tl.store(a_base + rg[:, None] * 64 + r64[None, :], X.to(dt), mask=mrow[:, None])
+    Lm0 = tl.where(rr > cc, bf0[:, None] * e0 * kk, 0.0)
+    if GS == 2:
+        # the group's second value head: its g / beta terms on the same Q K^T and K K^T; both L tiles are formed
+        # before either inverse, so that q, k, Q K^T and K K^T are dead during the inverses (register pressure)
+        hv1 = hv0 + 1
+        gf1, gc1, bf1 = _v3_head_rows(gam, g_base0 + s_gh, b_base0 + s_bh, rows64, mrow, s_gt, s_bt, hv1, HV, TOTAL_T,
+                                      rg, r64, t0, eos, BETA_SIGMOID, NEG_EIGVAL, STORE_FAC, FOLD_NORM)
+        if FOLD_NORM:
+            _store_row_factors_fold(gam, gc1, bf1, rq, rk, hv1, HV, TOTAL_T, rg, mrow, r64, t0, eos)
+        e1 = _exp_tile(tl.where(causal, gc1[:, None] - gc1[None, :], 0.0), FAST_EXP)
+        _store_tile64(Aqk, hv1, TOTAL_T, rg, r64, mrow, tl.where(causal, qk * e1, 0.0))
+        Lm1 = tl.where(rr > cc, bf1[:, None] * e1 * kk, 0.0)
+    _store_tile64(A, hv0, TOTAL_T, rg, r64, mrow, _v3_tile_inverse(Lm0, gf0, rr, cc, NEWTON, INV_FP16, FP16_FALLBACK))
+    if GS == 2:
+        _store_tile64(A, hv1, TOTAL_T, rg, r64, mrow, _v3_tile_inverse(Lm1, gf1, rr, cc, NEWTON, INV_FP16,
+                                                                       FP16_FALLBACK))
 
 
 @triton.jit

@@ -92,6 +92,12 @@ INTRA_V3_FP16_FALLBACK = 2
 # Round 5 (H200, third sweep to agree): 168 is the default, intra T=8192/16/32 0.146 vs 0.162 ms, T=32768 0.561 vs
 # 0.618 ms, varlen 16x1024 0.296 vs 0.335 ms.
 INTRA_V3_MAXNREG = 168
+# INTRA_V3_GVA_SHARE (round 11): with GVA (G = HV / H > 1), one v3 program handles GS value heads of one q/k head, GS
+# the largest divisor of G up to this cap, so that the q / k tiles are loaded, L2-normalised and stored once per group
+# (the SASS of the v3 kernel spends ~40% of a value head's instructions there). 1 turns it off.
+INTRA_V3_GVA_SHARE = 2
+# INTRA_V3_FAST_EXP (round 11): the v3 decay tile with ex2.approx.ftz (not under the interpreter).
+INTRA_V3_FAST_EXP = True
 # Since round 5 (H200, BENCH_H200.md) "auto": the tma kernel when the state pass has at most ~2 programs per SM (the
 # 3-stage configuration: T=8192/16/32 0.194 vs 0.209 ms, T=32768 0.746 vs 0.809 ms) and v2 otherwise (varlen
 # 16x1024, 1024 programs: tma 0.370 vs v2 0.340 ms, the in-kernel descriptor set-up is paid per program).
@@ -394,9 +400,14 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
                 extra["maxnreg"] = int(INTRA_V3_MAXNREG)
             if fold:
                 extra["FOLD_NORM"] = True
+            gs = max(d for d in range(1, max(1, int(INTRA_V3_GVA_SHARE)) + 1) if G % d == 0)
+            if gs > 1:
+                extra["GS"] = gs
+            if INTRA_V3_FAST_EXP and not _interpreting():
+                extra["FAST_EXP"] = True
         else:
             kern, extra = _k.atrex_sm90_gdn_intra_chunk_v2, dict(DOT_PREC=str(INTRA_V2_PREC))
-        launches.append((kern, (n_slots * HV,), (
+        launches.append((kern, (n_slots * HV // extra.get("GS", 1),), (
             q, k, g, beta, A, Aqk, gam, fac, qn, kn, cu, co,
             T, N, HV, K, n_search,
             q.stride(0), q.stride(1), q.stride(2), k.stride(0), k.stride(1), k.stride(2),
@@ -592,7 +603,8 @@ def _knobs():
             INTRA_V2_PREC, INTRA_V3_NEWTON, INTRA_V3_MAXNREG, INTRA_CFG_OVERRIDE, V2_MAX_BK, SPLIT_STATE_PASS,
             SPLIT_MIN_T, SPLIT_PIECES, _STATE_CFG_FEW,
             _STATE_CFG_MANY, _STATE_V2_FEW_CFG, _INTRA_CFG, GL_WS_OUT_REGS, STATE_AUTO_GL_WS, INTRA_V3_INV_FP16,
-            INTRA_V3_FP16_FALLBACK, GL_RC_STAGES, GL_RC_PERSISTENT, STATE_AUTO_GL_RC, FOLD_QK_NORM)
+            INTRA_V3_FP16_FALLBACK, GL_RC_STAGES, GL_RC_PERSISTENT, STATE_AUTO_GL_RC, FOLD_QK_NORM, INTRA_V3_GVA_SHARE,
+            INTRA_V3_FAST_EXP)
 
 
 def _call_signature(dev, tensors, flags):
