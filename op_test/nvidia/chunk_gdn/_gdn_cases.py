@@ -283,8 +283,10 @@ VARIANT_HOOKS = {  # launcher variants measured by bench_gdn's sweep besides the
     "state_gluon_rc_s2_grid": dict(STATE_IMPL="gl_rc", GL_RC_STAGES=2, GL_RC_PERSISTENT=False),
     "fold_qk_norm": dict(FOLD_QK_NORM=True),  # round 10: raw q/k in the state kernel (v2 or gl_rc), norms in factors
     "fold_qk_norm_gluon_rc": dict(FOLD_QK_NORM=True, STATE_IMPL="gl_rc"),
-    "intra_v3_gs1_slowexp": dict(INTRA_V3_GVA_SHARE=1, INTRA_V3_FAST_EXP=False),  # round 10's intra v3 configuration
-    "intra_v3_gs2_r232": dict(INTRA_V3_MAXNREG=232),
+    # round 10's intra v3 configuration (one value head per program, tl.exp); round 11's GS = 2 without the paired
+    # inverse at the v3 register cap
+    "intra_v3_gs1_slowexp": dict(INTRA_V3_GVA_SHARE=1, INTRA_V3_PAIR_HEADS=False, INTRA_V3_FAST_EXP=False),
+    "intra_v3_gs2_nopair_r168": dict(INTRA_V3_PAIR_INV=False, INTRA_V3_GS2_MAXNREG=None),
     "split_state_pass": dict(SPLIT_STATE_PASS=True, SPLIT_MIN_T=128, SPLIT_PIECES=2),
     "split_state_pass_p3": dict(SPLIT_STATE_PASS=True, SPLIT_MIN_T=128, SPLIT_PIECES=3),
     "split_state_pass_p4_prio0": dict(SPLIT_STATE_PASS=True, SPLIT_MIN_T=128, SPLIT_PIECES=4, SPLIT_SIDE_PRIORITY=0),
@@ -665,27 +667,37 @@ def fp16_inverse_guard(launch, device="cpu"):
 
 
 def gva_share_check(launch, device="cpu"):
-    """Intra v3 with two value heads per program (``INTRA_V3_GVA_SHARE``, round 11) against one head per program,
-    on a GVA varlen call (H = 2, HV = 4) whose value heads take different inverse paths inside one program: heads 0
-    and 3 have a positive g in their first chunks (the guarded bf16 + Newton branch), heads 1 and 2 a negative one
-    (fp16 merges). Rows ``[err, 0, bound]``: the shared call equals the unshared one (bit for bit under the
-    interpreter, where the dots and the per-head math are the same operations; to 1e-3 rrmse on a GPU, a different
-    binary), it ran with GS = 2 (the launch's grid is half the unshared one), both are within the float64
-    recurrence's bound, and without the fp16 guard the shared call overflows (head 0's positive g reached the guard
-    of its own tile, not its neighbour's)."""
+    """Intra v3 with two value heads per program (round 11: ``INTRA_V3_GVA_SHARE`` under GVA, ``INTRA_V3_PAIR_HEADS``
+    without) against one head per program, on varlen calls with H = 2, HV = 4 (shared q/k tiles) and H = HV = 4 (each
+    head its own) whose value heads take different inverse paths inside one program: heads 0 and 3 have a positive g
+    in one chunk (the guarded bf16 + Newton branch), heads 1 and 2 a negative one (fp16 merges, paired where both
+    heads of a program have them). Rows ``[err, 0, bound]`` per layout: the paired call equals the unpaired one (bit
+    for bit under the interpreter, where each tile sees the same operations; to 1e-3 rrmse on a GPU, a different
+    binary), it ran with two heads per program (half the grid), both are within the float64 recurrence's bound, and
+    without the fp16 guard the paired call overflows (head 0's positive g reached the guard of its own tile, not its
+    neighbour's)."""
     import torch
-    gen = torch.Generator().manual_seed(11)
-    T, H, HV, K = 200, 2, 4, 64
-    cu = torch.tensor([0, 1, 70, 200], dtype=torch.int32, device=device)
-    k = torch.randn(1, T, H, K, generator=gen).bfloat16().to(device)
-    q = torch.randn(1, T, H, K, generator=gen).bfloat16().to(device)
-    v = torch.randn(1, T, HV, 32, generator=gen).bfloat16().to(device)
-    g = torch.nn.functional.logsigmoid(torch.randn(1, T, HV, generator=gen))
-    g[0, :64, 0] = 0.3
-    g[0, 70:134, 3] = 0.3
-    g = g.to(device)
-    beta = torch.sigmoid(torch.randn(1, T, HV, generator=gen)).bfloat16().to(device)
-    h0 = torch.randn(3, HV, K, 32, generator=gen).to(device)
+    rows = {}
+    for H in (2, 4):
+        gen = torch.Generator().manual_seed(11)
+        T, HV, K = 200, 4, 64
+        cu = torch.tensor([0, 1, 70, 200], dtype=torch.int32, device=device)
+        k = torch.randn(1, T, H, K, generator=gen).bfloat16().to(device)
+        q = torch.randn(1, T, H, K, generator=gen).bfloat16().to(device)
+        v = torch.randn(1, T, HV, 32, generator=gen).bfloat16().to(device)
+        g = torch.nn.functional.logsigmoid(torch.randn(1, T, HV, generator=gen))
+        g[0, :64, 0] = 0.3
+        g[0, 70:134, 3] = 0.3
+        g = g.to(device)
+        beta = torch.sigmoid(torch.randn(1, T, HV, generator=gen)).bfloat16().to(device)
+        h0 = torch.randn(3, HV, K, 32, generator=gen).to(device)
+        rows.update(_paired_vs_unpaired(launch, device, f"H{H}_HV{HV}", q, k, v, g, beta, h0, cu))
+    return rows
+
+
+def _paired_vs_unpaired(launch, device, tag, q, k, v, g, beta, h0, cu):
+    import torch
+    K = q.shape[-1]
     grids = []
     orig = launch._launch_all
 
@@ -697,34 +709,36 @@ def gva_share_check(launch, device="cpu"):
         return launch.gdn_fwd(q, k, v, g, beta, scale=K ** -0.5, initial_state=h0, output_final_state=True,
                               use_qk_l2norm_in_kernel=True, state_v_first=False, cu_seqlens=cu)
 
-    saved = (launch.INTRA_V3_GVA_SHARE, launch.INTRA_V3_FP16_FALLBACK, launch._launch_all)
+    names = ("INTRA_V3_GVA_SHARE", "INTRA_V3_PAIR_HEADS", "INTRA_V3_FP16_FALLBACK", "_launch_all")
+    saved = {n: getattr(launch, n) for n in names}
     rows = {}
     try:
         launch._launch_all = spy
-        launch.INTRA_V3_GVA_SHARE = 1
+        launch.INTRA_V3_GVA_SHARE, launch.INTRA_V3_PAIR_HEADS = 1, False
         o1, h1 = call()
-        launch.INTRA_V3_GVA_SHARE = 2
+        launch.INTRA_V3_GVA_SHARE, launch.INTRA_V3_PAIR_HEADS = 2, True
         o2, h2 = call()
-        rows["gva_share_grid_halved"] = [0.0 if len(grids) == 2 and grids[1][0] * 2 == grids[0][0] else 1.0,
-                                         0.0, 0.5]
+        rows[f"pair_{tag}_grid_halved"] = [0.0 if len(grids) == 2 and grids[1][0] * 2 == grids[0][0] else 1.0,
+                                           0.0, 0.5]
         if device == "cpu":
             err = 0.0 if torch.equal(o1, o2) and torch.equal(h1, h2) else 1.0
         else:
             err = max(rrmse(o1, o2), rrmse(h1, h2))
-        rows["gva_share_equals_unshared"] = [err, 0.0, 1e-3 if device != "cpu" else 0.0]
+        rows[f"pair_{tag}_equals_unpaired"] = [err, 0.0, 1e-3 if device != "cpu" else 0.0]
         ref_o, ref_h = ref_recurrence(q, k, v, g, beta, scale=K ** -0.5, initial_state=h0, state_v_first=False,
                                       use_qk_l2norm_in_kernel=True, cu_seqlens=cu)
-        rows["gva_share_vs_fp64"] = [rrmse(ref_o, o2), rrmse(ref_h, h2), RRMSE_BOUND]
+        rows[f"pair_{tag}_vs_fp64"] = [rrmse(ref_o, o2), rrmse(ref_h, h2), RRMSE_BOUND]
         launch.INTRA_V3_FP16_FALLBACK = 0
         o_bad, _ = call()
-        rows["gva_share_unguarded_overflows"] = [0.0 if not bool(torch.isfinite(o_bad).all()) else 1.0, 0.0, 0.5]
+        rows[f"pair_{tag}_unguarded_overflows"] = [0.0 if not bool(torch.isfinite(o_bad).all()) else 1.0, 0.0, 0.5]
     finally:
-        launch.INTRA_V3_GVA_SHARE, launch.INTRA_V3_FP16_FALLBACK, launch._launch_all = saved
+        for n, val in saved.items():
+            setattr(launch, n, val)
     return rows
 
 
 def test_intra_gva_share():
-    """Two value heads per intra program on the GPU (see ``gva_share_check``)."""
+    """Two value heads per intra program on the GPU, with and without GVA (see ``gva_share_check``)."""
     from atrex_nvidia.chunk_gdn.sm90 import launch
     bad = {k: v for k, v in gva_share_check(launch, "cuda").items() if not (v[0] <= v[2] and v[1] <= v[2])}
     assert not bad, bad

@@ -67,7 +67,7 @@ def test_few_programs_take_the_tma_state_kernel_with_in_kernel_descriptors(plan,
     if FEW == GL_WS:
         assert meta["STAGES"] == 3 and meta["OUT_REGS"] == L.GL_WS_OUT_REGS and "num_stages" not in meta
     intra = seen["launches"][0]
-    assert intra[0] == "atrex_sm90_gdn_intra_chunk_v3" and intra[3]["maxnreg"] == 168
+    assert intra[0] == "atrex_sm90_gdn_intra_chunk_v3" and intra[3]["GS"] == 2 and intra[3]["maxnreg"] == 232
     for knob, env in ((dict(STATE_AUTO_GL_WS=False), None), ({}, "1")):
         with monkeypatch.context() as m:
             for a, val in knob.items():
@@ -274,3 +274,28 @@ def test_gluon_ws_state_kernel_where_it_applies_and_fallbacks_elsewhere(plan, mo
     assert state_kernel(plan(T=1, H=16, HV=32)) == "atrex_sm90_gdn_state_output_v2"
     monkeypatch.setattr(L, "STATE_CFG_OVERRIDE", (16, 4, 2))
     assert state_kernel(plan(T=256, H=16, HV=32)) == TMA
+
+
+@pytest.mark.parametrize("H,HV,gs", [(16, 32, 2), (32, 32, 2), (4, 16, 2), (16, 48, 1), (1, 1, 1), (3, 3, 1)])
+def test_intra_v3_value_heads_per_program(plan, H, HV, gs):
+    """Round 11: two value heads per intra v3 program where HV allows (GVA with an even G: shared q/k tiles; G = 1
+    with an even HV: paired heads), each with the paired fp16 inverse and the 232-register cap; one head per program
+    (the v3 cap, 168) for odd G > 1 and odd HV. The grid counts programs, so it halves with two heads each."""
+    seen = plan(T=130, H=H, HV=HV, K=64)
+    name, grid, args, meta = seen["launches"][0]
+    n_slots = 3  # cdiv(130, 64)
+    assert name == "atrex_sm90_gdn_intra_chunk_v3" and grid == (n_slots * HV // gs,)
+    assert meta.get("GS", 1) == gs and meta["FAST_EXP"] is True
+    if gs == 2:
+        assert meta["PAIR_INV"] is True and meta["maxnreg"] == L.INTRA_V3_GS2_MAXNREG == 232
+    else:
+        assert "PAIR_INV" not in meta and meta["maxnreg"] == L.INTRA_V3_MAXNREG == 168
+
+
+def test_intra_v3_pairing_knobs_off(plan, monkeypatch):
+    """``INTRA_V3_GVA_SHARE = 1`` and ``INTRA_V3_PAIR_HEADS = False``: round 10's one value head per program."""
+    monkeypatch.setattr(L, "INTRA_V3_GVA_SHARE", 1)
+    monkeypatch.setattr(L, "INTRA_V3_PAIR_HEADS", False)
+    for H, HV in ((16, 32), (32, 32)):
+        name, grid, args, meta = plan(T=130, H=H, HV=HV, K=64)["launches"][0]
+        assert grid == (3 * HV,) and "GS" not in meta and meta["maxnreg"] == 168

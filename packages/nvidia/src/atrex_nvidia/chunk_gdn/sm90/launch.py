@@ -96,6 +96,16 @@ INTRA_V3_MAXNREG = 168
 # the largest divisor of G up to this cap, so that the q / k tiles are loaded, L2-normalised and stored once per group
 # (the SASS of the v3 kernel spends ~40% of a value head's instructions there). 1 turns it off.
 INTRA_V3_GVA_SHARE = 2
+# Round 11 (H200, r28, bench_gdn sweep): at the 168-register cap GS = 2 was no faster (intra T=8192/16/32 0.132 vs
+# 0.127 ms with GS = 1, T=32768 0.492 vs 0.490) although it executes ~20% fewer instructions per value head: the
+# kernel is latency-bound (dependent dots, shared-memory staging), not issue-bound. With a 232-register cap (two CTAs
+# per SM) GS = 2 took 0.124 / 0.468 ms. INTRA_V3_GS2_MAXNREG is the cap of the GS = 2 programs (None: the v3 cap);
+# INTRA_V3_PAIR_INV runs the two heads' fp16 inverses interleaved in one basic block (two independent chains).
+INTRA_V3_GS2_MAXNREG = 232
+INTRA_V3_PAIR_INV = True
+# INTRA_V3_PAIR_HEADS (round 11): without GVA (G = 1, HV even) two value heads per program as well, each with its
+# own q/k tiles, for the paired inverse.
+INTRA_V3_PAIR_HEADS = True
 # INTRA_V3_FAST_EXP (round 11): the v3 decay tile with ex2.approx.ftz (not under the interpreter).
 INTRA_V3_FAST_EXP = True
 # Since round 5 (H200, BENCH_H200.md) "auto": the tma kernel when the state pass has at most ~2 programs per SM (the
@@ -401,8 +411,13 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
             if fold:
                 extra["FOLD_NORM"] = True
             gs = max(d for d in range(1, max(1, int(INTRA_V3_GVA_SHARE)) + 1) if G % d == 0)
+            if G == 1 and INTRA_V3_PAIR_HEADS and HV % 2 == 0:
+                gs = 2
             if gs > 1:
                 extra["GS"] = gs
+                extra["PAIR_INV"] = bool(INTRA_V3_PAIR_INV)
+                if INTRA_V3_GS2_MAXNREG:
+                    extra["maxnreg"] = int(INTRA_V3_GS2_MAXNREG)
             if INTRA_V3_FAST_EXP and not _interpreting():
                 extra["FAST_EXP"] = True
         else:
@@ -604,7 +619,7 @@ def _knobs():
             SPLIT_MIN_T, SPLIT_PIECES, _STATE_CFG_FEW,
             _STATE_CFG_MANY, _STATE_V2_FEW_CFG, _INTRA_CFG, GL_WS_OUT_REGS, STATE_AUTO_GL_WS, INTRA_V3_INV_FP16,
             INTRA_V3_FP16_FALLBACK, GL_RC_STAGES, GL_RC_PERSISTENT, STATE_AUTO_GL_RC, FOLD_QK_NORM, INTRA_V3_GVA_SHARE,
-            INTRA_V3_FAST_EXP)
+            INTRA_V3_FAST_EXP, INTRA_V3_GS2_MAXNREG, INTRA_V3_PAIR_INV, INTRA_V3_PAIR_HEADS)
 
 
 def _call_signature(dev, tensors, flags):
