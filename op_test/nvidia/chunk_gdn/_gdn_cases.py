@@ -283,10 +283,9 @@ VARIANT_HOOKS = {  # launcher variants measured by bench_gdn's sweep besides the
     "state_gluon_rc_s2_grid": dict(STATE_IMPL="gl_rc", GL_RC_STAGES=2, GL_RC_PERSISTENT=False),
     "fold_qk_norm": dict(FOLD_QK_NORM=True),  # round 10: raw q/k in the state kernel (v2 or gl_rc), norms in factors
     "fold_qk_norm_gluon_rc": dict(FOLD_QK_NORM=True, STATE_IMPL="gl_rc"),
-    # round 10's intra v3 configuration (one value head per program, tl.exp); round 11's GS = 2 without the paired
-    # inverse at the v3 register cap
-    "intra_v3_gs1_slowexp": dict(INTRA_V3_GVA_SHARE=1, INTRA_V3_PAIR_HEADS=False, INTRA_V3_FAST_EXP=False),
-    "intra_v3_gs2_nopair_r168": dict(INTRA_V3_PAIR_INV=False, INTRA_V3_GS2_MAXNREG=None),
+    # round 10's intra v3 configuration (one value head per program, tl.exp); round 11's GVA pairs at the v3 cap
+    "intra_v3_gs1_slowexp": dict(INTRA_V3_GVA_SHARE=1, INTRA_V3_FAST_EXP=False),
+    "intra_v3_gs2_r168": dict(INTRA_V3_GS2_MAXNREG=None),
     "split_state_pass": dict(SPLIT_STATE_PASS=True, SPLIT_MIN_T=128, SPLIT_PIECES=2),
     "split_state_pass_p3": dict(SPLIT_STATE_PASS=True, SPLIT_MIN_T=128, SPLIT_PIECES=3),
     "split_state_pass_p4_prio0": dict(SPLIT_STATE_PASS=True, SPLIT_MIN_T=128, SPLIT_PIECES=4, SPLIT_SIDE_PRIORITY=0),
@@ -667,18 +666,17 @@ def fp16_inverse_guard(launch, device="cpu"):
 
 
 def gva_share_check(launch, device="cpu"):
-    """Intra v3 with two value heads per program (round 11: ``INTRA_V3_GVA_SHARE`` under GVA, ``INTRA_V3_PAIR_HEADS``
-    without) against one head per program, on varlen calls with H = 2, HV = 4 (shared q/k tiles) and H = HV = 4 (each
-    head its own) whose value heads take different inverse paths inside one program: heads 0 and 3 have a positive g
-    in one chunk (the guarded bf16 + Newton branch), heads 1 and 2 a negative one (fp16 merges, paired where both
-    heads of a program have them). Rows ``[err, 0, bound]`` per layout: the paired call equals the unpaired one (bit
+    """Intra v3 with two value heads of one q/k head per program (round 11, ``INTRA_V3_GVA_SHARE``) against one head
+    per program, on GVA varlen calls (H = 2, HV = 4; H = 1, HV = 4) whose value heads take different inverse paths
+    inside one program: heads 0 and 3 have a positive g in one chunk (the guarded bf16 + Newton branch), heads 1 and 2
+    a negative one (fp16 merges). Rows ``[err, 0, bound]`` per layout: the paired call equals the unpaired one (bit
     for bit under the interpreter, where each tile sees the same operations; to 1e-3 rrmse on a GPU, a different
     binary), it ran with two heads per program (half the grid), both are within the float64 recurrence's bound, and
     without the fp16 guard the paired call overflows (head 0's positive g reached the guard of its own tile, not its
     neighbour's)."""
     import torch
     rows = {}
-    for H in (2, 4):
+    for H in (2, 1):
         gen = torch.Generator().manual_seed(11)
         T, HV, K = 200, 4, 64
         cu = torch.tensor([0, 1, 70, 200], dtype=torch.int32, device=device)
@@ -709,14 +707,14 @@ def _paired_vs_unpaired(launch, device, tag, q, k, v, g, beta, h0, cu):
         return launch.gdn_fwd(q, k, v, g, beta, scale=K ** -0.5, initial_state=h0, output_final_state=True,
                               use_qk_l2norm_in_kernel=True, state_v_first=False, cu_seqlens=cu)
 
-    names = ("INTRA_V3_GVA_SHARE", "INTRA_V3_PAIR_HEADS", "INTRA_V3_FP16_FALLBACK", "_launch_all")
+    names = ("INTRA_V3_GVA_SHARE", "INTRA_V3_FP16_FALLBACK", "_launch_all")
     saved = {n: getattr(launch, n) for n in names}
     rows = {}
     try:
         launch._launch_all = spy
-        launch.INTRA_V3_GVA_SHARE, launch.INTRA_V3_PAIR_HEADS = 1, False
+        launch.INTRA_V3_GVA_SHARE = 1
         o1, h1 = call()
-        launch.INTRA_V3_GVA_SHARE, launch.INTRA_V3_PAIR_HEADS = 2, True
+        launch.INTRA_V3_GVA_SHARE = 2
         o2, h2 = call()
         rows[f"pair_{tag}_grid_halved"] = [0.0 if len(grids) == 2 and grids[1][0] * 2 == grids[0][0] else 1.0,
                                            0.0, 0.5]
@@ -738,7 +736,7 @@ def _paired_vs_unpaired(launch, device, tag, q, k, v, g, beta, h0, cu):
 
 
 def test_intra_gva_share():
-    """Two value heads per intra program on the GPU, with and without GVA (see ``gva_share_check``)."""
+    """Two value heads of one q/k head per intra program on the GPU (see ``gva_share_check``)."""
     from atrex_nvidia.chunk_gdn.sm90 import launch
     bad = {k: v for k, v in gva_share_check(launch, "cuda").items() if not (v[0] <= v[2] and v[1] <= v[2])}
     assert not bad, bad

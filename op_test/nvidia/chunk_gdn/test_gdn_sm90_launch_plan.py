@@ -276,26 +276,21 @@ def test_gluon_ws_state_kernel_where_it_applies_and_fallbacks_elsewhere(plan, mo
     assert state_kernel(plan(T=256, H=16, HV=32)) == TMA
 
 
-@pytest.mark.parametrize("H,HV,gs", [(16, 32, 2), (32, 32, 2), (4, 16, 2), (16, 48, 1), (1, 1, 1), (3, 3, 1)])
+@pytest.mark.parametrize("H,HV,gs", [(16, 32, 2), (4, 16, 2), (32, 32, 1), (16, 48, 1), (1, 1, 1), (3, 3, 1)])
 def test_intra_v3_value_heads_per_program(plan, H, HV, gs):
-    """Round 11: two value heads per intra v3 program where HV allows (GVA with an even G: shared q/k tiles; G = 1
-    with an even HV: paired heads), each with the paired fp16 inverse and the 232-register cap; one head per program
-    (the v3 cap, 168) for odd G > 1 and odd HV. The grid counts programs, so it halves with two heads each."""
+    """Round 11: two value heads of one q/k head per intra v3 program under GVA with an even G (the q/k tiles once
+    per pair), with the 232-register cap; one head per program (the v3 cap, 168) without GVA and for odd G. The grid
+    counts programs, so it halves with two heads each."""
     seen = plan(T=130, H=H, HV=HV, K=64)
     name, grid, args, meta = seen["launches"][0]
     n_slots = 3  # cdiv(130, 64)
     assert name == "atrex_sm90_gdn_intra_chunk_v3" and grid == (n_slots * HV // gs,)
     assert meta.get("GS", 1) == gs and meta["FAST_EXP"] is True
-    if gs == 2:
-        assert meta["PAIR_INV"] is True and meta["maxnreg"] == L.INTRA_V3_GS2_MAXNREG == 232
-    else:
-        assert "PAIR_INV" not in meta and meta["maxnreg"] == L.INTRA_V3_MAXNREG == 168
+    assert meta["maxnreg"] == (L.INTRA_V3_GS2_MAXNREG if gs == 2 else L.INTRA_V3_MAXNREG) == (232 if gs == 2 else 168)
 
 
-def test_intra_v3_pairing_knobs_off(plan, monkeypatch):
-    """``INTRA_V3_GVA_SHARE = 1`` and ``INTRA_V3_PAIR_HEADS = False``: round 10's one value head per program."""
+def test_intra_v3_gva_share_off(plan, monkeypatch):
+    """``INTRA_V3_GVA_SHARE = 1``: round 10's one value head per program, at the v3 register cap."""
     monkeypatch.setattr(L, "INTRA_V3_GVA_SHARE", 1)
-    monkeypatch.setattr(L, "INTRA_V3_PAIR_HEADS", False)
-    for H, HV in ((16, 32), (32, 32)):
-        name, grid, args, meta = plan(T=130, H=H, HV=HV, K=64)["launches"][0]
-        assert grid == (3 * HV,) and "GS" not in meta and meta["maxnreg"] == 168
+    name, grid, args, meta = plan(T=130, H=16, HV=32, K=64)["launches"][0]
+    assert grid == (3 * 32,) and "GS" not in meta and meta["maxnreg"] == 168

@@ -219,16 +219,14 @@ VARIANTS = [
     # kernel (gl_rc where "auto" takes it, else v2) reads the raw q, k
     ("fold", dict(fold_qk_norm=True)),
     ("fold_rc", dict(fold_qk_norm=True, state_impl="gl_rc")),
-    # round 11: intra v3 with two value heads per program (GVA: q / k tiles once per group; G = 1: paired heads),
-    # their fp16 inverses interleaved, a 232-register cap for those programs, and the ftz exponential for the decay
-    # tile, all on by default; these turn parts off or change the cap
-    ("i3_gs1", dict(gva_share=1, pair_heads=False)),
+    # round 11: intra v3 with two value heads per program under GVA (q / k tiles once per pair) at a 232-register cap,
+    # and the ftz exponential for the decay tile, both on by default; these turn parts off or change the cap (r29 also
+    # ran an interleaved pair inverse and paired heads without GVA, since removed: launch.py)
+    ("i3_gs1", dict(gva_share=1)),
     ("i3_slowexp", dict(fast_exp=False)),
-    ("i3_round10", dict(gva_share=1, pair_heads=False, fast_exp=False)),
-    ("i3_nopair", dict(pair_inv=False)),
-    ("i3_pair_r200", dict(gs2_maxnreg=200)),
-    ("i3_pair_r255", dict(gs2_maxnreg=255)),
-    ("i3_gs2_r168", dict(gs2_maxnreg=None, pair_inv=False, pair_heads=False)),  # r28's GS = 2 default
+    ("i3_round10", dict(gva_share=1, fast_exp=False)),
+    ("i3_gs2_r168", dict(gs2_maxnreg=None)),
+    ("i3_gs2_r255", dict(gs2_maxnreg=255)),
     # round 9: intra v3 merges with fp16 dots, no Newton step (in-kernel L2 norm only)
     ("i3_fp16", dict(inv_fp16=True)),  # the default since round 9
     ("i3_newton", dict(inv_fp16=False)),  # bf16 merges + Newton step (the default before)
@@ -263,8 +261,7 @@ _HOOKS = dict(state="STATE_CFG_OVERRIDE", intra="INTRA_CFG_OVERRIDE", wy="USE_WY
               persistent="STATE_TMA_PERSISTENT", ws_out_regs="GL_WS_OUT_REGS",
               inv_fp16="INTRA_V3_INV_FP16", fp16_fallback="INTRA_V3_FP16_FALLBACK", rc_stages="GL_RC_STAGES",
               rc_persistent="GL_RC_PERSISTENT", fold_qk_norm="FOLD_QK_NORM", gva_share="INTRA_V3_GVA_SHARE",
-              fast_exp="INTRA_V3_FAST_EXP", gs2_maxnreg="INTRA_V3_GS2_MAXNREG", pair_inv="INTRA_V3_PAIR_INV",
-              pair_heads="INTRA_V3_PAIR_HEADS")
+              fast_exp="INTRA_V3_FAST_EXP", gs2_maxnreg="INTRA_V3_GS2_MAXNREG")
 
 
 def _select_variants(spec):

@@ -952,38 +952,6 @@ def _v3_tile_inverse(Lm, gf, rr, cc, NEWTON: tl.constexpr, INV_FP16: tl.constexp
 
 
 @triton.jit
-def _merge_level_fp16_pair(X0, X1, L0, L1, rr, cc, B: tl.constexpr):
-    """``_merge_level`` (fp16 dots) of two independent tiles, interleaved; ``L0``, ``L1`` already in fp16."""
-    lvl = ((rr // (2 * B)) == (cc // (2 * B))) & ((rr // B) != (cc // B))
-    X0h = X0.to(tl.float16)
-    X1h = X1.to(tl.float16)
-    MX0 = tl.dot(tl.where(lvl, L0, 0.0), X0h)
-    MX1 = tl.dot(tl.where(lvl, L1, 0.0), X1h)
-    X0 = X0 - tl.dot(X0h, MX0.to(tl.float16))
-    X1 = X1 - tl.dot(X1h, MX1.to(tl.float16))
-    return X0, X1
-
-
-@triton.jit
-def _ut_inverse_fp16_pair(L0, L1, rr, cc):
-    """``_ut_inverse(L, rr, cc, False, True)`` (fp16 merges, no Newton step) of two tiles at once, with the same
-    values: the merges read ``L`` only as fp16 (masking commutes with the rounding), so after the fp32 start of ``X``
-    the tiles are held in fp16 (16 registers a tile per thread instead of 32)."""
-    eye = tl.where(rr == cc, 1.0, 0.0)
-    d2 = (rr // 2) == (cc // 2)
-    X0 = eye - tl.where(d2, L0, 0.0)
-    X1 = eye - tl.where(d2, L1, 0.0)
-    L0 = L0.to(tl.float16)
-    L1 = L1.to(tl.float16)
-    X0, X1 = _merge_level_fp16_pair(X0, X1, L0, L1, rr, cc, 2)
-    X0, X1 = _merge_level_fp16_pair(X0, X1, L0, L1, rr, cc, 4)
-    X0, X1 = _merge_level_fp16_pair(X0, X1, L0, L1, rr, cc, 8)
-    X0, X1 = _merge_level_fp16_pair(X0, X1, L0, L1, rr, cc, 16)
-    X0, X1 = _merge_level_fp16_pair(X0, X1, L0, L1, rr, cc, 32)
-    return X0, X1
-
-
-@triton.jit
 def atrex_sm90_gdn_intra_chunk_v3(
     q, k, g, beta, A, Aqk, gam, fac, qn, kn, cu, co,
     T, N, HV, K, n_search,
@@ -993,7 +961,7 @@ def atrex_sm90_gdn_intra_chunk_v3(
     USE_L2NORM: tl.constexpr, BETA_SIGMOID: tl.constexpr, NEG_EIGVAL: tl.constexpr,
     STORE_QKN: tl.constexpr, STORE_FAC: tl.constexpr, NEWTON: tl.constexpr, INV_FP16: tl.constexpr = False,
     FP16_FALLBACK: tl.constexpr = 2, FOLD_NORM: tl.constexpr = False, GS: tl.constexpr = 1,
-    FAST_EXP: tl.constexpr = False, PAIR_INV: tl.constexpr = False,
+    FAST_EXP: tl.constexpr = False,
 ):
     """Intra-chunk kernel v3, one program per (chunk slot, value head), same outputs as v2; with ``GS > 1``
     (round 11, GVA) one program per (chunk slot, group of ``GS`` value heads of one q/k head, ``GS`` dividing ``G``).
@@ -1015,16 +983,13 @@ def atrex_sm90_gdn_intra_chunk_v3(
     With ``FOLD_NORM`` (needs USE_L2NORM and STORE_FAC; round 10, off: measured in round 11, intra 4-5% faster,
     whole call no faster) the q/k row norms go into the factor planes (``_store_row_factors_fold``) for a state pass
     on the raw q, k, and nothing is written to qn / kn.
-    With ``GS == 2`` a program takes two value heads. Under GVA (G >= 2) they share a q/k head, whose tiles are
-    loaded, L2-normalised and stored, and ``Q K^T``, ``K K^T`` formed, once for both (about 40% of a value head's
+    With ``GS == 2`` (GVA, G even) a program takes two value heads of one q/k head, whose tiles are loaded,
+    L2-normalised and stored, and ``Q K^T``, ``K K^T`` formed, once for both (about 40% of a value head's
     instructions in the GS = 1 SASS); what depends on g and beta (the decay tile, Aqk, L and its inverse) runs per
-    value head. With G == 1 the second head is the next q/k head, loaded after the first's dots; the gain there is
-    only the paired inverse (``PAIR_INV``).
+    value head.
     With ``FAST_EXP`` (round 11; not under the interpreter, which has no inline PTX) the 64x64 decay tile takes
     ``ex2.approx.ftz``: ``tl.exp``'s ``ex2.approx`` without ftz costs three more instructions per element for
     denormal results (e^x below 2^-126, which the tile's fp16 / bf16 uses round to zero or can not matter).
-    With ``PAIR_INV`` (GS == 2, fp16 merges) the two tiles' inverses run interleaved, level by level
-    (``_ut_inverse_fp16_pair``): the same operations per tile as ``_ut_inverse``, in one basic block.
     """
     live, c, bos, eos, tg0, t0, h, hv0, q_base, k_base, g_base0, b_base0 = _intra_tile(
         q, k, g, beta, co, cu, N, T, HV, n_search, s_qb, s_qh, s_kb, s_kh, s_gb, s_gh, s_bb, s_bh, IS_VARLEN, G, GS)
@@ -1041,7 +1006,7 @@ def atrex_sm90_gdn_intra_chunk_v3(
     rr = r64[:, None]
     cc = r64[None, :]
     causal = rr >= cc
-    tl.static_assert(GS == 1 or GS == 2)
+    tl.static_assert(GS == 1 or (GS == 2 and G % 2 == 0))
     gf0, gc0, bf0 = _v3_head_rows(gam, g_base0, b_base0, rows64, mrow, s_gt, s_bt, hv0, HV, TOTAL_T, rg, r64, t0, eos,
                                   BETA_SIGMOID, NEG_EIGVAL, STORE_FAC, FOLD_NORM)
     e0 = _exp_tile(tl.where(causal, gc0[:, None] - gc0[None, :], 0.0), FAST_EXP)
@@ -1060,44 +1025,20 @@ def atrex_sm90_gdn_intra_chunk_v3(
     kk = tl.dot(kf, tl.trans(kf))
     Lm0 = tl.where(rr > cc, bf0[:, None] * e0 * kk, 0.0)
     if GS == 2:
-        # the program's second value head; both L tiles are formed before either inverse, so that q, k, Q K^T and
-        # K K^T are dead during the inverses (register pressure). With G >= 2 it shares the first's q/k head (its
-        # g / beta terms on the same Q K^T and K K^T); with G == 1 it is the next q/k head, loaded here.
+        # the group's second value head: its g / beta terms on the same Q K^T and K K^T; both L tiles are formed
+        # before either inverse, so that q, k, Q K^T and K K^T are dead during the inverses (register pressure)
         hv1 = hv0 + 1
         gf1, gc1, bf1 = _v3_head_rows(gam, g_base0 + s_gh, b_base0 + s_bh, rows64, mrow, s_gt, s_bt, hv1, HV, TOTAL_T,
                                       rg, r64, t0, eos, BETA_SIGMOID, NEG_EIGVAL, STORE_FAC, FOLD_NORM)
         e1 = _exp_tile(tl.where(causal, gc1[:, None] - gc1[None, :], 0.0), FAST_EXP)
-        if G == 1:
-            if FOLD_NORM:
-                qf, rq = _load_qk_tile_inv(q_base + s_qh, rows64, mrow, offs_k, mk, s_qt)
-                kf, rk = _load_qk_tile_inv(k_base + s_kh, rows64, mrow, offs_k, mk, s_kt)
-            else:
-                qf = _load_qk_tile(q_base + s_qh, rows64, mrow, offs_k, mk, s_qt, USE_L2NORM)
-                kf = _load_qk_tile(k_base + s_kh, rows64, mrow, offs_k, mk, s_kt, USE_L2NORM)
-            if STORE_QKN:
-                _store_qk_normalised(qn, kn, qf, kf, rg, mrow, offs_k, mk, h + 1, hv1, HV, K, G)
-            qk = tl.dot(qf, tl.trans(kf))
-            kk = tl.dot(kf, tl.trans(kf))
         if FOLD_NORM:
             _store_row_factors_fold(gam, gc1, bf1, rq, rk, hv1, HV, TOTAL_T, rg, mrow, r64, t0, eos)
         _store_tile64(Aqk, hv1, TOTAL_T, rg, r64, mrow, tl.where(causal, qk * e1, 0.0))
         Lm1 = tl.where(rr > cc, bf1[:, None] * e1 * kk, 0.0)
-    if GS == 2 and PAIR_INV and INV_FP16 and FP16_FALLBACK != 0:
-        # both tiles' fp16 inverses level by level in one instruction stream (two independent dependency chains for
-        # the scheduler) where both are inside the fp16 bound; otherwise each takes its own guarded path
-        if (tl.max(gf0, 0) <= 0.0) & (tl.max(gf1, 0) <= 0.0):
-            X0, X1 = _ut_inverse_fp16_pair(Lm0, Lm1, rr, cc)
-        else:
-            X0 = _v3_tile_inverse(Lm0, gf0, rr, cc, NEWTON, INV_FP16, FP16_FALLBACK)
-            X1 = _v3_tile_inverse(Lm1, gf1, rr, cc, NEWTON, INV_FP16, FP16_FALLBACK)
-        _store_tile64(A, hv0, TOTAL_T, rg, r64, mrow, X0)
-        _store_tile64(A, hv1, TOTAL_T, rg, r64, mrow, X1)
-    else:
-        _store_tile64(A, hv0, TOTAL_T, rg, r64, mrow, _v3_tile_inverse(Lm0, gf0, rr, cc, NEWTON, INV_FP16,
+    _store_tile64(A, hv0, TOTAL_T, rg, r64, mrow, _v3_tile_inverse(Lm0, gf0, rr, cc, NEWTON, INV_FP16, FP16_FALLBACK))
+    if GS == 2:
+        _store_tile64(A, hv1, TOTAL_T, rg, r64, mrow, _v3_tile_inverse(Lm1, gf1, rr, cc, NEWTON, INV_FP16,
                                                                        FP16_FALLBACK))
-        if GS == 2:
-            _store_tile64(A, hv1, TOTAL_T, rg, r64, mrow, _v3_tile_inverse(Lm1, gf1, rr, cc, NEWTON, INV_FP16,
-                                                                           FP16_FALLBACK))
 
 
 @triton.jit

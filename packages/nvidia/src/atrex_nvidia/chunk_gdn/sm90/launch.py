@@ -92,21 +92,23 @@ INTRA_V3_FP16_FALLBACK = 2
 # Round 5 (H200, third sweep to agree): 168 is the default, intra T=8192/16/32 0.146 vs 0.162 ms, T=32768 0.561 vs
 # 0.618 ms, varlen 16x1024 0.296 vs 0.335 ms.
 INTRA_V3_MAXNREG = 168
-# INTRA_V3_GVA_SHARE (round 11): with GVA (G = HV / H > 1), one v3 program handles GS value heads of one q/k head, GS
-# the largest divisor of G up to this cap, so that the q / k tiles are loaded, L2-normalised and stored once per group
-# (the SASS of the v3 kernel spends ~40% of a value head's instructions there). 1 turns it off.
+# INTRA_V3_GVA_SHARE (round 11): with GVA (G = HV / H even), one v3 program handles GS = 2 value heads of one q/k
+# head, so that the q / k tiles are loaded, L2-normalised and stored, and Q K^T, K K^T formed, once per pair (the SASS
+# of the v3 kernel spends ~40% of a value head's instructions there); 1 turns it off. INTRA_V3_GS2_MAXNREG is the
+# register cap of those programs (None: INTRA_V3_MAXNREG).
+# Round 11 (H200, bench_gdn sweeps r28 and r29, same process as fla): at the 168-register cap GS = 2 was no faster
+# (intra T=8192/16/32 0.132 vs 0.127 ms with GS = 1, T=32768 0.492 / 0.489 vs 0.490 / 0.487) although it executes
+# ~20% fewer instructions per value head: the kernel is latency-bound (dependent dots, shared-memory staging), not
+# issue-bound. With a 232-register cap (two CTAs per SM) T=8192 0.124 / 0.125 and T=32768 0.468 / 0.466 (4-5% below
+# GS = 1); 200 registers: 0.196 / 0.750 (spills in the inverse); 255: 0.131 / 0.492.
+# Tried in r29 and removed: the two heads' fp16 inverses interleaved level by level in one basic block (two
+# independent dependency chains for the scheduler): slower (T=8192 0.142, T=32768 0.542); and pairing value heads
+# without GVA (G = 1, each head its own q/k tiles): varlen 16x1024 intra 0.315 (sequential inverses) / 0.367
+# (interleaved) against 0.260 with one head per program.
 INTRA_V3_GVA_SHARE = 2
-# Round 11 (H200, r28, bench_gdn sweep): at the 168-register cap GS = 2 was no faster (intra T=8192/16/32 0.132 vs
-# 0.127 ms with GS = 1, T=32768 0.492 vs 0.490) although it executes ~20% fewer instructions per value head: the
-# kernel is latency-bound (dependent dots, shared-memory staging), not issue-bound. With a 232-register cap (two CTAs
-# per SM) GS = 2 took 0.124 / 0.468 ms. INTRA_V3_GS2_MAXNREG is the cap of the GS = 2 programs (None: the v3 cap);
-# INTRA_V3_PAIR_INV runs the two heads' fp16 inverses interleaved in one basic block (two independent chains).
 INTRA_V3_GS2_MAXNREG = 232
-INTRA_V3_PAIR_INV = True
-# INTRA_V3_PAIR_HEADS (round 11): without GVA (G = 1, HV even) two value heads per program as well, each with its
-# own q/k tiles, for the paired inverse.
-INTRA_V3_PAIR_HEADS = True
-# INTRA_V3_FAST_EXP (round 11): the v3 decay tile with ex2.approx.ftz (not under the interpreter).
+# INTRA_V3_FAST_EXP (round 11): the v3 decay tile with ex2.approx.ftz (not under the interpreter). H200 r28-r29
+# (GS = 1 both): intra T=8192/16/32 0.127 vs 0.135 ms (tl.exp), T=32768 0.490 vs 0.506; varlen 16x1024 0.261 vs 0.262.
 INTRA_V3_FAST_EXP = True
 # Since round 5 (H200, BENCH_H200.md) "auto": the tma kernel when the state pass has at most ~2 programs per SM (the
 # 3-stage configuration: T=8192/16/32 0.194 vs 0.209 ms, T=32768 0.746 vs 0.809 ms) and v2 otherwise (varlen
@@ -411,11 +413,8 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
             if fold:
                 extra["FOLD_NORM"] = True
             gs = max(d for d in range(1, max(1, int(INTRA_V3_GVA_SHARE)) + 1) if G % d == 0)
-            if G == 1 and INTRA_V3_PAIR_HEADS and HV % 2 == 0:
-                gs = 2
             if gs > 1:
                 extra["GS"] = gs
-                extra["PAIR_INV"] = bool(INTRA_V3_PAIR_INV)
                 if INTRA_V3_GS2_MAXNREG:
                     extra["maxnreg"] = int(INTRA_V3_GS2_MAXNREG)
             if INTRA_V3_FAST_EXP and not _interpreting():
@@ -619,7 +618,7 @@ def _knobs():
             SPLIT_MIN_T, SPLIT_PIECES, _STATE_CFG_FEW,
             _STATE_CFG_MANY, _STATE_V2_FEW_CFG, _INTRA_CFG, GL_WS_OUT_REGS, STATE_AUTO_GL_WS, INTRA_V3_INV_FP16,
             INTRA_V3_FP16_FALLBACK, GL_RC_STAGES, GL_RC_PERSISTENT, STATE_AUTO_GL_RC, FOLD_QK_NORM, INTRA_V3_GVA_SHARE,
-            INTRA_V3_FAST_EXP, INTRA_V3_GS2_MAXNREG, INTRA_V3_PAIR_INV, INTRA_V3_PAIR_HEADS)
+            INTRA_V3_FAST_EXP, INTRA_V3_GS2_MAXNREG)
 
 
 def _call_signature(dev, tensors, flags):
