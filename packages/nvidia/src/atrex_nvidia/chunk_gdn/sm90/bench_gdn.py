@@ -215,7 +215,7 @@ VARIANTS = [
     ("gl_rc_s2", dict(state_impl="gl_rc", rc_stages=2)),
     ("gl_rc_np", dict(state_impl="gl_rc", rc_persistent=False)),
     ("gl_rc_o96", dict(state_impl="gl_rc", ws_out_regs=96)),
-    # round 10 (not measured yet): the q/k row norms folded into the factors, no normalised q/k copies in HBM; the state
+    # round 10 (measured in round 11, r27: no faster, off): the q/k row norms folded into the factors, no normalised q/k copies in HBM; the state
     # kernel (gl_rc where "auto" takes it, else v2) reads the raw q, k
     ("fold", dict(fold_qk_norm=True)),
     ("fold_rc", dict(fold_qk_norm=True, state_impl="gl_rc")),

@@ -148,7 +148,7 @@ STATE_AUTO_GL_WS = True
 #   partial block, but no GPU case has run one), sm90 only; elsewhere as "tma".
 GL_RC_STAGES = 3
 GL_RC_PERSISTENT = True
-# FOLD_QK_NORM (round 10, built and checked on CPU, NOT measured on the H200: off): with in-kernel L2 norm, the intra
+# FOLD_QK_NORM (round 10; measured on the H200 in round 11, r27: off): with in-kernel L2 norm, the intra
 #   kernel writes no normalised q / k copies (at varlen 16x1024 or T=32768 those writes are ~270 MB of the intra
 #   kernel's ~680 MB of HBM traffic) and folds the row norms into the factor planes instead (kernels.
 #   _store_row_factors_fold: 1/|k| into planes 2 and 4, e^gamma/|q| into a plane 5); the state kernel reads the raw
@@ -158,6 +158,9 @@ GL_RC_PERSISTENT = True
 #   rounding. Triton interpreter, state v2: final-state rrmse against the float64 recurrence 1.6e-3 -> 2.5e-3 (T=1),
 #   2.1e-3 -> 2.8e-3 (T=63), 0 -> 2.4e-3 (g = -20, where the unfolded call matches the reference's rounding exactly),
 #   outputs within 0.3e-3 of the unfolded ones; bounds 5e-3 / 8e-3.
+# Round 11 (H200, r27, bench_gdn sweep): intra 3-5% faster (T=8192/16/32 0.123 vs 0.128 ms, T=32768 0.470 vs 0.495,
+# varlen 16x1024 0.256 vs 0.264), whole call no faster: T=8192 0.344 (state v2: gl_ws cannot read the folded
+# factors) / 0.333 (gl_rc) vs 0.290, T=32768 1.301 / 1.252 vs 1.099, varlen 0.493 / 0.489 vs 0.496.
 FOLD_QK_NORM = False
 # Since round 10 (H200, r22-r23, bench_gdn sweeps in one process): "auto" takes gl_rc where it applies and the call
 # has more BV = 32 state programs than SMs. There gl_ws (one 193 KB CTA per SM) needs more than one wave of ~1.2 us
