@@ -6,6 +6,8 @@ for and returns before any compile or launch. Used by ``nvidia/test_triton_sm90_
 ``scripts/gdn_gluon_sass.py`` (SASS dumps).
 """
 
+import re
+
 import torch
 from triton import knobs
 from triton.backends.compiler import GPUTarget
@@ -32,11 +34,16 @@ class Sm90StandIn:
 
 def record_specialisations():
     """Activate the stand-in driver and the recording hook; returns the dict it fills:
-    ``"<kernel name>|<key>" -> (JITFunction, compile options)``."""
+    ``"<kernel name>|<key>" -> (JITFunction, compile options)``; the options include ``maxnreg`` where the launch
+    set one."""
     driver.set_active(Sm90StandIn())
     specs = {}
 
     def record(*, key, repr, fn, compile, is_manual_warmup, already_compiled):
+        # the launch's register cap (Triton's ``maxnreg``) is in the key's options, not in ``compile``
+        cap = re.search(r"'maxnreg': (\d+)", key)
+        if cap:
+            compile = dict(compile, maxnreg=int(cap.group(1)))
         specs.setdefault(f"{fn.name}|{key}", (fn.jit_function, compile))
         return True  # handled: Triton neither compiles nor launches
 

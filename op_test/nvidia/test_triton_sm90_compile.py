@@ -127,7 +127,7 @@ _SCRIPT = textwrap.dedent(r'''
     GL._launch_all = _launch_all
     results = {"signature_determines_keys": dict(ok=not sig_clash and len(sig_keys) > 20, clashes=sig_clash[:3],
                                                  signatures=len(sig_keys))}
-    import os, subprocess, tempfile
+    import os, re, subprocess, tempfile
     from sass_check import unwritten_uniform_reads
     try:
         nvdisasm = knobs.nvidia.nvdisasm.path
@@ -149,6 +149,8 @@ _SCRIPT = textwrap.dedent(r'''
             k = triton.compile(src, target=SM90, options=opts)
             smem = int(k.metadata.shared)
             results[name] = dict(ok=smem <= SMEM_LIMIT, shared=smem)
+            cap = re.search(r"\.maxnreg\s+(\d+)", k.asm.get("ptx", ""))
+            results[name]["ptx_maxnreg"] = int(cap.group(1)) if cap else None
             if "state_output" in name:
                 i_t = [p.name for p in jit_fn.params].index("T")
                 results[name]["t_is_one"] = c["constants"].get((i_t,)) == 1
@@ -211,3 +213,18 @@ def test_t1_calls_compile_the_state_kernels_without_t_as_a_constant(compiled):
     other than 1: Triton records an int argument equal to 1 as a constexpr, which is what ptxas 12.8 miscompiled."""
     t1 = [name for name, r in compiled.items() if r.get("t_is_one")]
     assert not t1, t1
+
+
+def test_intra_kernels_compile_with_the_launch_register_cap(compiled):
+    """The gate compiles each specialisation with the options of its launch, register cap included (Triton keeps
+    ``maxnreg`` in the cache key, not in the compile options; before round 11 the gate missed it and checked uncapped
+    intra binaries): every intra v3 specialisation's PTX carries the cap the launcher sets, 232 for two value heads
+    per program (GS = 2) and 168 otherwise, and both kinds were requested."""
+    import re
+    pairs = []
+    for name, r in compiled.items():
+        if name.startswith("atrex_sm90_gdn_intra_chunk_v3|"):
+            want = re.search(r"'maxnreg': (\d+)", name)
+            pairs.append((int(want.group(1)) if want else None, r.get("ptx_maxnreg")))
+    assert pairs and all(want == got for want, got in pairs), pairs
+    assert {want for want, _ in pairs} == {168, 232}, pairs
