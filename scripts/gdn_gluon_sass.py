@@ -1,5 +1,7 @@
 """Dump the normalised sm90 SASS of the Gluon state kernels (gl_ws, gl_rc) for a fixed set of launch shapes, without
-a GPU: ``op_test/sm90_standin.py`` records the specialisations the launcher asks for (a stand-in driver reports an
+a GPU (``--intra``: the intra v3 kernel instead, at T=8192/16/32 (two value heads per program) and H = HV = 32 (one);
+``--hook NAME=VALUE`` sets a launcher knob, e.g. ``INTRA_V3_FP16_FALLBACK=0`` leaves only the fp16 inverse path in
+the binary, so that its instruction count is that path's): ``op_test/sm90_standin.py`` records the specialisations the launcher asks for (a stand-in driver reports an
 sm90 target), and each is compiled with Triton and disassembled with Triton's ``nvdisasm``. Addresses and
 comments are stripped, so two dumps of the same binary compare equal line for line. This is how round 10 checked that
 its helper refactors left the measured binaries unchanged:
@@ -30,7 +32,12 @@ from triton import knobs  # noqa: E402
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("out", help="folder for one .sass file per specialisation")
+    ap.add_argument("--intra", action="store_true", help="the intra v3 kernel instead of the Gluon state kernels")
+    ap.add_argument("--hook", action="append", default=[], metavar="NAME=VALUE",
+                    help="a launch.py knob for every call (Python literal), repeatable")
     a = ap.parse_args(argv)
+    import ast
+    knobs_set = {n: ast.literal_eval(v) for n, v in (h.split("=", 1) for h in a.hook)}
     specs = record_specialisations()
     import _gdn_cases as C
 
@@ -49,29 +56,42 @@ def main(argv=None):
             for n, val in saved.items():
                 setattr(L, n, val)
 
-    for impl in ("gl_ws", "gl_rc"):
-        gdn(dict(T=64, H=16, HV=32, K=128), STATE_IMPL=impl)
-        gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=[64 * i for i in range(11)], h0=torch.float32,
-                 state_v_first=True), STATE_IMPL=impl)
+    if a.intra:
+        gdn(dict(T=64, H=16, HV=32, K=128), **knobs_set)
+        gdn(dict(T=64, H=32, HV=32, K=128), **knobs_set)
+    else:
+        for impl in ("gl_ws", "gl_rc"):
+            gdn(dict(T=64, H=16, HV=32, K=128), STATE_IMPL=impl, **knobs_set)
+            gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=[64 * i for i in range(11)], h0=torch.float32,
+                     state_v_first=True), STATE_IMPL=impl, **knobs_set)
+    from triton.compiler import ASTSource
     from triton.experimental.gluon._runtime import GluonASTSource
     os.makedirs(a.out, exist_ok=True)
     for i, (name, (jit_fn, c)) in enumerate(sorted(specs.items())):
-        if "_gl_" not in name.split("|")[0]:
+        if ("_intra_chunk_v3" if a.intra else "_gl_") not in name.split("|")[0]:
             continue
-        src = GluonASTSource(jit_fn, c["signature"], c["constants"], c["configs"][0])
-        k = triton.compile(src, target=SM90, options=dict(num_warps=c["num_warps"], num_stages=c["num_stages"]))
+        opts = dict(num_warps=c["num_warps"], num_stages=c["num_stages"])
+        if c.get("maxnreg"):
+            opts["maxnreg"] = c["maxnreg"]
+        src = (ASTSource if a.intra else GluonASTSource)(jit_fn, c["signature"], c["constants"], c["configs"][0])
+        k = triton.compile(src, target=SM90, options=opts)
         cubin = os.path.join(a.out, "k.cubin")
         with open(cubin, "wb") as f:
             f.write(k.asm["cubin"])
         sass = subprocess.run([knobs.nvidia.nvdisasm.path, "-c", cubin], capture_output=True, text=True,
                               check=True).stdout
+        usage = subprocess.run([os.path.join(os.path.dirname(knobs.nvidia.nvdisasm.path), "cuobjdump"),
+                                "--dump-resource-usage", cubin], capture_output=True, text=True).stdout
         os.remove(cubin)
         lines = [re.sub(r"/\*[0-9a-f]+\*/", "", ln).rstrip() for ln in sass.splitlines()
                  if ln.strip() and not ln.strip().startswith("//")]
         path = os.path.join(a.out, f"{name.split('|')[0]}_{i}.sass")
         with open(path, "w") as f:
             f.write("\n".join(lines) + "\n")
-        print(f"{path}: {len(lines)} lines, triton {triton.__version__}")
+        res = " ".join(re.findall(r"(?:REG|STACK|SHARED):\d+", usage))
+        gs = c["constants"].get((jit_fn.arg_names.index("GS"),)) if "GS" in jit_fn.arg_names else None
+        print(f"{path}: {sum(';' in ln for ln in lines)} instructions, {res}, maxnreg {c.get('maxnreg')}"
+              f"{f', GS {gs}' if gs is not None else ''}, triton {triton.__version__}")
 
 
 if __name__ == "__main__":

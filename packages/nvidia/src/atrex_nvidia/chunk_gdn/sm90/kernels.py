@@ -984,7 +984,7 @@ def atrex_sm90_gdn_intra_chunk_v3(
     whole call no faster) the q/k row norms go into the factor planes (``_store_row_factors_fold``) for a state pass
     on the raw q, k, and nothing is written to qn / kn.
     With ``GS == 2`` (GVA, G even) a program takes two value heads of one q/k head, whose tiles are loaded,
-    L2-normalised and stored, and ``Q K^T``, ``K K^T`` formed, once for both (about 40% of a value head's
+    L2-normalised and stored, and ``Q K^T``, ``K K^T`` formed, once for both (about 45% of a value head's
     instructions in the GS = 1 SASS); what depends on g and beta (the decay tile, Aqk, L and its inverse) runs per
     value head.
     With ``FAST_EXP`` (round 11; not under the interpreter, which has no inline PTX) the 64x64 decay tile takes

@@ -94,12 +94,12 @@ INTRA_V3_FP16_FALLBACK = 2
 INTRA_V3_MAXNREG = 168
 # INTRA_V3_GVA_SHARE (round 11): with GVA (G = HV / H even), one v3 program handles GS = 2 value heads of one q/k
 # head, so that the q / k tiles are loaded, L2-normalised and stored, and Q K^T, K K^T formed, once per pair (the SASS
-# of the v3 kernel spends ~40% of a value head's instructions there); 1 turns it off. INTRA_V3_GS2_MAXNREG is the
+# of the v3 kernel spends ~45% of a value head's instructions there); 1 turns it off. INTRA_V3_GS2_MAXNREG is the
 # register cap of those programs (None: INTRA_V3_MAXNREG).
 # Round 11 (H200, bench_gdn sweeps r28 and r29, same process as fla): at the 168-register cap GS = 2 was no faster
 # (intra T=8192/16/32 0.132 vs 0.127 ms with GS = 1, T=32768 0.492 / 0.489 vs 0.490 / 0.487) although it executes
-# ~20% fewer instructions per value head: the kernel is latency-bound (dependent dots, shared-memory staging), not
-# issue-bound. With a 232-register cap (two CTAs per SM) T=8192 0.124 / 0.125 and T=32768 0.468 / 0.466 (4-5% below
+# 15-22% fewer instructions per value head (scripts/gdn_gluon_sass.py --intra): the kernel is latency-bound
+# (dependent dots, shared-memory staging), not issue-bound. With a 232-register cap (two CTAs per SM) T=8192 0.124 / 0.125 and T=32768 0.468 / 0.466 (4-5% below
 # GS = 1); 200 registers: 0.196 / 0.750 (spills in the inverse); 255: 0.131 / 0.492.
 # Tried in r29 and removed: the two heads' fp16 inverses interleaved level by level in one basic block (two
 # independent dependency chains for the scheduler): slower (T=8192 0.142, T=32768 0.542); and pairing value heads
