@@ -964,7 +964,7 @@ def atrex_sm90_gdn_intra_chunk_v3(
     FAST_EXP: tl.constexpr = False,
 ):
     """Intra-chunk kernel v3, one program per (chunk slot, value head), same outputs as v2; with ``GS > 1``
-    (round 11, GVA) one program per (chunk slot, group of ``GS`` value heads of one q/k head, ``GS`` dividing ``G``).
+    (round 11, GVA; only ``GS == 2`` with ``G`` even) one program per (chunk slot, pair of value heads of one q/k head).
 
     q and k are loaded (and L2-normalised) once; ``Q K^T`` and ``K K^T`` are one 64x64 tensor-core dot
     each, and ``L = tril(beta_r e^(gamma_r - gamma_c) K K^T, -1)`` stays a 64x64 fp32 register tile.
@@ -980,7 +980,7 @@ def atrex_sm90_gdn_intra_chunk_v3(
     With ``INV_FP16`` the merge dots take fp16 operands (same tensor-core rate, 3 more mantissa bits, fp32
     accumulation, ``X`` still carried in fp32) and the Newton step is skipped whatever ``NEWTON`` says, for tiles
     whose g are all <= 0; a tile with a positive g takes bf16 merges + Newton (``_ut_inverse``: fp16's range).
-    With ``FOLD_NORM`` (needs USE_L2NORM and STORE_FAC; round 10, off: measured in round 11, intra 4-5% faster,
+    With ``FOLD_NORM`` (needs USE_L2NORM and STORE_FAC; round 10, off: measured in round 11, intra 3-5% faster,
     whole call no faster) the q/k row norms go into the factor planes (``_store_row_factors_fold``) for a state pass
     on the raw q, k, and nothing is written to qn / kn.
     With ``GS == 2`` (GVA, G even) a program takes two value heads of one q/k head, whose tiles are loaded,

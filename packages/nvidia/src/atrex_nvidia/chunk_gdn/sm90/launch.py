@@ -94,7 +94,7 @@ INTRA_V3_FP16_FALLBACK = 2
 INTRA_V3_MAXNREG = 168
 # INTRA_V3_GVA_SHARE (round 11): with GVA (G = HV / H even), one v3 program handles GS = 2 value heads of one q/k
 # head, so that the q / k tiles are loaded, L2-normalised and stored, and Q K^T, K K^T formed, once per pair (the SASS
-# of the v3 kernel spends ~45% of a value head's instructions there); 1 turns it off. INTRA_V3_GS2_MAXNREG is the
+# of the v3 kernel spends ~45% of a value head's instructions there); 2 or 1 (off). INTRA_V3_GS2_MAXNREG is the
 # register cap of those programs (None: INTRA_V3_MAXNREG).
 # Round 11 (H200, bench_gdn sweeps r28 and r29, same process as fla): at the 168-register cap GS = 2 was no faster
 # (intra T=8192/16/32 0.132 vs 0.127 ms with GS = 1, T=32768 0.492 / 0.489 vs 0.490 / 0.487) although it executes
@@ -415,7 +415,7 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
                 extra["maxnreg"] = int(INTRA_V3_MAXNREG)
             if fold:
                 extra["FOLD_NORM"] = True
-            gs = max(d for d in range(1, max(1, int(INTRA_V3_GVA_SHARE)) + 1) if G % d == 0)
+            gs = 2 if int(INTRA_V3_GVA_SHARE) == 2 and G % 2 == 0 else 1  # the kernel takes 1 or 2
             if gs > 1:
                 extra["GS"] = gs
                 if INTRA_V3_GS2_MAXNREG:
