@@ -286,6 +286,8 @@ VARIANT_HOOKS = {  # launcher variants measured by bench_gdn's sweep besides the
     # round 10's intra v3 configuration (one value head per program, tl.exp); round 11's GVA pairs at the v3 cap
     "intra_v3_gs1_slowexp": dict(INTRA_V3_GVA_SHARE=1, INTRA_V3_FAST_EXP=False),
     "intra_v3_gs2_r168": dict(INTRA_V3_GS2_MAXNREG=None),
+    # round 11, built, not measured: masked products in the inverse at a 128-register cap (four CTAs per SM)
+    "intra_v3_mask_out_r128": dict(INTRA_V3_MASK_OUT=True, INTRA_V3_MAXNREG=128),
     "split_state_pass": dict(SPLIT_STATE_PASS=True, SPLIT_MIN_T=128, SPLIT_PIECES=2),
     "split_state_pass_p3": dict(SPLIT_STATE_PASS=True, SPLIT_MIN_T=128, SPLIT_PIECES=3),
     "split_state_pass_p4_prio0": dict(SPLIT_STATE_PASS=True, SPLIT_MIN_T=128, SPLIT_PIECES=4, SPLIT_SIDE_PRIORITY=0),
@@ -733,6 +735,50 @@ def _paired_vs_unpaired(launch, device, tag, q, k, v, g, beta, h0, cu):
         for n, val in saved.items():
             setattr(launch, n, val)
     return rows
+
+
+def mask_out_check(launch, device="cpu", cases=("T63", "T130_B2_gva_bf16h0", "varlen_0_1", "g_strong", "T65_noL2")):
+    """``INTRA_V3_MASK_OUT`` (round 11: the inverse's merges mask ``L X_b`` instead of ``L``) against the default, on
+    the fp16 merges and on the bf16 merges + Newton step. The two are the same arithmetic on the same values (see
+    ``kernels._merge_level_mask_out``): bit for bit under the interpreter; on a GPU, another binary, to 1e-3 rrmse
+    (as the other two-binary checks: rounding flips of single bf16 outputs; a wrong mask is off by O(1)).
+    Rows ``[err, 0, bound]``."""
+    import torch
+    names = ("INTRA_V3_MASK_OUT", "INTRA_V3_INV_FP16")
+    saved = {n: getattr(launch, n) for n in names}
+    rows = {}
+    try:
+        for cid, kw in SMALL_CASES:
+            if cid not in cases:
+                continue
+            x = make_inputs(device=device, **kw)
+            for fp16 in (True, False):
+                outs = []
+                for mo in (False, True):
+                    launch.INTRA_V3_MASK_OUT, launch.INTRA_V3_INV_FP16 = mo, fp16
+                    outs.append(launch.gdn_fwd(
+                        x["q"], x["k"], x["v"], x["g"], x["beta"], scale=x["scale"],
+                        initial_state=x["initial_state"], output_final_state=True,
+                        use_qk_l2norm_in_kernel=x["use_qk_l2norm_in_kernel"], state_v_first=x["state_v_first"],
+                        cu_seqlens=x["cu_seqlens"]))
+                (o0, h0), (o1, h1) = outs
+                if device == "cpu":
+                    err = 0.0 if torch.equal(o0, o1) and torch.equal(h0, h1) else 1.0
+                else:
+                    err = max(rrmse(o0, o1), rrmse(h0, h1))
+                rows[f"mask_out_{cid}_{'fp16' if fp16 else 'bf16_newton'}"] = [err, 0.0, 0.0 if device == "cpu"
+                                                                              else 1e-3]
+    finally:
+        for n, val in saved.items():
+            setattr(launch, n, val)
+    return rows
+
+
+def test_intra_mask_out_matches_default():
+    """``INTRA_V3_MASK_OUT`` on the GPU (see ``mask_out_check``)."""
+    from atrex_nvidia.chunk_gdn.sm90 import launch
+    bad = {k: v for k, v in mask_out_check(launch, "cuda").items() if not v[0] <= v[2]}
+    assert not bad, bad
 
 
 def test_intra_gva_share():

@@ -294,3 +294,13 @@ def test_intra_v3_gva_share_off(plan, monkeypatch):
     monkeypatch.setattr(L, "INTRA_V3_GVA_SHARE", 1)
     name, grid, args, meta = plan(T=130, H=16, HV=32, K=64)["launches"][0]
     assert grid == (3 * 32,) and "GS" not in meta and meta["maxnreg"] == 168
+
+
+def test_intra_v3_mask_out_knob(plan, monkeypatch):
+    """``INTRA_V3_MASK_OUT`` (round 11, off by default) reaches the intra v3 launch as the ``MASK_OUT`` constexpr."""
+    name, grid, args, meta = plan(T=130, H=32, HV=32, K=64)["launches"][0]
+    assert "MASK_OUT" not in meta
+    monkeypatch.setattr(L, "INTRA_V3_MASK_OUT", True)
+    monkeypatch.setattr(L, "INTRA_V3_MAXNREG", 128)
+    name, grid, args, meta = plan(T=130, H=32, HV=32, K=64)["launches"][0]
+    assert meta["MASK_OUT"] is True and meta["maxnreg"] == 128

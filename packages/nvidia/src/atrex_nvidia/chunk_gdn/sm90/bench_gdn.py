@@ -227,6 +227,13 @@ VARIANTS = [
     ("i3_round10", dict(gva_share=1, fast_exp=False)),
     ("i3_gs2_r168", dict(gs2_maxnreg=None)),
     ("i3_gs2_r255", dict(gs2_maxnreg=255)),
+    # round 11, built, not measured yet: the inverse's merges mask the product (MASK_OUT), which cuts the spills at a
+    # 128-register cap (fp16 path, Triton 3.6: 88 bytes of stack against 552), i.e. four CTAs per SM
+    ("i3_mo", dict(mask_out=True)),
+    ("i3_mo_r128", dict(mask_out=True, maxnreg=128)),
+    ("i3_mo_r128_gs1", dict(mask_out=True, maxnreg=128, gva_share=1)),
+    ("i3_mo_r144", dict(mask_out=True, maxnreg=144)),
+    ("i3_r128", dict(maxnreg=128)),
     # round 9: intra v3 merges with fp16 dots, no Newton step (in-kernel L2 norm only)
     ("i3_fp16", dict(inv_fp16=True)),  # the default since round 9
     ("i3_newton", dict(inv_fp16=False)),  # bf16 merges + Newton step (the default before)
@@ -261,7 +268,7 @@ _HOOKS = dict(state="STATE_CFG_OVERRIDE", intra="INTRA_CFG_OVERRIDE", wy="USE_WY
               persistent="STATE_TMA_PERSISTENT", ws_out_regs="GL_WS_OUT_REGS",
               inv_fp16="INTRA_V3_INV_FP16", fp16_fallback="INTRA_V3_FP16_FALLBACK", rc_stages="GL_RC_STAGES",
               rc_persistent="GL_RC_PERSISTENT", fold_qk_norm="FOLD_QK_NORM", gva_share="INTRA_V3_GVA_SHARE",
-              fast_exp="INTRA_V3_FAST_EXP", gs2_maxnreg="INTRA_V3_GS2_MAXNREG")
+              fast_exp="INTRA_V3_FAST_EXP", gs2_maxnreg="INTRA_V3_GS2_MAXNREG", mask_out="INTRA_V3_MASK_OUT")
 
 
 def _select_variants(spec):

@@ -876,7 +876,22 @@ def _merge_level(X, Lm, rr, cc, B: tl.constexpr, INV_FP16: tl.constexpr):
 
 
 @triton.jit
-def _ut_inverse(Lm, rr, cc, NEWTON: tl.constexpr, INV_FP16: tl.constexpr):
+def _merge_level_mask_out(X, Lh, rr, cc, B: tl.constexpr):
+    """``_merge_level`` with the level mask on the product instead of on ``L`` (round 11, ``MASK_OUT``; built, not
+    measured yet): ``M_B X_B == mask_B(L X_B)`` with the same bits. ``X_B`` is block diagonal in blocks of B with exact
+    zeros elsewhere, so the (r, c) entry of ``L X_B`` sums ``L[r, j] X_B[j, c]`` over j in c's block only; at the
+    level-B positions (r, c in one 2B block, in different B blocks) those ``L[r, j]`` are exactly the entries of
+    ``M_B``, and the other products added are exact zeros, which leave an fp32 sum unchanged; at the upper-right
+    positions the strictly lower L gives exact zeros, as ``M_B X_B`` does. So the left operand ``Lh`` (L rounded to the
+    merge dtype once) is the same tile at every level and the fp32 ``L`` need not stay live through the merges."""
+    lvl = ((rr // (2 * B)) == (cc // (2 * B))) & ((rr // B) != (cc // B))
+    Xh = X.to(Lh.dtype)
+    MX = tl.where(lvl, tl.dot(Lh, Xh), 0.0)
+    return X - tl.dot(Xh, MX.to(Lh.dtype))
+
+
+@triton.jit
+def _ut_inverse(Lm, rr, cc, NEWTON: tl.constexpr, INV_FP16: tl.constexpr, MASK_OUT: tl.constexpr = False):
     """``(I + Lm)^-1`` (fp32) of a strictly lower 64x64 tile: recursive block merges b = 2..32 with bf16 dots,
     then, with ``NEWTON``, one refinement step with ``Lm`` split into bf16 hi + lo (see the v3 kernel).
     With ``INV_FP16`` the merge dots take fp16 operands instead and the Newton step is skipped. fp16's range
@@ -887,11 +902,19 @@ def _ut_inverse(Lm, rr, cc, NEWTON: tl.constexpr, INV_FP16: tl.constexpr):
     # X_2 = I - (L inside the 2x2 diagonal blocks); then merges b = 2, 4, 8, 16, 32
     eye = tl.where(rr == cc, 1.0, 0.0)
     X = eye - tl.where((rr // 2) == (cc // 2), Lm, 0.0)
-    X = _merge_level(X, Lm, rr, cc, 2, INV_FP16)
-    X = _merge_level(X, Lm, rr, cc, 4, INV_FP16)
-    X = _merge_level(X, Lm, rr, cc, 8, INV_FP16)
-    X = _merge_level(X, Lm, rr, cc, 16, INV_FP16)
-    X = _merge_level(X, Lm, rr, cc, 32, INV_FP16)
+    if MASK_OUT:
+        Lh = Lm.to(tl.float16 if INV_FP16 else tl.bfloat16)
+        X = _merge_level_mask_out(X, Lh, rr, cc, 2)
+        X = _merge_level_mask_out(X, Lh, rr, cc, 4)
+        X = _merge_level_mask_out(X, Lh, rr, cc, 8)
+        X = _merge_level_mask_out(X, Lh, rr, cc, 16)
+        X = _merge_level_mask_out(X, Lh, rr, cc, 32)
+    else:
+        X = _merge_level(X, Lm, rr, cc, 2, INV_FP16)
+        X = _merge_level(X, Lm, rr, cc, 4, INV_FP16)
+        X = _merge_level(X, Lm, rr, cc, 8, INV_FP16)
+        X = _merge_level(X, Lm, rr, cc, 16, INV_FP16)
+        X = _merge_level(X, Lm, rr, cc, 32, INV_FP16)
     if NEWTON and not INV_FP16:
         Xb = X.to(tl.bfloat16)
         Lh = Lm.to(tl.bfloat16)
@@ -934,20 +957,21 @@ def _store_tile64(ws, hv, TOTAL_T, rg, r64, mrow, x):
 
 
 @triton.jit
-def _v3_tile_inverse(Lm, gf, rr, cc, NEWTON: tl.constexpr, INV_FP16: tl.constexpr, FP16_FALLBACK: tl.constexpr):
+def _v3_tile_inverse(Lm, gf, rr, cc, NEWTON: tl.constexpr, INV_FP16: tl.constexpr, FP16_FALLBACK: tl.constexpr,
+                     MASK_OUT: tl.constexpr):
     """``(I + Lm)^-1`` of one intra v3 tile. With ``INV_FP16``, fp16 merges only where the bound on their operands
     holds: gamma non-increasing in the chunk (every g <= 0, so every decay factor e^(gamma_r - gamma_c) <= 1); a tile
     with some g > 0 takes bf16 merges, with the Newton step if FP16_FALLBACK == 2 (FP16_FALLBACK == 0: no guard, only
     to show in a test that such a tile overflows fp16, and to time the guard)."""
     if INV_FP16:
         if FP16_FALLBACK == 0:
-            X = _ut_inverse(Lm, rr, cc, False, True)
+            X = _ut_inverse(Lm, rr, cc, False, True, MASK_OUT)
         elif tl.max(gf, 0) <= 0.0:
-            X = _ut_inverse(Lm, rr, cc, False, True)
+            X = _ut_inverse(Lm, rr, cc, False, True, MASK_OUT)
         else:
-            X = _ut_inverse(Lm, rr, cc, FP16_FALLBACK == 2, False)
+            X = _ut_inverse(Lm, rr, cc, FP16_FALLBACK == 2, False, MASK_OUT)
     else:
-        X = _ut_inverse(Lm, rr, cc, NEWTON, False)
+        X = _ut_inverse(Lm, rr, cc, NEWTON, False, MASK_OUT)
     return X
 
 
@@ -961,7 +985,7 @@ def atrex_sm90_gdn_intra_chunk_v3(
     USE_L2NORM: tl.constexpr, BETA_SIGMOID: tl.constexpr, NEG_EIGVAL: tl.constexpr,
     STORE_QKN: tl.constexpr, STORE_FAC: tl.constexpr, NEWTON: tl.constexpr, INV_FP16: tl.constexpr = False,
     FP16_FALLBACK: tl.constexpr = 2, FOLD_NORM: tl.constexpr = False, GS: tl.constexpr = 1,
-    FAST_EXP: tl.constexpr = False,
+    FAST_EXP: tl.constexpr = False, MASK_OUT: tl.constexpr = False,
 ):
     """Intra-chunk kernel v3, one program per (chunk slot, value head), same outputs as v2; with ``GS > 1``
     (round 11, GVA; only ``GS == 2`` with ``G`` even) one program per (chunk slot, pair of value heads of one q/k head).
@@ -990,6 +1014,8 @@ def atrex_sm90_gdn_intra_chunk_v3(
     With ``FAST_EXP`` (round 11; not under the interpreter, which has no inline PTX) the 64x64 decay tile takes
     ``ex2.approx.ftz``: ``tl.exp``'s ``ex2.approx`` without ftz costs three more instructions per element for
     denormal results (e^x below 2^-126, which the tile's fp16 / bf16 uses round to zero or can not matter).
+    With ``MASK_OUT`` (round 11, built, NOT measured on a GPU) the merges mask the product instead of L
+    (``_merge_level_mask_out``: same bits, L rounded once).
     """
     live, c, bos, eos, tg0, t0, h, hv0, q_base, k_base, g_base0, b_base0 = _intra_tile(
         q, k, g, beta, co, cu, N, T, HV, n_search, s_qb, s_qh, s_kb, s_kh, s_gb, s_gh, s_bb, s_bh, IS_VARLEN, G, GS)
@@ -1035,10 +1061,11 @@ def atrex_sm90_gdn_intra_chunk_v3(
             _store_row_factors_fold(gam, gc1, bf1, rq, rk, hv1, HV, TOTAL_T, rg, mrow, r64, t0, eos)
         _store_tile64(Aqk, hv1, TOTAL_T, rg, r64, mrow, tl.where(causal, qk * e1, 0.0))
         Lm1 = tl.where(rr > cc, bf1[:, None] * e1 * kk, 0.0)
-    _store_tile64(A, hv0, TOTAL_T, rg, r64, mrow, _v3_tile_inverse(Lm0, gf0, rr, cc, NEWTON, INV_FP16, FP16_FALLBACK))
+    _store_tile64(A, hv0, TOTAL_T, rg, r64, mrow, _v3_tile_inverse(Lm0, gf0, rr, cc, NEWTON, INV_FP16, FP16_FALLBACK,
+                                                                   MASK_OUT))
     if GS == 2:
         _store_tile64(A, hv1, TOTAL_T, rg, r64, mrow, _v3_tile_inverse(Lm1, gf1, rr, cc, NEWTON, INV_FP16,
-                                                                       FP16_FALLBACK))
+                                                                       FP16_FALLBACK, MASK_OUT))
 
 
 @triton.jit

@@ -107,6 +107,10 @@ INTRA_V3_MAXNREG = 168
 # (interleaved) against 0.260 with one head per program.
 INTRA_V3_GVA_SHARE = 2
 INTRA_V3_GS2_MAXNREG = 232
+# INTRA_V3_MASK_OUT (round 11, built and checked on CPU, NOT measured on the H200: off): the v3 inverse's merges
+# mask the product L X_b instead of L (kernels._merge_level_mask_out: the same bits), so that one fp16 / bf16 copy of
+# L serves all five levels and the fp32 L is dead during the merges.
+INTRA_V3_MASK_OUT = False
 # INTRA_V3_FAST_EXP (round 11): the v3 decay tile with ex2.approx.ftz (not under the interpreter). H200 r28-r29
 # (GS = 1 both): intra T=8192/16/32 0.127 vs 0.135 ms (tl.exp), T=32768 0.490 vs 0.506; varlen 16x1024 0.261 vs 0.262.
 INTRA_V3_FAST_EXP = True
@@ -422,6 +426,8 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
                     extra["maxnreg"] = int(INTRA_V3_GS2_MAXNREG)
             if INTRA_V3_FAST_EXP and not _interpreting():
                 extra["FAST_EXP"] = True
+            if INTRA_V3_MASK_OUT:
+                extra["MASK_OUT"] = True
         else:
             kern, extra = _k.atrex_sm90_gdn_intra_chunk_v2, dict(DOT_PREC=str(INTRA_V2_PREC))
         launches.append((kern, (n_slots * HV // extra.get("GS", 1),), (
@@ -621,7 +627,7 @@ def _knobs():
             SPLIT_MIN_T, SPLIT_PIECES, _STATE_CFG_FEW,
             _STATE_CFG_MANY, _STATE_V2_FEW_CFG, _INTRA_CFG, GL_WS_OUT_REGS, STATE_AUTO_GL_WS, INTRA_V3_INV_FP16,
             INTRA_V3_FP16_FALLBACK, GL_RC_STAGES, GL_RC_PERSISTENT, STATE_AUTO_GL_RC, FOLD_QK_NORM, INTRA_V3_GVA_SHARE,
-            INTRA_V3_FAST_EXP, INTRA_V3_GS2_MAXNREG)
+            INTRA_V3_FAST_EXP, INTRA_V3_GS2_MAXNREG, INTRA_V3_MASK_OUT)
 
 
 def _call_signature(dev, tensors, flags):
