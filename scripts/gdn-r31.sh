@@ -14,6 +14,6 @@ echo "tests: rc $? $(tail -n 1 "$OUT/tests.log")"; grep -E "^\[gw.*(FAILED|ERROR
 grep -m 4 -E "^E  " "$OUT/tests.log" | cut -c1-200
 C=T8192_H16_HV32,T32768_H16_HV32,varlen16x1024_H32_HV32
 timeout 260 python3 -m atrex_nvidia.chunk_gdn.sm90.bench_gdn --out "$OUT/gdnv" --sweep --ref-heads "" --deadline 240 \
-  --cases $C --sweep-cases $C --variants default,i3_mo,i3_mo_r128,i3_mo_r128_gs1,i3_mo_r144,i3_r128 > "$OUT/sweep.log" 2>&1
-echo "sweep exit $?"; grep "^| [Tv]" "$OUT/gdnv/gdn_bench.md" | tail -n 21 | cut -c1-200
+  --cases $C --sweep-cases $C --variants default,i3_mo,i3_mo_r128,i3_mo_r128_gs1,i3_mo_r144,i3_r128,i3_mo_gs2_r168 > "$OUT/sweep.log" 2>&1
+echo "sweep exit $?"; grep "^| [Tv]" "$OUT/gdnv/gdn_bench.md" | tail -n 24 | cut -c1-200
 tar czf "$OUT/r31.tgz" -C "$OUT" --exclude r31.tgz . 2>/dev/null

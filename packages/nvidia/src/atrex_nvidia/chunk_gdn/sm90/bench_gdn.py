@@ -234,6 +234,7 @@ VARIANTS = [
     ("i3_mo_r128_gs1", dict(mask_out=True, maxnreg=128, gva_share=1)),
     ("i3_mo_r144", dict(mask_out=True, maxnreg=144)),
     ("i3_r128", dict(maxnreg=128)),
+    ("i3_mo_gs2_r168", dict(mask_out=True, gs2_maxnreg=None)),  # GVA pairs at 168 (three CTAs per SM): 136 B of stack
     # round 9: intra v3 merges with fp16 dots, no Newton step (in-kernel L2 norm only)
     ("i3_fp16", dict(inv_fp16=True)),  # the default since round 9
     ("i3_newton", dict(inv_fp16=False)),  # bf16 merges + Newton step (the default before)
