@@ -99,12 +99,12 @@ INTRA_V3_MAXNREG = 168
 # Round 11 (H200, bench_gdn sweeps r28 and r29, same process as fla): at the 168-register cap GS = 2 was no faster
 # (intra T=8192/16/32 0.132 vs 0.127 ms with GS = 1, T=32768 0.492 / 0.489 vs 0.490 / 0.487) although it executes
 # 15-22% fewer instructions per value head (scripts/gdn_gluon_sass.py --intra): the kernel is latency-bound
-# (dependent dots, shared-memory staging), not issue-bound. With a 232-register cap (two CTAs per SM) T=8192 0.124 / 0.125 and T=32768 0.468 / 0.466 (4-5% below
-# GS = 1); 200 registers: 0.196 / 0.750 (spills in the inverse); 255: 0.131 / 0.492.
+# (dependent dots, shared-memory staging), not issue-bound. With a 232-register cap (two CTAs per SM) T=8192
+# 0.124 / 0.125 and T=32768 0.468 / 0.466 ms (4-5% below GS = 1); 200 registers (r28): 0.127 / 0.483.
 # Tried in r29 and removed: the two heads' fp16 inverses interleaved level by level in one basic block (two
-# independent dependency chains for the scheduler): slower (T=8192 0.142, T=32768 0.542); and pairing value heads
-# without GVA (G = 1, each head its own q/k tiles): varlen 16x1024 intra 0.315 (sequential inverses) / 0.367
-# (interleaved) against 0.260 with one head per program.
+# independent dependency chains for the scheduler): slower (T=8192 0.142 / 0.196 / 0.131 ms at 232 / 200 / 255
+# registers, T=32768 0.542 / 0.750 / 0.492); and pairing value heads without GVA (G = 1, each head its own q/k
+# tiles): varlen 16x1024 intra 0.315 (inverses in turn) / 0.367 (interleaved) against 0.260 with one head per program.
 INTRA_V3_GVA_SHARE = 2
 INTRA_V3_GS2_MAXNREG = 232
 # INTRA_V3_MASK_OUT (round 11, built and checked on CPU, NOT measured on the H200: off): the v3 inverse's merges
