@@ -1,0 +1,30 @@
+# Shared steps of the per-call H200 scripts (scripts/gdn-rN.sh from round 11 on): source it, then call the steps.
+#   . scripts/gdn-call.sh; gdn_target_tests 120 "mask_out or gva_share"; gdn_sweep 260 default,i3_mo
+# Logs go under $OUT (default /tmp/atrex-out); each step prints a short summary for the call's output tail.
+set -uo pipefail
+OUT="${OUT:-/tmp/atrex-out}"; mkdir -p "$OUT"
+export PYTHONPATH="$PWD/packages/core/python:$PWD/packages/nvidia/src:$PWD/packages/ppu/src:${PYTHONPATH:-}"
+export ATREX_EXTRA_PLUGINS=atrex_nvidia._plugin:plugin ATREX_STRICT_PLUGINS=1 PYTHONUNBUFFERED=1
+GDN_CASES=T8192_H16_HV32,T32768_H16_HV32,varlen16x1024_H32_HV32
+
+# gdn_target_tests TIMEOUT [PYTEST -k EXPRESSION]: the sm90 target file on 8 workers, failures listed
+gdn_target_tests() {
+  local k=(); [ -n "${2:-}" ] && k=(-k "$2")
+  timeout "$1" python3 -m pytest op_test/nvidia/chunk_gdn/test_chunk_gdn_sm90.py -v -p no:cacheprovider -n 8 "${k[@]}" \
+    > "$OUT/tests.log" 2>&1
+  echo "tests: rc $? $(tail -n 1 "$OUT/tests.log")"
+  grep -E "^\[gw.*(FAILED|ERROR)" "$OUT/tests.log" | sed 's/.*:://' | head -8
+  grep -m 4 -E "^E  " "$OUT/tests.log" | cut -c1-200
+}
+
+# gdn_sweep TIMEOUT VARIANTS: bench_gdn's sweep of VARIANTS on the three goal cases (fla-core 0.6 in the process)
+gdn_sweep() {
+  timeout "$1" python3 -m atrex_nvidia.chunk_gdn.sm90.bench_gdn --out "$OUT/gdnv" --sweep --ref-heads "" \
+    --deadline $(($1 - 20)) --cases $GDN_CASES --sweep-cases $GDN_CASES --variants "$2" > "$OUT/sweep.log" 2>&1
+  echo "sweep exit $?"; grep "^| [Tv]" "$OUT/gdnv/gdn_bench.md" | tail -n 30 | cut -c1-200
+}
+
+# gdn_archive NAME: every log under $OUT in one archive (a call returns at most 8 files)
+gdn_archive() {
+  tar czf "$OUT/$1.tgz" -C "$OUT" --exclude "$1.tgz" . 2>/dev/null
+}
