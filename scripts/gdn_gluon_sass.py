@@ -60,7 +60,7 @@ def main(argv=None):
         gdn(dict(T=64, H=16, HV=32, K=128), **knobs_set)
         gdn(dict(T=64, H=32, HV=32, K=128), **knobs_set)
     else:
-        for impl in ("gl_ws", "gl_rc"):
+        for impl in ("gl_ws", "gl_ws2", "gl_rc"):
             gdn(dict(T=64, H=16, HV=32, K=128), STATE_IMPL=impl, **knobs_set)
             gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=[64 * i for i in range(11)], h0=torch.float32,
                      state_v_first=True), STATE_IMPL=impl, **knobs_set)
@@ -89,8 +89,12 @@ def main(argv=None):
         with open(path, "w") as f:
             f.write("\n".join(lines) + "\n")
         res = " ".join(re.findall(r"(?:REG|STACK|SHARED):\d+", usage))
+        setmax = sorted(set(re.findall(r"setmaxnreg\.(inc|dec)[.a-z0-9]*\s+(\d+)", k.asm["ptx"])))
+        if setmax:  # the warp partitions' register counts (Triton's warp-group allocation)
+            res += " [" + ", ".join(f"{d} {n}" for d, n in setmax) + "]"
         gs = c["constants"].get((jit_fn.arg_names.index("GS"),)) if "GS" in jit_fn.arg_names else None
-        print(f"{path}: {sum(';' in ln for ln in lines)} instructions, {res}, maxnreg {c.get('maxnreg')}"
+        print(f"{path}: {sum(';' in ln for ln in lines)} instructions, {res}, dynamic shared {k.metadata.shared}, "
+              f"maxnreg {c.get('maxnreg')}"
               f"{f', GS {gs}' if gs is not None else ''}, triton {triton.__version__}")
 
 

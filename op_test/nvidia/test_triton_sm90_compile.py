@@ -87,6 +87,7 @@ _SCRIPT = textwrap.dedent(r'''
         gdn(gdn_cases["T64"], **hooks)
     gdn(gdn_cases["varlen_0_1"], USE_WY=True)
     for hooks in (dict(STATE_IMPL="tma"), dict(STATE_IMPL="tma", TMA_DEVICE_DESC=False), dict(STATE_IMPL="gl_ws"),
+                  dict(STATE_IMPL="gl_ws2"), dict(STATE_IMPL="gl_ws2", STATE_CFG_OVERRIDE=(64, 4, 2), GL_WS2_STAGES=2),
                   dict(STATE_IMPL="gl_ws", STATE_CFG_OVERRIDE=(64, 4, 2)), dict(STATE_IMPL="gl_rc"),
                   dict(STATE_IMPL="gl_rc", GL_RC_STAGES=2)):
         gdn(dict(T=64, H=16, HV=32, K=128), **hooks)
@@ -153,6 +154,10 @@ _SCRIPT = textwrap.dedent(r'''
             results[name] = dict(ok=smem <= SMEM_LIMIT, shared=smem)
             cap = re.search(r"\.maxnreg\s+(\d+)", k.asm.get("ptx", ""))
             results[name]["ptx_maxnreg"] = int(cap.group(1)) if cap else None
+            if "intra_chunk_v3" in name:  # the pair / masked-product constants, for the register-cap test
+                names = [p.name for p in jit_fn.params]
+                results[name]["gs"] = c["constants"].get((names.index("GS"),), 1)
+                results[name]["mask_out"] = bool(c["constants"].get((names.index("MASK_OUT"),), False))
             if "state_output" in name:
                 i_t = [p.name for p in jit_fn.params].index("T")
                 results[name]["t_is_one"] = c["constants"].get((i_t,)) == 1
@@ -220,8 +225,9 @@ def test_t1_calls_compile_the_state_kernels_without_t_as_a_constant(compiled):
 def test_intra_kernels_compile_with_the_launch_register_cap(compiled):
     """The gate compiles each specialisation with the options of its launch, register cap included (Triton keeps
     ``maxnreg`` in the cache key, not in the compile options; before round 11 the gate missed it and checked uncapped
-    intra binaries): every intra v3 specialisation's PTX carries the cap the launcher sets, 232 for two value heads
-    per program (GS = 2) and 168 otherwise (128 for the MASK_OUT variant), and both default kinds were requested."""
+    intra binaries): every intra v3 specialisation's PTX carries the cap the launcher sets: 168 by default, for one
+    value head per program and for two (GS = 2, round 12: with MASK_OUT), 128 for the one-head MASK_OUT variant, 232
+    for round 11's pairs (a variant case); and the default pair kind was requested."""
     import re
     pairs = []
     for name, r in compiled.items():
@@ -229,4 +235,7 @@ def test_intra_kernels_compile_with_the_launch_register_cap(compiled):
             want = re.search(r"'maxnreg': (\d+)", name)
             pairs.append((int(want.group(1)) if want else None, r.get("ptx_maxnreg")))
     assert pairs and all(want == got for want, got in pairs), pairs
-    assert {want for want, _ in pairs} >= {168, 232}, pairs
+    assert {want for want, _ in pairs} >= {168, 128, 232}, pairs
+    kinds = {(r.get("gs"), r.get("mask_out"), r.get("ptx_maxnreg")) for name, r in compiled.items()
+             if name.startswith("atrex_sm90_gdn_intra_chunk_v3|")}
+    assert {(2, True, 168), (1, False, 168)} <= kinds, kinds

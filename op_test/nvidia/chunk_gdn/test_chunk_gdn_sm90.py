@@ -13,6 +13,7 @@ from _gdn_cases import (  # noqa: E402,F401
                          test_fp16_inverse_guard_positive_g,
                          test_gluon_rc_rings_across_items,
                          test_gluon_state_kernel,
+                         test_gluon_ws2_two_chains,
                          test_gluon_ws_rings_and_empty_sequences,
                          test_graph_capture_replay_changed_cu_seqlens,
                          test_intra_gva_share,

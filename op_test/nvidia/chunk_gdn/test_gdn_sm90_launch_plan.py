@@ -67,7 +67,8 @@ def test_few_programs_take_the_tma_state_kernel_with_in_kernel_descriptors(plan,
     if FEW == GL_WS:
         assert meta["STAGES"] == 3 and meta["OUT_REGS"] == L.GL_WS_OUT_REGS and "num_stages" not in meta
     intra = seen["launches"][0]
-    assert intra[0] == "atrex_sm90_gdn_intra_chunk_v3" and intra[3]["GS"] == 2 and intra[3]["maxnreg"] == 232
+    assert intra[0] == "atrex_sm90_gdn_intra_chunk_v3" and intra[3]["GS"] == 2 and intra[3]["maxnreg"] == 168
+    assert intra[3]["MASK_OUT"] is True
     for knob, env in ((dict(STATE_AUTO_GL_WS=False), None), ({}, "1")):
         with monkeypatch.context() as m:
             for a, val in knob.items():
@@ -276,17 +277,53 @@ def test_gluon_ws_state_kernel_where_it_applies_and_fallbacks_elsewhere(plan, mo
     assert state_kernel(plan(T=256, H=16, HV=32)) == TMA
 
 
+def test_gluon_ws2_two_chain_state_kernel(plan, monkeypatch):
+    """STATE_IMPL "gl_ws2" (round 12: two chains of BV / 2 per CTA) is planned with gl_ws's arguments and grid, its
+    own slots and register split; "auto" takes it where it takes gl_ws once STATE_AUTO_GL_WS2 is on (and not with
+    it off); BV 16 (chains of 8) falls back to the tma kernel as gl_ws does, K = 32 likewise."""
+    pytest.importorskip("triton.experimental.gluon")
+    ws = plan(T=256, H=16, HV=32)["launches"][-1]
+    monkeypatch.setattr(L, "STATE_IMPL", "gl_ws2")
+    name, grid, args, meta = plan(T=256, H=16, HV=32)["launches"][-1]
+    assert name == "atrex_sm90_gdn_state_output_gl_ws2" and grid == ws[1] == (4, 32) and len(args) == len(ws[2])
+    assert meta["STAGES"] == L.GL_WS2_STAGES and meta["CHAIN_REGS"] == L.GL_WS2_CHAIN_REGS
+    assert meta["OUT_REGS"] == L.GL_WS2_OUT_REGS and meta["BV"] == 32 and meta["num_warps"] == 4
+    assert state_kernel(plan(T=256, K=32)) == TMA
+    monkeypatch.setattr(L, "STATE_IMPL", "auto")
+    for on in (False, True):
+        monkeypatch.setattr(L, "STATE_AUTO_GL_WS2", on)
+        want = "atrex_sm90_gdn_state_output_gl_ws2" if on else GL_WS
+        assert state_kernel(plan(T=256, H=16, HV=32)) == (want if FEW == GL_WS else TMA)
+    monkeypatch.setattr(L, "STATE_IMPL", "gl_ws2")
+    monkeypatch.setattr(L, "STATE_CFG_OVERRIDE", (16, 4, 2))
+    assert state_kernel(plan(T=256, H=16, HV=32)) == TMA
+
+
 @pytest.mark.parametrize("H,HV,gs", [(16, 32, 2), (4, 16, 2), (32, 32, 1), (16, 48, 1), (1, 1, 1), (3, 3, 1)])
 def test_intra_v3_value_heads_per_program(plan, H, HV, gs):
     """Round 11: two value heads of one q/k head per intra v3 program under GVA with an even G (the q/k tiles once
-    per pair), with the 232-register cap; one head per program (the v3 cap, 168) without GVA and for odd G. The grid
-    counts programs, so it halves with two heads each."""
+    per pair); one head per program without GVA and for odd G. Round 12: the pairs with the masked-product inverse
+    (MASK_OUT) at the v3 cap, 168; one-head programs without it. The grid counts programs, so it halves with two
+    heads each."""
     seen = plan(T=130, H=H, HV=HV, K=64)
     name, grid, args, meta = seen["launches"][0]
     n_slots = 3  # cdiv(130, 64)
     assert name == "atrex_sm90_gdn_intra_chunk_v3" and grid == (n_slots * HV // gs,)
     assert meta.get("GS", 1) == gs and meta["FAST_EXP"] is True
-    assert meta["maxnreg"] == (L.INTRA_V3_GS2_MAXNREG if gs == 2 else L.INTRA_V3_MAXNREG) == (232 if gs == 2 else 168)
+    assert meta["maxnreg"] == L.INTRA_V3_MAXNREG == 168
+    assert meta.get("MASK_OUT", False) is (gs == 2)
+
+
+def test_intra_v3_gs2_cap_and_mask_out_knobs(plan, monkeypatch):
+    """``INTRA_V3_GS2_MAXNREG`` sets the pairs' cap only; ``INTRA_V3_MASK_OUT`` True reaches every v3 program,
+    False none (round 11's default: pairs at 232 without it)."""
+    monkeypatch.setattr(L, "INTRA_V3_GS2_MAXNREG", 232)
+    monkeypatch.setattr(L, "INTRA_V3_MASK_OUT", False)
+    assert {(m.get("GS", 1), m["maxnreg"], "MASK_OUT" in m) for m in (
+        plan(T=130, H=H, HV=32, K=64)["launches"][0][3] for H in (16, 32))} == {(2, 232, False), (1, 168, False)}
+    monkeypatch.setattr(L, "INTRA_V3_MASK_OUT", True)
+    assert {(m.get("GS", 1), m["maxnreg"], m.get("MASK_OUT")) for m in (
+        plan(T=130, H=H, HV=32, K=64)["launches"][0][3] for H in (16, 32))} == {(2, 232, True), (1, 168, True)}
 
 
 def test_intra_v3_gva_share_off(plan, monkeypatch):
@@ -297,7 +334,7 @@ def test_intra_v3_gva_share_off(plan, monkeypatch):
 
 
 def test_intra_v3_mask_out_knob(plan, monkeypatch):
-    """``INTRA_V3_MASK_OUT`` (round 11, off by default) reaches the intra v3 launch as the ``MASK_OUT`` constexpr."""
+    """``INTRA_V3_MASK_OUT`` True reaches one-head programs too (the 128-register variant case's configuration)."""
     name, grid, args, meta = plan(T=130, H=32, HV=32, K=64)["launches"][0]
     assert "MASK_OUT" not in meta
     monkeypatch.setattr(L, "INTRA_V3_MASK_OUT", True)

@@ -542,3 +542,130 @@ def atrex_sm90_gdn_state_output_gl_rc(
         (_rc_loader, (kd, qd, vd, ad, aqd, fac, k_s, q_s, a_s, aq_s, v_s, f_s, ready, empty, cu, T, HV, K, V, N_ITEMS, NV,
                       ROWS, QW, VW, s_qr, s_kr, s_vr, TOTAL_T, G, IS_VARLEN, BK, BV, STAGES, EG_PLANE)),
     ], [4, 1], [OUT_REGS, 24])
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Two chains per CTA (round 12, STATE_IMPL "gl_ws2"). gl_ws's chain is latency-bound (~1.15 us per chunk step at
+# BV = 32, 0.26 issued warps per scheduler: round 9's ncu), and "auto" ran it where the state pass has about one
+# program per SM (T=32768/16/32: 128 programs), so one dependent chain per SM set the time. Here a CTA takes BV
+# columns as two independent chains of BV / 2, each with its own output partition, on one copy of the chunk's k, q,
+# A and Aqk tiles (two CTAs of half the width would not fit beside each other: the shared tiles are ~100 KB per CTA
+# at 2 slots). Partitions: chain 0 (default, 4 warps), chain 1 (4), output 0 (4), output 1 (4), loader (1).
+# mbarriers as gl_ws's, with empty[s] counting the four consumers and one (su_ready, su_empty) pair per chain. The
+# loader brings each chain's v block as its own TMA box, so that both chains and outputs reuse gl_ws's functions.
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@gluon.jit
+def _ws2_loader(kd, qd, vd, ad, aqd, k_s, q_s, a_s, aq_s, v_s0, v_s1, ready, empty, NT, row, arow, qcol, vcol,
+                ROWS, QW, VW, s_qr, s_kr, s_vr, HV, TOTAL_T,
+                BK: gl.constexpr, BVH: gl.constexpr, STAGES: gl.constexpr):
+    """Loader partition (1 warp): chunk c's k, q, A, Aqk tiles and both chains' v blocks ([64, BVH] boxes at
+    columns vcol and vcol + BVH) into slot c % STAGES, after all four consumers released the slot."""
+    kdesc, qdesc, vdesc, adesc, aqdesc = _descriptors(kd, qd, vd, ad, aqd, ROWS, QW, VW, s_qr, s_kr, s_vr, HV,
+                                                      TOTAL_T, BK, BVH)
+    for c in range(NT):
+        slot = c % STAGES
+        l0 = c * 64
+        bar = ready.index(slot)
+        mbarrier.wait(empty.index(slot), ((c // STAGES) & 1) ^ 1)
+        mbarrier.expect(bar, (2 * 64 * BK + 2 * 64 * 64 + 2 * 64 * BVH) * 2)
+        _tma_load(kdesc, [row + l0, qcol], bar, k_s.index(slot))
+        _tma_load(qdesc, [row + l0, qcol], bar, q_s.index(slot))
+        _tma_load(adesc, [arow + l0, 0], bar, a_s.index(slot))
+        _tma_load(aqdesc, [arow + l0, 0], bar, aq_s.index(slot))
+        _tma_load(vdesc, [row + l0, vcol], bar, v_s0.index(slot))
+        _tma_load(vdesc, [row + l0, vcol + BVH], bar, v_s1.index(slot))
+
+
+@gluon.jit
+def _ws2_chain(k_s, a_s, v_s, sb_s, x_s, u_s, ud_s, ready, empty, su_ready, su_empty, f_base, plane, NT, L,
+               h0, ht, n64, hv, HV, K, V, offs_vc, s_h0n, s_h0h, s_h0k, s_h0v, BK: gl.constexpr, BVH: gl.constexpr,
+               STAGES: gl.constexpr, USE_H0: gl.constexpr, STORE_HT: gl.constexpr, STATE_V_FIRST: gl.constexpr):
+    """One chain of gl_ws2 (4 warps): its initial state block (loaded here: a worker partition cannot take a
+    register tensor from the kernel body), gl_ws's chain on its BVH columns, then its final state into ``ht``."""
+    MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BVH, 16])
+    rs = gl.arange(0, BK, layout=gl.SliceLayout(1, MMA))
+    cs = offs_vc + gl.arange(0, BVH, layout=gl.SliceLayout(0, MMA))
+    ms = gl.expand_dims(rs < K, 1) & gl.expand_dims(cs < V, 0)
+    S = _initial_state(h0, n64, hv, s_h0n, s_h0h, s_h0k, s_h0v, rs, cs, ms, BK, BVH, USE_H0, MMA)
+    res = _ws_chain(k_s, a_s, v_s, sb_s, x_s, u_s, ud_s, ready, empty, su_ready, su_empty, S, f_base, plane, NT, L,
+                    BVH, STAGES)
+    if STORE_HT:
+        _store_state(ht, res[0], n64, hv, HV, K, V, rs, cs, ms, STATE_V_FIRST)
+    return ()
+
+
+@gluon.jit(do_not_specialize=["T", "TOTAL_T"])
+def atrex_sm90_gdn_state_output_gl_ws2(
+    qd, kd, vd, ad, aqd, fac, h0, o, ht, cu, scale,
+    T, HV, K, V,
+    s_ob, s_ot, s_oh,
+    s_h0n, s_h0h, s_h0k, s_h0v,
+    TOTAL_T, ROWS, QW, VW, s_qr, s_kr, s_vr, N_NH,
+    IS_VARLEN: gl.constexpr, G: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr,
+    USE_H0: gl.constexpr, STORE_HT: gl.constexpr, STATE_V_FIRST: gl.constexpr, DEVICE_DESC: gl.constexpr,
+    PERSISTENT: gl.constexpr, STAGES: gl.constexpr, OUT_REGS: gl.constexpr, CHAIN_REGS: gl.constexpr,
+):
+    """gl_ws's arguments, grid and math, a program's BV columns carried by two chains of BV / 2 (the block comment
+    above). K == BK (64 or 128), BV in {32, 64}, V a multiple of BV / 2; num_warps 4 (chain 0); STAGES load slots;
+    CHAIN_REGS / OUT_REGS registers per thread of chain 1 / of each output partition (chain 0 gets what remains)."""
+    BVH: gl.constexpr = BV // 2
+    SH_V: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, BVH], gl.bfloat16)
+    SH_S: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BK, BVH], gl.bfloat16)
+    dt: gl.constexpr = o.dtype.element_ty
+    gl.static_assert(DEVICE_DESC and not PERSISTENT)
+
+    i_v = gl.program_id(0)
+    n, hv, h, bos, b_idx, tg0, L = _sequence(cu, T, HV, G, IS_VARLEN)
+    NT = gl.cdiv(L, 64)
+    n64 = n.to(gl.int64)
+    c0 = i_v * BV
+    c1 = c0 + BVH
+    row = tg0
+    arow = hv * TOTAL_T + tg0
+    plane = (hv * 0 + HV).to(gl.int64) * TOTAL_T
+    f_base = fac + hv.to(gl.int64) * TOTAL_T + tg0.to(gl.int64)
+
+
+    k_s, q_s, a_s, aq_s, v_s0 = _ring_tiles(dt, BK, BVH, STAGES)
+    v_s1 = gl.allocate_shared_memory(dt, [STAGES, 64, BVH], SH_V)
+    sb_s0 = gl.allocate_shared_memory(dt, [2, BK, BVH], SH_S)
+    sb_s1 = gl.allocate_shared_memory(dt, [2, BK, BVH], SH_S)
+    u_s0 = gl.allocate_shared_memory(dt, [2, 64, BVH], SH_V)
+    u_s1 = gl.allocate_shared_memory(dt, [2, 64, BVH], SH_V)
+    x_s0 = gl.allocate_shared_memory(dt, [64, BVH], SH_V)
+    x_s1 = gl.allocate_shared_memory(dt, [64, BVH], SH_V)
+    ud_s0 = gl.allocate_shared_memory(dt, [64, BVH], SH_V)
+    ud_s1 = gl.allocate_shared_memory(dt, [64, BVH], SH_V)
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    sur0 = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())  # per chain: S_c / U_c hand-off
+    sue0 = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    sur1 = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    sue1 = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(STAGES):
+        mbarrier.init(ready.index(i), count=1)
+        mbarrier.init(empty.index(i), count=4)  # both chains and both output partitions
+    for i in gl.static_range(2):
+        mbarrier.init(sur0.index(i), count=1)
+        mbarrier.init(sue0.index(i), count=1)
+        mbarrier.init(sur1.index(i), count=1)
+        mbarrier.init(sue1.index(i), count=1)
+    fence_async_shared()
+    _cta_barrier()
+
+    gl.warp_specialize([
+        (_ws2_chain, (k_s, a_s, v_s0, sb_s0, x_s0, u_s0, ud_s0, ready, empty, sur0, sue0, f_base, plane, NT, L,
+                      h0, ht, n64, hv, HV, K, V, c0, s_h0n, s_h0h, s_h0k, s_h0v, BK, BVH, STAGES, USE_H0, STORE_HT,
+                      STATE_V_FIRST)),
+        (_ws2_chain, (k_s, a_s, v_s1, sb_s1, x_s1, u_s1, ud_s1, ready, empty, sur1, sue1, f_base, plane, NT, L,
+                      h0, ht, n64, hv, HV, K, V, c1, s_h0n, s_h0h, s_h0k, s_h0v, BK, BVH, STAGES, USE_H0, STORE_HT,
+                      STATE_V_FIRST)),
+        (_ws_output, (q_s, aq_s, sb_s0, u_s0, ready, empty, sur0, sue0, o, fac, NT, row, bos, L, hv, HV,
+                      TOTAL_T, b_idx, s_ob, s_ot, s_oh, c0, V, scale, BVH, STAGES)),
+        (_ws_output, (q_s, aq_s, sb_s1, u_s1, ready, empty, sur1, sue1, o, fac, NT, row, bos, L, hv, HV,
+                      TOTAL_T, b_idx, s_ob, s_ot, s_oh, c1, V, scale, BVH, STAGES)),
+        (_ws2_loader, (kd, qd, vd, ad, aqd, k_s, q_s, a_s, aq_s, v_s0, v_s1, ready, empty, NT, row, arow, h * K,
+                       hv * V + c0, ROWS, QW, VW, s_qr, s_kr, s_vr, HV, TOTAL_T, BK, BVH, STAGES)),
+    ], [4, 4, 4, 1], [CHAIN_REGS, OUT_REGS, OUT_REGS, 24])

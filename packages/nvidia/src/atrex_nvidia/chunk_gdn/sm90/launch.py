@@ -105,12 +105,22 @@ INTRA_V3_MAXNREG = 168
 # independent dependency chains for the scheduler): slower (T=8192 0.142 / 0.196 / 0.131 ms at 232 / 200 / 255
 # registers, T=32768 0.542 / 0.750 / 0.492); and pairing value heads without GVA (G = 1, each head its own q/k
 # tiles): varlen 16x1024 intra 0.315 (inverses in turn) / 0.367 (interleaved) against 0.260 with one head per program.
+# Round 12 (r31): with MASK_OUT (below) the pairs fit the 168 cap again, and there they win; the cap is now None.
 INTRA_V3_GVA_SHARE = 2
-INTRA_V3_GS2_MAXNREG = 232
-# INTRA_V3_MASK_OUT (round 11, built and checked on CPU, NOT measured on the H200: off): the v3 inverse's merges
-# mask the product L X_b instead of L (kernels._merge_level_mask_out: the same bits), so that one fp16 / bf16 copy of
-# L serves all five levels and the fp32 L is dead during the merges.
-INTRA_V3_MASK_OUT = False
+INTRA_V3_GS2_MAXNREG = None
+# INTRA_V3_MASK_OUT (round 11 built it, round 12 measured it): the v3 inverse's merges mask the product L X_b instead
+# of L (kernels._merge_level_mask_out: the same bits), so that one fp16 / bf16 copy of L serves all five levels and
+# the fp32 L is dead during the merges. True: every v3 program; "gs2": the two-head programs only; False: none.
+# Round 12 (H200, bench_gdn sweep r31, intra ms, T=8192/16/32 | T=32768/16/32 | varlen 16x1024 H=HV=32):
+#   round-11 default (pairs at 232, no mask-out)       0.124 | 0.465 | 0.259
+#   mask-out everywhere, pairs at 232 / one head at 168 0.123 | 0.461 | 0.264
+#   pairs with mask-out at 168 (three CTAs per SM)      0.112 | 0.417 | (no pairs: 0.265 with mask-out)
+#   one head per program everywhere, mask-out at 128 (four CTAs per SM)  0.138 | 0.523 | 0.264
+#   one-head programs with mask-out at 144 (pairs as in row 2): varlen 0.262; without mask-out a 128 cap spills:
+#   varlen 0.399.
+# So "gs2": the pairs at 168 with mask-out (whole call T=32768 1.009 vs 1.054 ms in the same process), one-head
+# programs as before (mask-out there measured 0.264 / 0.262 against 0.259: no gain).
+INTRA_V3_MASK_OUT = "gs2"
 # INTRA_V3_FAST_EXP (round 11): the v3 decay tile with ex2.approx.ftz (not under the interpreter). H200 r28-r29
 # (GS = 1 both): intra T=8192/16/32 0.127 vs 0.135 ms (tl.exp), T=32768 0.490 vs 0.506; varlen 16x1024 0.261 vs 0.262.
 INTRA_V3_FAST_EXP = True
@@ -137,6 +147,15 @@ STATE_TMA_PERSISTENT = False
 #   U_c through a double-buffered shared-memory hand-off, and a 1-warp TMA loader; GL_WS_OUT_REGS registers per output
 #   thread. BK in {64, 128}, BV in {32, 64}, sm90 only; where it or TMA does not apply, as "tma" does.
 GL_WS_OUT_REGS = 128
+# STATE_IMPL "gl_ws2" (round 12): ``kernels_gluon.atrex_sm90_gdn_state_output_gl_ws2``, gl_ws with a program's BV
+#   columns carried by two independent chains of BV / 2 (each with its own output partition) on one copy of the
+#   chunk's k, q, A, Aqk tiles: two latency-bound chains per SM where gl_ws had one. BV in {32, 64}; elsewhere as
+#   gl_ws. STATE_AUTO_GL_WS2: "auto" takes it where it would take gl_ws. Registers per thread: GL_WS2_CHAIN_REGS
+#   (chain 1; chain 0 gets what the 17 warps leave), GL_WS2_OUT_REGS (each output partition); GL_WS2_STAGES slots.
+STATE_AUTO_GL_WS2 = False
+GL_WS2_STAGES = 3
+GL_WS2_CHAIN_REGS = 144
+GL_WS2_OUT_REGS = 80
 # Since round 9 (H200, r15, bench_gdn sweep in one process): STATE_IMPL "auto" takes gl_ws where it took tma (few
 # programs, TMA-describable tensors, BK in {64, 128}): T=8192/16/32 state kernel 0.157 ms against 0.197 (tma), whole
 # call 0.307 against 0.348 ms; outputs equal to tma's to 5e-6 rrmse, final state identical. Not where Gluon cannot
@@ -373,7 +392,7 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
 
     fast = _use_fast(q, K, V)
     if (SPLIT_STATE_PASS and not _plan_only and fast and not is_varlen and T >= max(SPLIT_MIN_T, 128)
-            and STATE_IMPL in ("v2", "tma", "auto", "gl_ws", "gl_rc") and not USE_WY and BK <= V2_MAX_BK):
+            and STATE_IMPL in ("v2", "tma", "auto", "gl_ws", "gl_ws2", "gl_rc") and not USE_WY and BK <= V2_MAX_BK):
         return _gdn_split(q, k, v, g, beta, o, ht, scale, initial_state, use_qk_l2norm_in_kernel, state_v_first,
                           use_beta_sigmoid_in_kernel, allow_neg_eigval, sm_count, output_final_state)
     # FOLD_QK_NORM: the state kernel reads the raw q, k and the intra kernel folds their row norms into the factors
@@ -398,7 +417,7 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     # shared memory (OutOfResources in `atrex verify`'s K256 sweep on the H200), so K > 128 keeps the v1 pair.
     v2_ok = fast and not use_wy and BK <= V2_MAX_BK
     # tma, gl_ws, gl_rc: same inputs as v2 (each falls back to v2 per call where it does not apply)
-    state_v2 = v2_ok and STATE_IMPL in ("v2", "tma", "auto", "gl_ws", "gl_rc")
+    state_v2 = v2_ok and STATE_IMPL in ("v2", "tma", "auto", "gl_ws", "gl_ws2", "gl_rc")
     intra_per_hv = v2_ok and INTRA_IMPL in ("v2", "v3")  # the per-value-head intra kernels
     # plane 0: chunk-local gamma; planes 1-4 (state v2): beta, beta e^gamma, e^gamma, e^(gamma_last - gamma)
     # (FOLD_QK_NORM: plane 5, e^gamma / |q|, for the output; planes 2 and 4 carry 1 / |k|)
@@ -426,7 +445,7 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
                     extra["maxnreg"] = int(INTRA_V3_GS2_MAXNREG)
             if INTRA_V3_FAST_EXP and not _interpreting():
                 extra["FAST_EXP"] = True
-            if INTRA_V3_MASK_OUT:
+            if INTRA_V3_MASK_OUT is True or (INTRA_V3_MASK_OUT == "gs2" and gs == 2):
                 extra["MASK_OUT"] = True
         else:
             kern, extra = _k.atrex_sm90_gdn_intra_chunk_v2, dict(DOT_PREC=str(INTRA_V2_PREC))
@@ -462,7 +481,7 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
         BV, sw, sst = 64, 4, int(GL_RC_STAGES)
     use_h0, h0, h0_strides = _h0_args(initial_state, state_v_first, q)
     grid = (triton.cdiv(V, BV), N * HV)
-    want_tma = (STATE_IMPL in ("tma", "gl_ws", "gl_rc")
+    want_tma = (STATE_IMPL in ("tma", "gl_ws", "gl_ws2", "gl_rc")
                 or (STATE_IMPL == "auto" and (BV, sw, sst) == _STATE_V2_FEW_CFG))
     if not rc:  # (FOLD_QK_NORM outside gl_rc: state v2, the other kernel that reads the folded factors)
         tma = (_tma_operands(qn, kn, v, A, Aqk, B, T, H, HV, K, V, BK, BV) if state_v2 and want_tma and not fold
@@ -491,7 +510,11 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
             opts = dict(num_warps=4, STAGES=sst, OUT_REGS=int(GL_WS_OUT_REGS))
             if fold:
                 opts["EG_PLANE"] = 5
-        elif (STATE_IMPL == "gl_ws" or auto_ws) and gl_ok and device_desc and not persistent:
+        elif (STATE_IMPL == "gl_ws2" or (auto_ws and STATE_AUTO_GL_WS2)) and gl_ok and device_desc and not persistent:
+            kern = _gluon_state_kernel("atrex_sm90_gdn_state_output_gl_ws2")
+            opts = dict(num_warps=4, STAGES=int(GL_WS2_STAGES), OUT_REGS=int(GL_WS2_OUT_REGS),
+                        CHAIN_REGS=int(GL_WS2_CHAIN_REGS))
+        elif (STATE_IMPL in ("gl_ws", "gl_ws2") or auto_ws) and gl_ok and device_desc and not persistent:
             kern = _gluon_state_kernel("atrex_sm90_gdn_state_output_gl_ws")
             opts = dict(num_warps=4, STAGES=max(2, sst), OUT_REGS=int(GL_WS_OUT_REGS))
         else:
@@ -627,7 +650,8 @@ def _knobs():
             SPLIT_MIN_T, SPLIT_PIECES, _STATE_CFG_FEW,
             _STATE_CFG_MANY, _STATE_V2_FEW_CFG, _INTRA_CFG, GL_WS_OUT_REGS, STATE_AUTO_GL_WS, INTRA_V3_INV_FP16,
             INTRA_V3_FP16_FALLBACK, GL_RC_STAGES, GL_RC_PERSISTENT, STATE_AUTO_GL_RC, FOLD_QK_NORM, INTRA_V3_GVA_SHARE,
-            INTRA_V3_FAST_EXP, INTRA_V3_GS2_MAXNREG, INTRA_V3_MASK_OUT)
+            INTRA_V3_FAST_EXP, INTRA_V3_GS2_MAXNREG, INTRA_V3_MASK_OUT, STATE_AUTO_GL_WS2, GL_WS2_STAGES,
+            GL_WS2_CHAIN_REGS, GL_WS2_OUT_REGS)
 
 
 def _call_signature(dev, tensors, flags):
