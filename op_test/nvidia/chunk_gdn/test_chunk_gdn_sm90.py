@@ -15,6 +15,7 @@ from _gdn_cases import (  # noqa: E402,F401
                          test_gluon_state_kernel,
                          test_gluon_ws2_two_chains,
                          test_gluon_ws_rings_and_empty_sequences,
+                         test_gluon_z_chain,
                          test_graph_capture_replay_changed_cu_seqlens,
                          test_intra_gva_share,
                          test_intra_mask_out_matches_default,

@@ -220,6 +220,10 @@ VARIANTS = [
     ("ws2_bv64", dict(state_impl="gl_ws2", state=(64, 4, 3))),
     ("ws2_bv64_s2", dict(state_impl="gl_ws2", state=(64, 4, 2), ws2_stages=2)),
     ("ws2_c168_o64", dict(state_impl="gl_ws2", ws2_chain_regs=168, ws2_out_regs=64)),
+    # round 12: the two-dot chain (U = Y - Z S; Z, Y from a producer partition), BV 32, 2 slots; producer registers
+    ("gl_z", dict(state_impl="gl_z")),
+    ("gl_z_p200", dict(state_impl="gl_z", z_prod_regs=200)),
+    ("gl_z_p136", dict(state_impl="gl_z", z_prod_regs=136)),
     ("gl_rc_np", dict(state_impl="gl_rc", rc_persistent=False)),
     ("gl_rc_o96", dict(state_impl="gl_rc", ws_out_regs=96)),
     # round 10 (measured in round 11, r27: no faster, off): the q/k row norms folded into the factors, no normalised q/k copies in HBM; the state
@@ -279,7 +283,8 @@ _HOOKS = dict(state="STATE_CFG_OVERRIDE", intra="INTRA_CFG_OVERRIDE", wy="USE_WY
               inv_fp16="INTRA_V3_INV_FP16", fp16_fallback="INTRA_V3_FP16_FALLBACK", rc_stages="GL_RC_STAGES",
               rc_persistent="GL_RC_PERSISTENT", fold_qk_norm="FOLD_QK_NORM", gva_share="INTRA_V3_GVA_SHARE",
               fast_exp="INTRA_V3_FAST_EXP", gs2_maxnreg="INTRA_V3_GS2_MAXNREG", mask_out="INTRA_V3_MASK_OUT",
-              ws2_stages="GL_WS2_STAGES", ws2_chain_regs="GL_WS2_CHAIN_REGS", ws2_out_regs="GL_WS2_OUT_REGS")
+              ws2_stages="GL_WS2_STAGES", ws2_chain_regs="GL_WS2_CHAIN_REGS", ws2_out_regs="GL_WS2_OUT_REGS",
+              z_prod_regs="GL_Z_PROD_REGS", z_out_regs="GL_Z_OUT_REGS")
 
 
 def _select_variants(spec):

@@ -669,3 +669,169 @@ def atrex_sm90_gdn_state_output_gl_ws2(
         (_ws2_loader, (kd, qd, vd, ad, aqd, k_s, q_s, a_s, aq_s, v_s0, v_s1, ready, empty, NT, row, arow, h * K,
                        hv * V + c0, ROWS, QW, VW, s_qr, s_kr, s_vr, HV, TOTAL_T, BK, BVH, STAGES)),
     ], [4, 4, 4, 1], [CHAIN_REGS, OUT_REGS, OUT_REGS, 24])
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Two-dot chain (round 12, STATE_IMPL "gl_z"). gl_ws's chain step is three dependent wgmmas (K S, A X, the update),
+# each behind a shared-memory store, fence and partition barrier, and r32 showed that its ~1.15 us per step hardly
+# depends on the tile width (two 16-column chains per SM took 1.32 us per step each): the step is the sync chain, not
+# the tensor-core work. With the products of the chunk's own tiles formed off the chain,
+#     Z = A diag(beta e^gamma) K   [64, BK]        Y = A diag(beta) V   [64, BV]
+# the chain needs two dependent dots per chunk instead of three:
+#     U = Y - Z S                  S = e^gamma_last S + K^T (U e^(gamma_last - gamma))
+# (U = A X with X = beta V - beta e^gamma K S, as in gl_ws; the output is unchanged). A fourth partition, the
+# producer (4 warps), forms Z and Y from the load slot one chunk ahead of the chain: A scaled along its columns in
+# registers as the left operand (FlashAttention-3's P trick, as gl_rc), the k and v tiles from the slot. It hands
+# -Z (bf16, the chain's left operand from shared memory) and Y (fp32, the chain's accumulator start) over a
+# double-buffered ring (zy_ready / zy_empty). empty[s] counts chain, output and producer.
+# Roundings: Z is rounded to bf16 once (gl_ws rounds X = beta V - beta e^gamma K S to bf16 instead); Y stays fp32.
+# Shared memory at K = 128, BV = 32 and 2 load slots: ~180 KB (3 slots do not fit), so BV = 32 and 2 slots only.
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@gluon.jit
+def _z_producer(k_s, a_s, v_s, z_s, y_s, ready, empty, zy_ready, zy_empty, f_base, plane, NT, L,
+                BK: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr):
+    """Producer partition (4 warps): per chunk, -Z = -A diag(beta e^gamma) K and Y = A diag(beta) V into buffer
+    c % 2, both dots with A (scaled along its columns, the chunk rows) as the register left operand."""
+    M64: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 64, 16])
+    MZ: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BK, 16])
+    MV: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BV, 16])
+    C64: gl.constexpr = gl.SliceLayout(0, M64)  # chunk rows = columns of A
+    dt: gl.constexpr = z_s.dtype
+    zz = gl.zeros([64, BK], gl.float32, MZ)
+    zv = gl.zeros([64, BV], gl.float32, MV)
+    for c in range(NT):
+        slot = c % STAGES
+        b = c % 2
+        bt, be, _eg, _dk, _egl = _row_factors(f_base, plane, c * 64, L, C64)
+        mbarrier.wait(ready.index(slot), (c // STAGES) & 1)
+        a = a_s.index(slot).load(M64).to(gl.float32)
+        az = gl.convert_layout((a * gl.expand_dims(be, 0)).to(dt),
+                               gl.DotOperandLayout(operand_index=0, parent=MZ, k_width=2), assert_trivial=True)
+        ay = gl.convert_layout((a * gl.expand_dims(bt, 0)).to(dt),
+                               gl.DotOperandLayout(operand_index=0, parent=MV, k_width=2), assert_trivial=True)
+        z = warpgroup_mma(az, k_s.index(slot), zz, use_acc=False, is_async=True)
+        y = warpgroup_mma(ay, v_s.index(slot), zv, use_acc=False, is_async=True)
+        z, y = warpgroup_mma_wait(0, deps=[z, y])
+        _cta_barrier()  # every warp's wgmma reads of the slot are complete
+        mbarrier.arrive(empty.index(slot), count=1)
+        mbarrier.wait(zy_empty.index(b), ((c // 2) & 1) ^ 1)  # the chain is done with chunk c - 2's Z, Y
+        z_s.index(b).store((-z).to(dt))
+        y_s.index(b).store(y)
+        fence_async_shared()
+        _cta_barrier()
+        mbarrier.arrive(zy_ready.index(b), count=1)
+
+
+@gluon.jit
+def _z_chain(k_s, sb_s, u_s, ud_s, z_s, y_s, ready, empty, su_ready, su_empty, zy_ready, zy_empty, S, f_base, plane,
+             NT, L, BV: gl.constexpr, STAGES: gl.constexpr):
+    """Chain partition (default, 4 warps): U = Y - Z S, S = e^gamma_last S + K^T (dk U); returns ``(final state,)``."""
+    MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BV, 16])
+    ROW: gl.constexpr = gl.SliceLayout(1, MMA)
+    dt: gl.constexpr = sb_s.dtype
+    _bt, _be, _eg, dk, egl = _row_factors(f_base, plane, 0, L, ROW)
+    for c in range(NT):
+        slot = c % STAGES
+        b = c % 2
+        _bt_n, _be_n, _eg_n, dk_n, egl_n = _row_factors(f_base, plane, c * 64 + 64, L, ROW)
+        sb = sb_s.index(b)
+        mbarrier.wait(su_empty.index(b), ((c // 2) & 1) ^ 1)  # the output partition is done with chunk c - 2
+        sb.store(S.to(dt))
+        fence_async_shared()
+        _cta_barrier()
+        # every warp is past chunk c - 1's update (its wgmma waited above): release that slot
+        mbarrier.arrive(empty.index((c + STAGES - 1) % STAGES), count=1, pred=c > 0)
+        mbarrier.wait(ready.index(slot), (c // STAGES) & 1)
+        mbarrier.wait(zy_ready.index(b), (c // 2) & 1)
+        y = y_s.index(b).load(MMA)
+        u = warpgroup_mma(z_s.index(b), sb, y, is_async=True)
+        u = warpgroup_mma_wait(0, deps=[u])
+        u_s.index(b).store(u.to(dt))
+        ud_s.store((u * gl.expand_dims(dk, 1)).to(dt))
+        fence_async_shared()
+        _cta_barrier()
+        mbarrier.arrive(su_ready.index(b), count=1)
+        mbarrier.arrive(zy_empty.index(b), count=1)
+        st = warpgroup_mma(k_s.index(slot).permute((1, 0)), ud_s, S * egl, is_async=True)
+        S = warpgroup_mma_wait(0, deps=[st])
+        dk, egl = dk_n, egl_n
+    return (S,)
+
+
+@gluon.jit(do_not_specialize=["T", "TOTAL_T"])
+def atrex_sm90_gdn_state_output_gl_z(
+    qd, kd, vd, ad, aqd, fac, h0, o, ht, cu, scale,
+    T, HV, K, V,
+    s_ob, s_ot, s_oh,
+    s_h0n, s_h0h, s_h0k, s_h0v,
+    TOTAL_T, ROWS, QW, VW, s_qr, s_kr, s_vr, N_NH,
+    IS_VARLEN: gl.constexpr, G: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr,
+    USE_H0: gl.constexpr, STORE_HT: gl.constexpr, STATE_V_FIRST: gl.constexpr, DEVICE_DESC: gl.constexpr,
+    PERSISTENT: gl.constexpr, STAGES: gl.constexpr, OUT_REGS: gl.constexpr, PROD_REGS: gl.constexpr,
+):
+    """gl_ws's arguments, grid and output, with the two-dot chain (the block comment above). K == BK (64 or 128);
+    num_warps 4 (the chain); STAGES load slots; OUT_REGS / PROD_REGS registers per output / producer thread."""
+    MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BV, 16])
+    ROW: gl.constexpr = gl.SliceLayout(1, MMA)
+    COL: gl.constexpr = gl.SliceLayout(0, MMA)
+    SH_V: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, BV], gl.bfloat16)
+    SH_S: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BK, BV], gl.bfloat16)
+    SH_Z: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, BK], gl.bfloat16)
+    SH_Y: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, BV], gl.float32)
+    dt: gl.constexpr = o.dtype.element_ty
+    gl.static_assert(DEVICE_DESC and not PERSISTENT)
+
+    i_v = gl.program_id(0)
+    n, hv, h, bos, b_idx, tg0, L = _sequence(cu, T, HV, G, IS_VARLEN)
+    NT = gl.cdiv(L, 64)
+    n64 = n.to(gl.int64)
+    offs_vc = i_v * BV
+    row = tg0
+    arow = hv * TOTAL_T + tg0
+    plane = (hv * 0 + HV).to(gl.int64) * TOTAL_T
+    f_base = fac + hv.to(gl.int64) * TOTAL_T + tg0.to(gl.int64)
+
+    rs = gl.arange(0, BK, layout=ROW)
+    cs = offs_vc + gl.arange(0, BV, layout=COL)
+    ms = gl.expand_dims(rs < K, 1) & gl.expand_dims(cs < V, 0)
+    S = _initial_state(h0, n64, hv, s_h0n, s_h0h, s_h0k, s_h0v, rs, cs, ms, BK, BV, USE_H0, MMA)
+
+    k_s, q_s, a_s, aq_s, v_s = _ring_tiles(dt, BK, BV, STAGES)
+    sb_s = gl.allocate_shared_memory(dt, [2, BK, BV], SH_S)
+    u_s = gl.allocate_shared_memory(dt, [2, 64, BV], SH_V)
+    ud_s = gl.allocate_shared_memory(dt, [64, BV], SH_V)
+    z_s = gl.allocate_shared_memory(dt, [2, 64, BK], SH_Z)
+    y_s = gl.allocate_shared_memory(gl.float32, [2, 64, BV], SH_Y)
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    su_ready = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    su_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    zy_ready = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    zy_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(STAGES):
+        mbarrier.init(ready.index(i), count=1)
+        mbarrier.init(empty.index(i), count=3)  # chain, output and producer
+    for i in gl.static_range(2):
+        mbarrier.init(su_ready.index(i), count=1)
+        mbarrier.init(su_empty.index(i), count=1)
+        mbarrier.init(zy_ready.index(i), count=1)
+        mbarrier.init(zy_empty.index(i), count=1)
+    fence_async_shared()
+    _cta_barrier()
+
+    res = gl.warp_specialize([
+        (_z_chain, (k_s, sb_s, u_s, ud_s, z_s, y_s, ready, empty, su_ready, su_empty, zy_ready, zy_empty, S, f_base,
+                    plane, NT, L, BV, STAGES)),
+        (_ws_output, (q_s, aq_s, sb_s, u_s, ready, empty, su_ready, su_empty, o, fac, NT, row, bos, L, hv, HV,
+                      TOTAL_T, b_idx, s_ob, s_ot, s_oh, offs_vc, V, scale, BV, STAGES)),
+        (_z_producer, (k_s, a_s, v_s, z_s, y_s, ready, empty, zy_ready, zy_empty, f_base, plane, NT, L, BK, BV,
+                       STAGES)),
+        (_ws_loader, (kd, qd, vd, ad, aqd, k_s, q_s, a_s, aq_s, v_s, ready, empty, NT, row, arow, h * K,
+                      hv * V + offs_vc, ROWS, QW, VW, s_qr, s_kr, s_vr, HV, TOTAL_T, BK, BV, STAGES)),
+    ], [4, 4, 1], [OUT_REGS, PROD_REGS, 24])
+    S = res[0]
+
+    if STORE_HT:
+        _store_state(ht, S, n64, hv, HV, K, V, rs, cs, ms, STATE_V_FIRST)
