@@ -60,7 +60,7 @@ def main(argv=None):
         gdn(dict(T=64, H=16, HV=32, K=128), **knobs_set)
         gdn(dict(T=64, H=32, HV=32, K=128), **knobs_set)
     else:
-        for impl in ("gl_ws", "gl_ws2", "gl_z", "gl_rc"):
+        for impl in ("gl_ws", "gl_rc"):
             gdn(dict(T=64, H=16, HV=32, K=128), STATE_IMPL=impl, **knobs_set)
             gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=[64 * i for i in range(11)], h0=torch.float32,
                      state_v_first=True), STATE_IMPL=impl, **knobs_set)

@@ -87,8 +87,6 @@ _SCRIPT = textwrap.dedent(r'''
         gdn(gdn_cases["T64"], **hooks)
     gdn(gdn_cases["varlen_0_1"], USE_WY=True)
     for hooks in (dict(STATE_IMPL="tma"), dict(STATE_IMPL="tma", TMA_DEVICE_DESC=False), dict(STATE_IMPL="gl_ws"),
-                  dict(STATE_IMPL="gl_ws2"), dict(STATE_IMPL="gl_z"),
-                  dict(STATE_IMPL="gl_ws2", STATE_CFG_OVERRIDE=(64, 4, 2), GL_WS2_STAGES=2),
                   dict(STATE_IMPL="gl_ws", STATE_CFG_OVERRIDE=(64, 4, 2)), dict(STATE_IMPL="gl_rc"),
                   dict(STATE_IMPL="gl_rc", GL_RC_STAGES=2)):
         gdn(dict(T=64, H=16, HV=32, K=128), **hooks)

@@ -277,49 +277,6 @@ def test_gluon_ws_state_kernel_where_it_applies_and_fallbacks_elsewhere(plan, mo
     assert state_kernel(plan(T=256, H=16, HV=32)) == TMA
 
 
-def test_gluon_ws2_two_chain_state_kernel(plan, monkeypatch):
-    """STATE_IMPL "gl_ws2" (round 12: two chains of BV / 2 per CTA) is planned with gl_ws's arguments and grid, its
-    own slots and register split; "auto" takes it where it takes gl_ws once STATE_AUTO_GL_WS2 is on (and not with
-    it off); BV 16 (chains of 8) falls back to the tma kernel as gl_ws does, K = 32 likewise."""
-    pytest.importorskip("triton.experimental.gluon")
-    ws = plan(T=256, H=16, HV=32)["launches"][-1]
-    monkeypatch.setattr(L, "STATE_IMPL", "gl_ws2")
-    name, grid, args, meta = plan(T=256, H=16, HV=32)["launches"][-1]
-    assert name == "atrex_sm90_gdn_state_output_gl_ws2" and grid == ws[1] == (4, 32) and len(args) == len(ws[2])
-    assert meta["STAGES"] == L.GL_WS2_STAGES and meta["CHAIN_REGS"] == L.GL_WS2_CHAIN_REGS
-    assert meta["OUT_REGS"] == L.GL_WS2_OUT_REGS and meta["BV"] == 32 and meta["num_warps"] == 4
-    assert state_kernel(plan(T=256, K=32)) == TMA
-    monkeypatch.setattr(L, "STATE_IMPL", "auto")
-    for on in (False, True):
-        monkeypatch.setattr(L, "STATE_AUTO_GL_WS2", on)
-        want = "atrex_sm90_gdn_state_output_gl_ws2" if on else GL_WS
-        assert state_kernel(plan(T=256, H=16, HV=32)) == (want if FEW == GL_WS else TMA)
-    monkeypatch.setattr(L, "STATE_IMPL", "gl_ws2")
-    monkeypatch.setattr(L, "STATE_CFG_OVERRIDE", (16, 4, 2))
-    assert state_kernel(plan(T=256, H=16, HV=32)) == TMA
-
-
-def test_gluon_z_two_dot_chain_state_kernel(plan, monkeypatch):
-    """STATE_IMPL "gl_z" (round 12: two-dot chain with a producer partition) is planned with gl_ws's arguments and
-    grid at BV = 32 with 2 load slots and its register split; "auto" takes it where it takes gl_ws once STATE_AUTO_GL_Z
-    is on; with BV 64 (the many-program configuration: shared memory) the call runs gl_ws, with K = 32 the tma kernel."""
-    pytest.importorskip("triton.experimental.gluon")
-    ws = plan(T=256, H=16, HV=32)["launches"][-1]
-    monkeypatch.setattr(L, "STATE_IMPL", "gl_z")
-    name, grid, args, meta = plan(T=256, H=16, HV=32)["launches"][-1]
-    assert name == "atrex_sm90_gdn_state_output_gl_z" and grid == ws[1] == (4, 32) and len(args) == len(ws[2])
-    assert meta["STAGES"] == 2 and meta["PROD_REGS"] == L.GL_Z_PROD_REGS and meta["OUT_REGS"] == L.GL_Z_OUT_REGS
-    assert meta["BV"] == 32 and meta["num_warps"] == 4
-    cu = [64 * 4 * i for i in range(18)]  # 17 x 32 programs >= 4 x 132: the many-program configuration, BV 64
-    assert state_kernel(plan(T=cu[-1], H=32, HV=32, cu_seqlens=cu)) == GL_WS
-    assert state_kernel(plan(T=256, K=32)) == TMA
-    monkeypatch.setattr(L, "STATE_IMPL", "auto")
-    for on in (False, True):
-        monkeypatch.setattr(L, "STATE_AUTO_GL_Z", on)
-        want = "atrex_sm90_gdn_state_output_gl_z" if on else GL_WS
-        assert state_kernel(plan(T=256, H=16, HV=32)) == (want if FEW == GL_WS else TMA)
-
-
 @pytest.mark.parametrize("H,HV,gs", [(16, 32, 2), (4, 16, 2), (32, 32, 1), (16, 48, 1), (1, 1, 1), (3, 3, 1)])
 def test_intra_v3_value_heads_per_program(plan, H, HV, gs):
     """Round 11: two value heads of one q/k head per intra v3 program under GVA with an even G (the q/k tiles once

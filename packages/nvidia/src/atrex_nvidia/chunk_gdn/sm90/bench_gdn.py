@@ -213,63 +213,6 @@ VARIANTS = [
     # _s2)
     ("gl_rc", dict(state_impl="gl_rc")),
     ("gl_rc_s2", dict(state_impl="gl_rc", rc_stages=2)),
-    # round 12: gl_ws with two chains of BV / 2 per CTA (one copy of the k, q, A, Aqk tiles); BV 32 unless _bv64,
-    # 3 load slots unless _s2; registers per chain-1 / output thread
-    ("ws2", dict(state_impl="gl_ws2")),
-    ("ws2_s2", dict(state_impl="gl_ws2", ws2_stages=2)),
-    ("ws2_bv64", dict(state_impl="gl_ws2", state=(64, 4, 3))),
-    ("ws2_bv64_s2", dict(state_impl="gl_ws2", state=(64, 4, 2), ws2_stages=2)),
-    ("ws2_c168_o64", dict(state_impl="gl_ws2", ws2_chain_regs=168, ws2_out_regs=64)),
-    # round 12: the two-dot chain (U = Y - Z S; Z, Y from a producer partition), BV 32, 2 slots; producer registers
-    ("gl_z", dict(state_impl="gl_z")),
-    ("gl_z_p200", dict(state_impl="gl_z", z_prod_regs=200)),
-    ("gl_z_p136", dict(state_impl="gl_z", z_prod_regs=136)),
-    ("gl_rc_np", dict(state_impl="gl_rc", rc_persistent=False)),
-    ("gl_rc_o96", dict(state_impl="gl_rc", ws_out_regs=96)),
-    # round 10 (measured in round 11, r27: no faster, off): the q/k row norms folded into the factors, no normalised q/k copies in HBM; the state
-    # kernel (gl_rc where "auto" takes it, else v2) reads the raw q, k
-    ("fold", dict(fold_qk_norm=True)),
-    ("fold_rc", dict(fold_qk_norm=True, state_impl="gl_rc")),
-    # round 11: intra v3 with two value heads per program under GVA (q / k tiles once per pair) and the ftz
-    # exponential for the decay tile; round 12: the pairs with the masked-product inverse (MASK_OUT) at the 168 cap,
-    # all on by default. These turn parts off or change the cap (r29 also ran an interleaved pair inverse and paired
-    # heads without GVA, since removed: launch.py). The names of round 11's r31 sweep ran against round 11's default
-    # (pairs at 232, no MASK_OUT); from round 12 they apply to round 12's.
-    ("i3_gs1", dict(gva_share=1)),
-    ("i3_slowexp", dict(fast_exp=False)),
-    ("i3_round10", dict(gva_share=1, fast_exp=False, mask_out=False)),
-    ("i3_round11", dict(gs2_maxnreg=232, mask_out=False)),
-    ("i3_gs2_r255", dict(gs2_maxnreg=255)),
-    ("i3_mo", dict(mask_out=True)),
-    ("i3_mo_r128", dict(mask_out=True, maxnreg=128)),
-    ("i3_mo_r128_gs1", dict(mask_out=True, maxnreg=128, gva_share=1)),
-    ("i3_mo_r144", dict(mask_out=True, maxnreg=144)),
-    ("i3_r128", dict(maxnreg=128)),
-    ("i3_mo_gs2_r168", dict(mask_out="gs2", gs2_maxnreg=None)),  # the round-12 default
-    ("i3_gs2_r128", dict(gs2_maxnreg=128)),  # pairs at 128 (four CTAs per SM; Triton 3.6 SASS: 528 B of stack)
-    ("i3_gs2_r232", dict(gs2_maxnreg=232)),  # pairs with MASK_OUT at 232
-    # round 9: intra v3 merges with fp16 dots, no Newton step (in-kernel L2 norm only)
-    ("i3_fp16", dict(inv_fp16=True)),  # the default since round 9
-    ("i3_newton", dict(inv_fp16=False)),  # bf16 merges + Newton step (the default before)
-    ("i3_fp16_tma", dict(inv_fp16=True, state_impl="tma")),
-    ("i3_fp16_fb1", dict(inv_fp16=True, fp16_fallback=1)),  # positive-g tiles: bf16 merges without Newton
-    ("i3_fp16_fb0", dict(inv_fp16=True, fp16_fallback=0)),  # no per-tile guard (timing only: unsafe for g > 0)
-    # the state pass split in pieces, piece j+1's intra kernel beside piece j's state kernel (round 6; the default
-    # since round 6 is 4 pieces from T = 16384)
-    ("nosplit", dict(split=False)),
-    ("split", dict(split=True, pieces=2, split_min_t=128)),
-    ("split_np", dict(split=True, pieces=2, prio=0, split_min_t=128)),
-    ("split3", dict(split=True, pieces=3, split_min_t=128)),
-    ("split4", dict(split=True, pieces=4, split_min_t=128)),
-    ("split8", dict(split=True, pieces=8, split_min_t=128)),
-    ("split4_s2", dict(split=True, pieces=4, split_min_t=128, state_impl="tma", state=(32, 4, 2))),
-    ("split2_s2", dict(split=True, pieces=2, split_min_t=128, state_impl="tma", state=(32, 4, 2))),
-    # round 10: the split pass with gl_rc, whose 64 CTAs (T=8192/32768, 32 heads) leave 68 SMs to the next piece's
-    # intra kernel (a gl_rc CTA's 225 KB of shared memory keeps intra CTAs off its SM)
-    ("split2_rc", dict(split=True, pieces=2, split_min_t=128, state_impl="gl_rc")),
-    ("split3_rc", dict(split=True, pieces=3, split_min_t=128, state_impl="gl_rc")),
-    ("split4_rc", dict(split=True, pieces=4, split_min_t=128, state_impl="gl_rc")),
-    ("split6_rc", dict(split=True, pieces=6, split_min_t=128, state_impl="gl_rc")),
     ("split8_rc", dict(split=True, pieces=8, split_min_t=128, state_impl="gl_rc")),
     ("split4_rc_prio0", dict(split=True, pieces=4, split_min_t=128, state_impl="gl_rc", prio=0)),
 ]
@@ -282,9 +225,7 @@ _HOOKS = dict(state="STATE_CFG_OVERRIDE", intra="INTRA_CFG_OVERRIDE", wy="USE_WY
               persistent="STATE_TMA_PERSISTENT", ws_out_regs="GL_WS_OUT_REGS",
               inv_fp16="INTRA_V3_INV_FP16", fp16_fallback="INTRA_V3_FP16_FALLBACK", rc_stages="GL_RC_STAGES",
               rc_persistent="GL_RC_PERSISTENT", fold_qk_norm="FOLD_QK_NORM", gva_share="INTRA_V3_GVA_SHARE",
-              fast_exp="INTRA_V3_FAST_EXP", gs2_maxnreg="INTRA_V3_GS2_MAXNREG", mask_out="INTRA_V3_MASK_OUT",
-              ws2_stages="GL_WS2_STAGES", ws2_chain_regs="GL_WS2_CHAIN_REGS", ws2_out_regs="GL_WS2_OUT_REGS",
-              z_prod_regs="GL_Z_PROD_REGS", z_out_regs="GL_Z_OUT_REGS")
+              fast_exp="INTRA_V3_FAST_EXP", gs2_maxnreg="INTRA_V3_GS2_MAXNREG", mask_out="INTRA_V3_MASK_OUT")
 
 
 def _select_variants(spec):

@@ -147,23 +147,17 @@ STATE_TMA_PERSISTENT = False
 #   U_c through a double-buffered shared-memory hand-off, and a 1-warp TMA loader; GL_WS_OUT_REGS registers per output
 #   thread. BK in {64, 128}, BV in {32, 64}, sm90 only; where it or TMA does not apply, as "tma" does.
 GL_WS_OUT_REGS = 128
-# STATE_IMPL "gl_ws2" (round 12): ``kernels_gluon.atrex_sm90_gdn_state_output_gl_ws2``, gl_ws with a program's BV
-#   columns carried by two independent chains of BV / 2 (each with its own output partition) on one copy of the
-#   chunk's k, q, A, Aqk tiles: two latency-bound chains per SM where gl_ws had one. BV in {32, 64}; elsewhere as
-#   gl_ws. STATE_AUTO_GL_WS2: "auto" takes it where it would take gl_ws. Registers per thread: GL_WS2_CHAIN_REGS
-#   (chain 1; chain 0 gets what the 17 warps leave), GL_WS2_OUT_REGS (each output partition); GL_WS2_STAGES slots.
-STATE_AUTO_GL_WS2 = False
-# STATE_IMPL "gl_z" (round 12): ``kernels_gluon.atrex_sm90_gdn_state_output_gl_z``, gl_ws with a two-dot chain:
-#   U = Y - Z S and the update, where a producer partition forms Z = A diag(beta e^gamma) K and Y = A diag(beta) V
-#   from the load slot ahead of the chain. BV = 32 and 2 load slots (shared memory); elsewhere as gl_ws.
-#   STATE_AUTO_GL_Z: "auto" takes it where it would take gl_ws. GL_Z_OUT_REGS / GL_Z_PROD_REGS: registers per output
-#   / producer thread (the chain gets what the 20 warps leave).
-STATE_AUTO_GL_Z = False
-GL_Z_OUT_REGS = 80
-GL_Z_PROD_REGS = 168
-GL_WS2_STAGES = 3
-GL_WS2_CHAIN_REGS = 144
-GL_WS2_OUT_REGS = 80
+# Round 12, built, measured on the H200 and removed (both correct: their target cases passed against float64 and gl_ws):
+#   "gl_ws2": a program's 32 columns as two chains of 16 (each with its own output partition) on one copy of the k, q,
+#     A, Aqk tiles, i.e. two chains per SM. Slower: state T=32768/16/32 0.674 ms against gl_ws's 0.587 (r32), T=8192
+#     0.175 vs 0.155; 2 slots no better. Each 16-column chain stepped in ~1.32 us against ~1.15 us for gl_ws's one
+#     32-column chain, so the step is the chain's sync sequence and shared-memory traffic, not tensor-core work.
+#   "gl_z": a two-dot chain, U = Y - Z S with Z = A diag(beta e^gamma) K and Y = A diag(beta) V formed by a fourth
+#     (producer) partition one chunk ahead. Slower and less accurate: state T=32768 0.820-1.248 ms by producer
+#     registers (200 / 168 / 136) against 0.587, T=8192 0.213-0.321 vs 0.156 (r33): the producer (two dots per chunk
+#     with register-scaled left operands, the Z tile through shared memory, repeated for each of a head's four V
+#     blocks) became the bottleneck; output rrmse against fla 3.3e-3 against 9.8e-4 (Z rounded to bf16 where gl_ws
+#     rounds X).
 # Since round 9 (H200, r15, bench_gdn sweep in one process): STATE_IMPL "auto" takes gl_ws where it took tma (few
 # programs, TMA-describable tensors, BK in {64, 128}): T=8192/16/32 state kernel 0.157 ms against 0.197 (tma), whole
 # call 0.307 against 0.348 ms; outputs equal to tma's to 5e-6 rrmse, final state identical. Not where Gluon cannot
@@ -400,7 +394,7 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
 
     fast = _use_fast(q, K, V)
     if (SPLIT_STATE_PASS and not _plan_only and fast and not is_varlen and T >= max(SPLIT_MIN_T, 128)
-            and STATE_IMPL in ("v2", "tma", "auto", "gl_ws", "gl_ws2", "gl_z", "gl_rc") and not USE_WY and BK <= V2_MAX_BK):
+            and STATE_IMPL in ("v2", "tma", "auto", "gl_ws", "gl_rc") and not USE_WY and BK <= V2_MAX_BK):
         return _gdn_split(q, k, v, g, beta, o, ht, scale, initial_state, use_qk_l2norm_in_kernel, state_v_first,
                           use_beta_sigmoid_in_kernel, allow_neg_eigval, sm_count, output_final_state)
     # FOLD_QK_NORM: the state kernel reads the raw q, k and the intra kernel folds their row norms into the factors
@@ -425,7 +419,7 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     # shared memory (OutOfResources in `atrex verify`'s K256 sweep on the H200), so K > 128 keeps the v1 pair.
     v2_ok = fast and not use_wy and BK <= V2_MAX_BK
     # tma, gl_ws, gl_rc: same inputs as v2 (each falls back to v2 per call where it does not apply)
-    state_v2 = v2_ok and STATE_IMPL in ("v2", "tma", "auto", "gl_ws", "gl_ws2", "gl_z", "gl_rc")
+    state_v2 = v2_ok and STATE_IMPL in ("v2", "tma", "auto", "gl_ws", "gl_rc")
     intra_per_hv = v2_ok and INTRA_IMPL in ("v2", "v3")  # the per-value-head intra kernels
     # plane 0: chunk-local gamma; planes 1-4 (state v2): beta, beta e^gamma, e^gamma, e^(gamma_last - gamma)
     # (FOLD_QK_NORM: plane 5, e^gamma / |q|, for the output; planes 2 and 4 carry 1 / |k|)
@@ -489,7 +483,7 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
         BV, sw, sst = 64, 4, int(GL_RC_STAGES)
     use_h0, h0, h0_strides = _h0_args(initial_state, state_v_first, q)
     grid = (triton.cdiv(V, BV), N * HV)
-    want_tma = (STATE_IMPL in ("tma", "gl_ws", "gl_ws2", "gl_z", "gl_rc")
+    want_tma = (STATE_IMPL in ("tma", "gl_ws", "gl_rc")
                 or (STATE_IMPL == "auto" and (BV, sw, sst) == _STATE_V2_FEW_CFG))
     if not rc:  # (FOLD_QK_NORM outside gl_rc: state v2, the other kernel that reads the folded factors)
         tma = (_tma_operands(qn, kn, v, A, Aqk, B, T, H, HV, K, V, BK, BV) if state_v2 and want_tma and not fold
@@ -518,15 +512,7 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
             opts = dict(num_warps=4, STAGES=sst, OUT_REGS=int(GL_WS_OUT_REGS))
             if fold:
                 opts["EG_PLANE"] = 5
-        elif (STATE_IMPL == "gl_z" or (auto_ws and STATE_AUTO_GL_Z)) and gl_ok and BV == 32 and device_desc \
-                and not persistent:
-            kern = _gluon_state_kernel("atrex_sm90_gdn_state_output_gl_z")
-            opts = dict(num_warps=4, STAGES=2, OUT_REGS=int(GL_Z_OUT_REGS), PROD_REGS=int(GL_Z_PROD_REGS))
-        elif (STATE_IMPL == "gl_ws2" or (auto_ws and STATE_AUTO_GL_WS2)) and gl_ok and device_desc and not persistent:
-            kern = _gluon_state_kernel("atrex_sm90_gdn_state_output_gl_ws2")
-            opts = dict(num_warps=4, STAGES=int(GL_WS2_STAGES), OUT_REGS=int(GL_WS2_OUT_REGS),
-                        CHAIN_REGS=int(GL_WS2_CHAIN_REGS))
-        elif (STATE_IMPL in ("gl_ws", "gl_ws2", "gl_z") or auto_ws) and gl_ok and device_desc and not persistent:
+        elif (STATE_IMPL == "gl_ws" or auto_ws) and gl_ok and device_desc and not persistent:
             kern = _gluon_state_kernel("atrex_sm90_gdn_state_output_gl_ws")
             opts = dict(num_warps=4, STAGES=max(2, sst), OUT_REGS=int(GL_WS_OUT_REGS))
         else:
@@ -662,8 +648,7 @@ def _knobs():
             SPLIT_MIN_T, SPLIT_PIECES, _STATE_CFG_FEW,
             _STATE_CFG_MANY, _STATE_V2_FEW_CFG, _INTRA_CFG, GL_WS_OUT_REGS, STATE_AUTO_GL_WS, INTRA_V3_INV_FP16,
             INTRA_V3_FP16_FALLBACK, GL_RC_STAGES, GL_RC_PERSISTENT, STATE_AUTO_GL_RC, FOLD_QK_NORM, INTRA_V3_GVA_SHARE,
-            INTRA_V3_FAST_EXP, INTRA_V3_GS2_MAXNREG, INTRA_V3_MASK_OUT, STATE_AUTO_GL_WS2, GL_WS2_STAGES,
-            GL_WS2_CHAIN_REGS, GL_WS2_OUT_REGS, STATE_AUTO_GL_Z, GL_Z_OUT_REGS, GL_Z_PROD_REGS)
+            INTRA_V3_FAST_EXP, INTRA_V3_GS2_MAXNREG, INTRA_V3_MASK_OUT)
 
 
 def _call_signature(dev, tensors, flags):
