@@ -80,6 +80,9 @@ _SCRIPT = textwrap.dedent(r'''
                dict(T=1, H=2, K=32, cu_seqlens=[0, 1]), dict(T=1, H=16, HV=32, K=128), dict(T=2, H=16, HV=32, K=128)):
         gdn(kw)
         gdn(kw, STATE_IMPL="v2")
+    # calls without in-kernel L2 norm: the Triton state kernels with SPLIT_XU (round 12), tma (K = 16) and v2 (T = 1)
+    gdn(dict(T=64, H=1, HV=3, K=16, V=32, l2norm=False, h0=torch.bfloat16))
+    gdn(dict(T=1, H=2, K=32, l2norm=False))
     # the perf shapes' configurations (few programs: 3-stage state kernel; many: 2 stages), small T
     gdn(dict(T=64, H=16, HV=32, K=128))
     gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=[64 * i for i in range(11)]))

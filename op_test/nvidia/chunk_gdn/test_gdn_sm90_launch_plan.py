@@ -277,6 +277,23 @@ def test_gluon_ws_state_kernel_where_it_applies_and_fallbacks_elsewhere(plan, mo
     assert state_kernel(plan(T=256, H=16, HV=32)) == TMA
 
 
+def test_state_split_xu_for_calls_without_l2norm(plan, monkeypatch):
+    """``STATE_SPLIT_XU`` (round 12): the Triton state kernels (tma for K = 16 with TMA, v2 for T = 1) get SPLIT_XU
+    for calls without in-kernel L2 norm, not for calls with it; "never" turns it off, "always" on. The Gluon kernels
+    have no such constexpr (their domain, K in {64, 128}, is outside this rule's reason: see launch.py)."""
+    def meta(**kw):
+        return [m for n, _, _, m in plan(**kw)["launches"] if "state_output" in n][-1]
+    assert meta(T=256, K=16, l2norm=False)["SPLIT_XU"] is True
+    assert meta(T=1, K=16, l2norm=False)["SPLIT_XU"] is True
+    assert "SPLIT_XU" not in meta(T=256, K=16, l2norm=True)
+    if FEW == GL_WS:
+        assert "SPLIT_XU" not in meta(T=256, H=16, HV=32, K=128, l2norm=False)
+    monkeypatch.setattr(L, "STATE_SPLIT_XU", "never")
+    assert "SPLIT_XU" not in meta(T=256, K=16, l2norm=False)
+    monkeypatch.setattr(L, "STATE_SPLIT_XU", "always")
+    assert meta(T=256, K=16, l2norm=True)["SPLIT_XU"] is True
+
+
 @pytest.mark.parametrize("H,HV,gs", [(16, 32, 2), (4, 16, 2), (32, 32, 1), (16, 48, 1), (1, 1, 1), (3, 3, 1)])
 def test_intra_v3_value_heads_per_program(plan, H, HV, gs):
     """Round 11: two value heads of one q/k head per intra v3 program under GVA with an even G (the q/k tiles once

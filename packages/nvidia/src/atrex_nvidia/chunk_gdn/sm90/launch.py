@@ -147,6 +147,10 @@ STATE_TMA_PERSISTENT = False
 #   U_c through a double-buffered shared-memory hand-off, and a 1-warp TMA loader; GL_WS_OUT_REGS registers per output
 #   thread. BK in {64, 128}, BV in {32, 64}, sm90 only; where it or TMA does not apply, as "tma" does.
 GL_WS_OUT_REGS = 128
+# STATE_SPLIT_XU (round 12): the Triton state kernels (v2, tma) pass X (into U = A X) and U (into Aqk U and the state
+# update) to their dots as bf16 high + low pairs instead of one bf16 rounding each ("no_l2norm": calls without
+# in-kernel L2 norm, where key norms, and so U, are not bounded; "always"; "never"). Three more dots per chunk step.
+STATE_SPLIT_XU = "no_l2norm"
 # Round 12, built, measured on the H200 and removed (both correct: their target cases passed against float64 and gl_ws):
 #   "gl_ws2": a program's 32 columns as two chains of 16 (each with its own output partition) on one copy of the k, q,
 #     A, Aqk tiles, i.e. two chains per SM. Slower: state T=32768/16/32 0.674 ms against gl_ws's 0.587 (r32), T=8192
@@ -482,6 +486,7 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     if rc:
         BV, sw, sst = 64, 4, int(GL_RC_STAGES)
     use_h0, h0, h0_strides = _h0_args(initial_state, state_v_first, q)
+    split_xu = STATE_SPLIT_XU == "always" or (STATE_SPLIT_XU == "no_l2norm" and not use_qk_l2norm_in_kernel)
     grid = (triton.cdiv(V, BV), N * HV)
     want_tma = (STATE_IMPL in ("tma", "gl_ws", "gl_rc")
                 or (STATE_IMPL == "auto" and (BV, sw, sst) == _STATE_V2_FEW_CFG))
@@ -518,6 +523,8 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
         else:
             kern = _state_kernel(_k.atrex_sm90_gdn_state_output_tma, T)
             opts = dict(num_warps=sw, num_stages=sst)
+            if split_xu:
+                opts["SPLIT_XU"] = True
         launches.append((kern, grid, (
             *operands, fac, h0, o, ht if ht is not None else o, cu, float(scale),
             T, HV, K, V,
@@ -530,7 +537,8 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
         )))
     elif state_v2:
         launches.append((_state_kernel(_k.atrex_sm90_gdn_state_output_v2, T), grid, v2_args, dict(
-            v2_meta, PREFETCH=bool(STATE_PREFETCH), num_warps=sw, num_stages=sst, **({"EG_PLANE": 5} if fold else {}))))
+            v2_meta, PREFETCH=bool(STATE_PREFETCH), num_warps=sw, num_stages=sst, **({"EG_PLANE": 5} if fold else {}),
+            **({"SPLIT_XU": True} if split_xu else {}))))
     else:
         launches.append(_state_v1_launch(
             grid, qn, kn, v, beta, gam, A, Aqk, W, U, h0, o, ht, cu, scale, T, HV, K, V, h0_strides, total_t,
@@ -648,7 +656,7 @@ def _knobs():
             SPLIT_MIN_T, SPLIT_PIECES, _STATE_CFG_FEW,
             _STATE_CFG_MANY, _STATE_V2_FEW_CFG, _INTRA_CFG, GL_WS_OUT_REGS, STATE_AUTO_GL_WS, INTRA_V3_INV_FP16,
             INTRA_V3_FP16_FALLBACK, GL_RC_STAGES, GL_RC_PERSISTENT, STATE_AUTO_GL_RC, FOLD_QK_NORM, INTRA_V3_GVA_SHARE,
-            INTRA_V3_FAST_EXP, INTRA_V3_GS2_MAXNREG, INTRA_V3_MASK_OUT)
+            INTRA_V3_FAST_EXP, INTRA_V3_GS2_MAXNREG, INTRA_V3_MASK_OUT, STATE_SPLIT_XU)
 
 
 def _call_signature(dev, tensors, flags):
