@@ -28,3 +28,18 @@ gdn_sweep() {
 gdn_archive() {
   tar czf "$OUT/$1.tgz" -C "$OUT" --exclude "$1.tgz" . 2>/dev/null
 }
+
+# gdn_verify TIMEOUT: `atrex verify chunk_gdn --size small` (gates and probes against the reference), FAIL rows listed
+gdn_verify() {
+  timeout "$1" python3 -m atrex verify chunk_gdn --size small > "$OUT/verify_chunk_gdn.log" 2>&1
+  echo "verify exit $?"; tail -n 2 "$OUT/verify_chunk_gdn.log" | cut -c1-200
+  grep -h -E "FAIL|decay-0" "$OUT/verify_chunk_gdn.log" | head -6 | cut -c1-200
+}
+
+# gdn_graph_bench TIMEOUT: `atrex bench run chunk_gdn --size perf --graph` with fla-core 0.6 in the same run, records
+# appended to $OUT/history.jsonl (set ATREX_BENCH_COMMIT to the commit measured)
+gdn_graph_bench() {
+  timeout "$1" python3 -m atrex bench run chunk_gdn --size perf --graph --out "$OUT/graph" \
+    --history "$OUT/history.jsonl" --no-progress > "$OUT/bench_graph.log" 2>&1
+  echo "bench graph exit $?"; grep -h "^| perf" "$OUT"/graph/bench_*.md | cut -c1-140
+}
