@@ -213,6 +213,10 @@ VARIANTS = [
     # _s2)
     ("gl_rc", dict(state_impl="gl_rc")),
     ("gl_rc_s2", dict(state_impl="gl_rc", rc_stages=2)),
+    # round 12: the Triton state kernels with X and U as bf16 hi + lo pairs (STATE_SPLIT_XU, the default for calls
+    # without in-kernel L2 norm), forced on these L2-norm cases to measure its cost where those kernels run
+    ("tma_split", dict(state_impl="tma", split_xu="always")),
+    ("v2_split", dict(state_impl="v2", split_xu="always")),
     ("split8_rc", dict(split=True, pieces=8, split_min_t=128, state_impl="gl_rc")),
     ("split4_rc_prio0", dict(split=True, pieces=4, split_min_t=128, state_impl="gl_rc", prio=0)),
 ]
@@ -225,7 +229,8 @@ _HOOKS = dict(state="STATE_CFG_OVERRIDE", intra="INTRA_CFG_OVERRIDE", wy="USE_WY
               persistent="STATE_TMA_PERSISTENT", ws_out_regs="GL_WS_OUT_REGS",
               inv_fp16="INTRA_V3_INV_FP16", fp16_fallback="INTRA_V3_FP16_FALLBACK", rc_stages="GL_RC_STAGES",
               rc_persistent="GL_RC_PERSISTENT", fold_qk_norm="FOLD_QK_NORM", gva_share="INTRA_V3_GVA_SHARE",
-              fast_exp="INTRA_V3_FAST_EXP", gs2_maxnreg="INTRA_V3_GS2_MAXNREG", mask_out="INTRA_V3_MASK_OUT")
+              fast_exp="INTRA_V3_FAST_EXP", gs2_maxnreg="INTRA_V3_GS2_MAXNREG", mask_out="INTRA_V3_MASK_OUT",
+              split_xu="STATE_SPLIT_XU")
 
 
 def _select_variants(spec):
