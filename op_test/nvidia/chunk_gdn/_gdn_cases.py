@@ -806,7 +806,7 @@ def split_xu_check(launch, device="cpu"):
     errs = {}
     try:
         launch._launch = spy
-        for mode in ("no_l2norm", "never"):
+        for mode in (saved, "never"):
             launch.STATE_SPLIT_XU = mode
             o, h = launch.gdn_fwd(x["q"], x["k"], x["v"], x["g"], x["beta"], scale=x.get("scale") or x["q"].shape[-1]
                                   ** -0.5, initial_state=x.get("initial_state"), output_final_state=True,
@@ -815,7 +815,7 @@ def split_xu_check(launch, device="cpu"):
             errs[mode] = (rel_rmse(o.cpu(), ref_o), rel_rmse(h.cpu(), ref_h))
     finally:
         launch.STATE_SPLIT_XU, launch._launch = saved, orig
-    (eo, eh), (eo_never, _) = errs["no_l2norm"], errs["never"]
+    (eo, eh), (eo_never, _) = errs[saved], errs["never"]
     ran = len(metas) == 2 and metas[0].get("SPLIT_XU") is True and "SPLIT_XU" not in metas[1]
     return {"split_xu_decay0_probe": [eo, eh, RRMSE_BOUND],
             "split_xu_gain": [eo / eo_never, eo / eo_never, 0.85],

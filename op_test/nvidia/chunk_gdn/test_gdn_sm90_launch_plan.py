@@ -277,17 +277,21 @@ def test_gluon_ws_state_kernel_where_it_applies_and_fallbacks_elsewhere(plan, mo
     assert state_kernel(plan(T=256, H=16, HV=32)) == TMA
 
 
-def test_state_split_xu_for_calls_without_l2norm(plan, monkeypatch):
-    """``STATE_SPLIT_XU`` (round 12): the Triton state kernels (tma for K = 16 with TMA, v2 for T = 1) get SPLIT_XU
-    for calls without in-kernel L2 norm, not for calls with it; "never" turns it off, "always" on. The Gluon kernels
-    have no such constexpr (their domain, K in {64, 128}, is outside this rule's reason: see launch.py)."""
+def test_state_split_xu_for_small_k_calls_without_l2norm(plan, monkeypatch):
+    """``STATE_SPLIT_XU`` (round 12), default "small_no_l2norm": the Triton state kernels (tma for K = 16 / 32 with
+    TMA, v2 for T = 1) get SPLIT_XU for calls without in-kernel L2 norm and BK <= 32; not with L2 norm, not for K = 64
+    (v2 at T = 1 or the tma kernel under "tma") or K = 128. "no_l2norm" extends it to every BK, "never" turns it off,
+    "always" on. The Gluon kernels have no such constexpr."""
     def meta(**kw):
         return [m for n, _, _, m in plan(**kw)["launches"] if "state_output" in n][-1]
     assert meta(T=256, K=16, l2norm=False)["SPLIT_XU"] is True
-    assert meta(T=1, K=16, l2norm=False)["SPLIT_XU"] is True
+    assert meta(T=1, K=32, l2norm=False)["SPLIT_XU"] is True
     assert "SPLIT_XU" not in meta(T=256, K=16, l2norm=True)
-    if FEW == GL_WS:
-        assert "SPLIT_XU" not in meta(T=256, H=16, HV=32, K=128, l2norm=False)
+    assert "SPLIT_XU" not in meta(T=1, K=64, l2norm=False)
+    assert "SPLIT_XU" not in meta(T=1, H=16, HV=32, K=128, l2norm=False)
+    monkeypatch.setattr(L, "STATE_SPLIT_XU", "no_l2norm")
+    assert meta(T=1, K=64, l2norm=False)["SPLIT_XU"] is True
+    assert "SPLIT_XU" not in meta(T=1, K=64, l2norm=True)
     monkeypatch.setattr(L, "STATE_SPLIT_XU", "never")
     assert "SPLIT_XU" not in meta(T=256, K=16, l2norm=False)
     monkeypatch.setattr(L, "STATE_SPLIT_XU", "always")
