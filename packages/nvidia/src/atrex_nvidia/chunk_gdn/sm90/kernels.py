@@ -904,9 +904,9 @@ def _merge_level(X, Lm, rr, cc, B: tl.constexpr, INV_FP16: tl.constexpr):
 
 @triton.jit
 def _merge_level_mask_out(X, Lh, rr, cc, B: tl.constexpr):
-    """``_merge_level`` with the level mask on the product instead of on ``L`` (round 11, ``MASK_OUT``; built, not
-    measured yet): ``M_B X_B == mask_B(L X_B)`` with the same bits. ``X_B`` is block diagonal in blocks of B with exact
-    zeros elsewhere, so the (r, c) entry of ``L X_B`` sums ``L[r, j] X_B[j, c]`` over j in c's block only; at the
+    """``_merge_level`` with the level mask on the product instead of on ``L`` (round 11, ``MASK_OUT``; measured in
+    round 12, the default for GS = 2 programs): ``M_B X_B == mask_B(L X_B)`` with the same bits. ``X_B`` is block
+    diagonal in blocks of B with exact zeros elsewhere, so the (r, c) entry of ``L X_B`` sums ``L[r, j] X_B[j, c]`` over j in c's block only; at the
     level-B positions (r, c in one 2B block, in different B blocks) those ``L[r, j]`` are exactly the entries of
     ``M_B``, and the other products added are exact zeros, which leave an fp32 sum unchanged; at the upper-right
     positions the strictly lower L gives exact zeros, as ``M_B X_B`` does. So the left operand ``Lh`` (L rounded to the
@@ -1041,8 +1041,8 @@ def atrex_sm90_gdn_intra_chunk_v3(
     With ``FAST_EXP`` (round 11; not under the interpreter, which has no inline PTX) the 64x64 decay tile takes
     ``ex2.approx.ftz``: ``tl.exp``'s ``ex2.approx`` without ftz costs three more instructions per element for
     denormal results (e^x below 2^-126, which the tile's fp16 / bf16 uses round to zero or can not matter).
-    With ``MASK_OUT`` (round 11, built, NOT measured on a GPU) the merges mask the product instead of L
-    (``_merge_level_mask_out``: same bits, L rounded once).
+    With ``MASK_OUT`` (round 11; the default for GS = 2 programs since round 12: launch.INTRA_V3_MASK_OUT) the merges
+    mask the product instead of L (``_merge_level_mask_out``: same bits, L rounded once).
     """
     live, c, bos, eos, tg0, t0, h, hv0, q_base, k_base, g_base0, b_base0 = _intra_tile(
         q, k, g, beta, co, cu, N, T, HV, n_search, s_qb, s_qh, s_kb, s_kh, s_gb, s_gh, s_bb, s_bh, IS_VARLEN, G, GS)
