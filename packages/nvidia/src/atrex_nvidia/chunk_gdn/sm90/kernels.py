@@ -906,11 +906,12 @@ def _merge_level(X, Lm, rr, cc, B: tl.constexpr, INV_FP16: tl.constexpr):
 def _merge_level_mask_out(X, Lh, rr, cc, B: tl.constexpr):
     """``_merge_level`` with the level mask on the product instead of on ``L`` (round 11, ``MASK_OUT``; measured in
     round 12, the default for GS = 2 programs): ``M_B X_B == mask_B(L X_B)`` with the same bits. ``X_B`` is block
-    diagonal in blocks of B with exact zeros elsewhere, so the (r, c) entry of ``L X_B`` sums ``L[r, j] X_B[j, c]`` over j in c's block only; at the
-    level-B positions (r, c in one 2B block, in different B blocks) those ``L[r, j]`` are exactly the entries of
-    ``M_B``, and the other products added are exact zeros, which leave an fp32 sum unchanged; at the upper-right
-    positions the strictly lower L gives exact zeros, as ``M_B X_B`` does. So the left operand ``Lh`` (L rounded to the
-    merge dtype once) is the same tile at every level and the fp32 ``L`` need not stay live through the merges."""
+    diagonal in blocks of B with exact zeros elsewhere, so the (r, c) entry of ``L X_B`` sums ``L[r, j] X_B[j, c]``
+    over j in c's block only; at the level-B positions (r, c in one 2B block, in different B blocks) those
+    ``L[r, j]`` are exactly the entries of ``M_B``, and the other products added are exact zeros, which leave an fp32
+    sum unchanged; at the upper-right positions the strictly lower L gives exact zeros, as ``M_B X_B`` does. So the left
+    operand ``Lh`` (L rounded to the merge dtype once) is the same tile at every level and the fp32 ``L`` need not
+    stay live through the merges."""
     lvl = ((rr // (2 * B)) == (cc // (2 * B))) & ((rr // B) != (cc // B))
     Xh = X.to(Lh.dtype)
     MX = tl.where(lvl, tl.dot(Lh, Xh), 0.0)
