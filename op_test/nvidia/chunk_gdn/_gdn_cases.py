@@ -279,6 +279,10 @@ VARIANT_HOOKS = {  # launcher variants measured by bench_gdn's sweep besides the
     "state_tma_host_desc": dict(STATE_IMPL="tma", TMA_DEVICE_DESC=False),
     "state_tma_persistent": dict(STATE_IMPL="tma", STATE_TMA_PERSISTENT=True),
     "state_gluon_ws": dict(STATE_IMPL="gl_ws"),
+    # round 13: gl_ws with the row factors in the load slots, and with the U hand-off after the update's issue
+    "state_gluon_ws_fac_smem": dict(STATE_IMPL="gl_ws", GL_WS_FAC_SMEM=True),
+    "state_gluon_ws_late_u": dict(STATE_IMPL="gl_ws", GL_WS_LATE_U=True),
+    "state_gluon_ws_fac_smem_late_u": dict(STATE_IMPL="gl_ws", GL_WS_FAC_SMEM=True, GL_WS_LATE_U=True),
     "state_gluon_rc": dict(STATE_IMPL="gl_rc"),
     "state_gluon_rc_s2_grid": dict(STATE_IMPL="gl_rc", GL_RC_STAGES=2, GL_RC_PERSISTENT=False),
     "fold_qk_norm": dict(FOLD_QK_NORM=True),  # round 10: raw q/k in the state kernel (v2 or gl_rc), norms in factors
@@ -425,7 +429,7 @@ GLUON_CASES = [(cid, kw) for cid, kw in GPU_CASES
 ]
 
 
-@pytest.mark.parametrize("impl", ["gl_ws", "gl_rc"])
+@pytest.mark.parametrize("impl", ["gl_ws", "gl_rc", "gl_ws_fac_smem_late_u"])
 @pytest.mark.parametrize("case_id,kw", GLUON_CASES, ids=[c[0] for c in GLUON_CASES])
 def test_gluon_state_kernel(case_id, kw, impl, monkeypatch):
     """STATE_IMPL "gl_ws" (round 9: chain, output and TMA-loader partitions) and "gl_rc" (round 10: the same
@@ -434,6 +438,10 @@ def test_gluon_state_kernel(case_id, kw, impl, monkeypatch):
     varlen with sequences of 1 and 65 tokens, no L2 norm, strong decay), and the call launched the kernel."""
     pytest.importorskip("triton.experimental.gluon")
     from atrex_nvidia.chunk_gdn.sm90 import launch
+    if impl == "gl_ws_fac_smem_late_u":  # (round 13's gl_ws options)
+        impl = "gl_ws"
+        monkeypatch.setattr(launch, "GL_WS_FAC_SMEM", True)
+        monkeypatch.setattr(launch, "GL_WS_LATE_U", True)
     monkeypatch.setattr(launch, "STATE_IMPL", impl)
     ran, orig = [], launch._launch
 
@@ -502,6 +510,33 @@ def test_gluon_ws_rings_and_empty_sequences(case_id, kw, stages, monkeypatch):
     monkeypatch.setattr(launch, "STATE_IMPL", "gl_ws")
     eo, eh, bound = run_case(fwd(), case_id, kw, "cuda")
     assert eo <= bound and eh <= bound, (case_id, eo, eh, bound)
+
+
+WS_OPTIONS = {"fac_smem": dict(GL_WS_FAC_SMEM=True), "late_u": dict(GL_WS_LATE_U=True),
+              "fac_smem_late_u": dict(GL_WS_FAC_SMEM=True, GL_WS_LATE_U=True)}
+
+
+@pytest.mark.parametrize("option", sorted(WS_OPTIONS))
+@pytest.mark.parametrize("stages", [2, 3])
+@pytest.mark.parametrize("case_id,kw", WS_CASES, ids=[c[0] for c in WS_CASES])
+def test_gluon_ws_options_same_bits(case_id, kw, stages, option, monkeypatch):
+    """gl_ws's round-13 options (GL_WS_FAC_SMEM: the row factors copied into the load slots by the loader warp and read
+    there; GL_WS_LATE_U: U_c handed to the output partition after the update is issued) move where operands come from
+    and when the hand-off happens, not what is computed: output and final state must equal plain gl_ws's bit for bit,
+    over the ring-wrapping and empty / 1 / 65-token cases at 2 and 3 load slots. A stale factor slot, a lost hand-off or
+    a U buffer overwritten early changes the bits (or hangs)."""
+    pytest.importorskip("triton.experimental.gluon")
+    import torch as _torch
+
+    from atrex_nvidia.chunk_gdn.sm90 import launch
+    monkeypatch.setattr(launch, "STATE_CFG_OVERRIDE", (32, 4, stages))
+    inp = make_inputs(device="cuda", **kw)
+    o1, h1 = state_impl_outputs(launch, monkeypatch, inp, ("gl_ws",))[0]["gl_ws"]
+    for name, value in WS_OPTIONS[option].items():
+        monkeypatch.setattr(launch, name, value)
+    outs, _ = state_impl_outputs(launch, monkeypatch, inp, ("gl_ws",))
+    o2, h2 = outs["gl_ws"]
+    assert _torch.equal(o1, o2) and _torch.equal(h1, h2), (rrmse(o1, o2), rrmse(h1, h2))
 
 
 @pytest.mark.parametrize("sm_count", [None, 3], ids=["grid_sms", "grid3"])

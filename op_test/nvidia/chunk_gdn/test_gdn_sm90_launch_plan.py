@@ -277,6 +277,27 @@ def test_gluon_ws_state_kernel_where_it_applies_and_fallbacks_elsewhere(plan, mo
     assert state_kernel(plan(T=256, H=16, HV=32)) == TMA
 
 
+def test_gluon_ws_round13_options_reach_the_launch(plan, monkeypatch):
+    """GL_WS_FAC_SMEM and GL_WS_LATE_U (round 13) become the gl_ws launch's FAC_SMEM / LATE_U constexprs when set and
+    are absent from the launch when not (so the unset launch is the round-12 binary); they are part of the call
+    signature (a changed knob is a new warm-up key), and they do not reach other state kernels."""
+    pytest.importorskip("triton.experimental.gluon")
+    monkeypatch.setattr(L, "STATE_IMPL", "gl_ws")
+
+    def meta(**kw):
+        name, _, _, m = plan(T=256, H=16, HV=32, **kw)["launches"][-1]
+        assert name == GL_WS
+        return m
+    base = meta()
+    assert "FAC_SMEM" not in base and "LATE_U" not in base
+    sig0 = L._knobs()
+    for knob, key in (("GL_WS_FAC_SMEM", "FAC_SMEM"), ("GL_WS_LATE_U", "LATE_U")):
+        monkeypatch.setattr(L, knob, True)
+        assert meta()[key] is True
+    assert L._knobs() != sig0
+    assert "FAC_SMEM" not in [m for n, _, _, m in plan(T=256, K=32)["launches"] if "state_output" in n][-1]
+
+
 def test_state_split_xu_for_small_k_calls_without_l2norm(plan, monkeypatch):
     """``STATE_SPLIT_XU`` (round 12), default "small_no_l2norm": the Triton state kernels (tma for K = 16 / 32 with
     TMA, v2 for T = 1) get SPLIT_XU for calls without in-kernel L2 norm and BK <= 32; not with L2 norm, not for K = 64

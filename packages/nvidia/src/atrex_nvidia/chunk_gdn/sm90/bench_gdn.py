@@ -209,6 +209,12 @@ VARIANTS = [
     ("gl_ws", dict(state_impl="gl_ws")),
     ("gl_ws_s2", dict(state_impl="gl_ws", state=(32, 4, 2))),
     ("gl_ws_o96", dict(state_impl="gl_ws", ws_out_regs=96)),
+    # round 13: gl_ws with the row factors copied into the load slots by the loader (GL_WS_FAC_SMEM)
+    ("gl_ws_fac", dict(state_impl="gl_ws", ws_fac_smem=True)),
+    ("ws_fac", dict(ws_fac_smem=True)),
+    ("ws_nofac", dict(ws_fac_smem=False)),
+    ("ws_lateu", dict(ws_late_u=True)),
+    ("ws_fac_lateu", dict(ws_fac_smem=True, ws_late_u=True)),
     # round 10: register-chain Gluon state pass (transposed state, BV = 64; persistent unless _np; 3 load slots unless
     # _s2)
     ("gl_rc", dict(state_impl="gl_rc")),
@@ -230,7 +236,7 @@ _HOOKS = dict(state="STATE_CFG_OVERRIDE", intra="INTRA_CFG_OVERRIDE", wy="USE_WY
               inv_fp16="INTRA_V3_INV_FP16", fp16_fallback="INTRA_V3_FP16_FALLBACK", rc_stages="GL_RC_STAGES",
               rc_persistent="GL_RC_PERSISTENT", fold_qk_norm="FOLD_QK_NORM", gva_share="INTRA_V3_GVA_SHARE",
               fast_exp="INTRA_V3_FAST_EXP", gs2_maxnreg="INTRA_V3_GS2_MAXNREG", mask_out="INTRA_V3_MASK_OUT",
-              split_xu="STATE_SPLIT_XU")
+              split_xu="STATE_SPLIT_XU", ws_fac_smem="GL_WS_FAC_SMEM", ws_late_u="GL_WS_LATE_U")
 
 
 def _select_variants(spec):

@@ -179,23 +179,41 @@ def _load_chunk(descs, bar, slot, k_s, q_s, a_s, aq_s, v_s, row, arow, l0, qcol,
 
 
 @gluon.jit
-def _ws_loader(kd, qd, vd, ad, aqd, k_s, q_s, a_s, aq_s, v_s, ready, empty, NT, row, arow, qcol, vcol,
-               ROWS, QW, VW, s_qr, s_kr, s_vr, HV, TOTAL_T,
-               BK: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr):
+def _ws_loader(kd, qd, vd, ad, aqd, k_s, q_s, a_s, aq_s, v_s, f_s, el_s, ready, empty, NT, row, arow, qcol, vcol,
+               ROWS, QW, VW, s_qr, s_kr, s_vr, HV, TOTAL_T, f_base, L,
+               BK: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr, FAC_SMEM: gl.constexpr):
     """Loader partition (1 warp): chunk c's k, q, A, Aqk and v tiles into slot c % STAGES by TMA, after both
     consumers released the slot's previous chunk (empty barriers start 'phase 1 complete': the first round passes).
-    The descriptors are built here, by the only partition that uses them."""
+    The descriptors are built here, by the only partition that uses them. With ``FAC_SMEM`` also the chunk's factor
+    planes 1-4 (0 past the sequence end) into ``f_s`` rows 4 slot .. 4 slot + 3 and e^gamma_last (in all BK entries)
+    into ``el_s`` row slot, by cp.async tracked by the slot's ready barrier (as in gl_rc's loader)."""
     descs = _descriptors(kd, qd, vd, ad, aqd, ROWS, QW, VW, s_qr, s_kr, s_vr, HV, TOTAL_T, BK, BV)
+    FL: gl.constexpr = gl.BlockedLayout([2], [32], [1], [0])
+    EL: gl.constexpr = gl.BlockedLayout([BK // 32], [32], [1], [0])
+    fr = gl.arange(0, 64, layout=FL)
+    er = gl.arange(0, BK, layout=EL)
+    plane = (HV + fr * 0).to(gl.int64) * TOTAL_T
     for c in range(NT):
         slot = c % STAGES
         mbarrier.wait(empty.index(slot), ((c // STAGES) & 1) ^ 1)
-        _load_chunk(descs, ready.index(slot), slot, k_s, q_s, a_s, aq_s, v_s, row, arow, c * 64, qcol, vcol, BK, BV)
+        bar = ready.index(slot)
+        if FAC_SMEM:
+            l0 = c * 64
+            fm = (l0 + fr) < L
+            for j in gl.static_range(4):  # planes 1-4: beta, beta e^gamma, e^gamma, e^(gamma_last - gamma)
+                _cp_async(f_s.index(slot * 4 + j), f_base + (j + 1) * plane + l0 + fr, mask=fm)
+            _cp_async(el_s.index(slot), f_base + 3 * (HV + er * 0).to(gl.int64) * TOTAL_T + gl.minimum(L, l0 + 64) - 1
+                      + er * 0)
+            async_copy.mbarrier_arrive(bar)  # (before the expect's own arrive: see _rc_loader)
+        _load_chunk(descs, bar, slot, k_s, q_s, a_s, aq_s, v_s, row, arow, c * 64, qcol, vcol, BK, BV)
 
 
 @gluon.jit
-def _ws_output(q_s, aq_s, sb_s, u_s, ready, empty, su_ready, su_empty, o, fac, NT, row, bos, L, hv, HV, TOTAL_T,
-               b_idx, s_ob, s_ot, s_oh, offs_vc, V, scale, BV: gl.constexpr, STAGES: gl.constexpr):
-    """Output partition (4 warps): per chunk, both off-chain dots as one asynchronous pair, then the epilogue."""
+def _ws_output(q_s, aq_s, sb_s, u_s, f_s, ready, empty, su_ready, su_empty, o, fac, NT, row, bos, L, hv, HV, TOTAL_T,
+               b_idx, s_ob, s_ot, s_oh, offs_vc, V, scale, BV: gl.constexpr, STAGES: gl.constexpr,
+               FAC_SMEM: gl.constexpr):
+    """Output partition (4 warps): per chunk, both off-chain dots as one asynchronous pair, then the epilogue
+    (e^gamma from the slot's factor rows with ``FAC_SMEM``, else loaded from ``fac`` one chunk ahead)."""
     MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BV, 16])
     ROW: gl.constexpr = gl.SliceLayout(1, MMA)
     COL: gl.constexpr = gl.SliceLayout(0, MMA)
@@ -206,13 +224,19 @@ def _ws_output(q_s, aq_s, sb_s, u_s, ready, empty, su_ready, su_empty, o, fac, N
     o_base = o + b_idx.to(gl.int64) * s_ob + hv * s_oh
     plane = (hv * 0 + HV).to(gl.int64) * TOTAL_T
     p_eg = fac + 3 * plane + hv.to(gl.int64) * TOTAL_T + row.to(gl.int64)  # e^gamma of the sequence's rows
-    eg = gl.load(p_eg + ro, mask=ro < L, other=0.0)
+    if FAC_SMEM:
+        eg = gl.zeros([64], gl.float32, ROW)
+    else:
+        eg = gl.load(p_eg + ro, mask=ro < L, other=0.0)
     for c in range(NT):
         l0 = c * 64
         slot = c % STAGES
         b = c % 2
-        eg_n = gl.load(p_eg + l0 + 64 + ro, mask=(l0 + 64 + ro) < L, other=0.0)
+        if not FAC_SMEM:
+            eg_n = gl.load(p_eg + l0 + 64 + ro, mask=(l0 + 64 + ro) < L, other=0.0)
         mbarrier.wait(ready.index(slot), (c // STAGES) & 1)
+        if FAC_SMEM:
+            eg = f_s.index(slot * 4 + 2).load(ROW)
         mbarrier.wait(su_ready.index(b), (c // 2) & 1)
         qs = warpgroup_mma(q_s.index(slot), sb_s.index(b), zero, use_acc=False, is_async=True)
         ot = warpgroup_mma(aq_s.index(slot), u_s.index(b), zero, use_acc=False, is_async=True)
@@ -224,23 +248,29 @@ def _ws_output(q_s, aq_s, sb_s, u_s, ready, empty, su_ready, su_empty, o, fac, N
         mo = gl.expand_dims((l0 + ro) < L, 1) & mc
         p_o = o_base + gl.expand_dims((bos + l0 + ro).to(gl.int64) * s_ot, 1) + gl.expand_dims(cs, 0)
         gl.store(p_o, out.to(p_o.dtype.element_ty), mask=mo)
-        eg = eg_n
+        if not FAC_SMEM:
+            eg = eg_n
 
 
 @gluon.jit
-def _ws_chain(k_s, a_s, v_s, sb_s, x_s, u_s, ud_s, ready, empty, su_ready, su_empty, S, f_base, plane, NT, L,
-              BV: gl.constexpr, STAGES: gl.constexpr):
-    """Chain partition (default, 4 warps): the state recurrence; returns ``(final state,)``."""
+def _ws_chain(k_s, a_s, v_s, sb_s, x_s, u_s, ud_s, f_s, el_s, ready, empty, su_ready, su_empty, S, f_base, plane, NT,
+              L, BV: gl.constexpr, STAGES: gl.constexpr, FAC_SMEM: gl.constexpr, LATE_U: gl.constexpr):
+    """Chain partition (default, 4 warps): the state recurrence; returns ``(final state,)``. The row factors come
+    from the slot's factor rows with ``FAC_SMEM`` (no global load in the loop), else from ``fac`` one chunk ahead.
+    With ``LATE_U`` the hand-off of U_c to the output partition (store, fence, barrier, arrive) follows the issue of
+    the state update instead of preceding it."""
     MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BV, 16])
     ROW: gl.constexpr = gl.SliceLayout(1, MMA)
     dt: gl.constexpr = sb_s.dtype
     zero = gl.zeros([64, BV], gl.float32, MMA)
-    bt, be, _eg, dk, egl = _row_factors(f_base, plane, 0, L, ROW)  # (e^gamma: the output partition's)
+    if not FAC_SMEM:
+        bt, be, _eg, dk, egl = _row_factors(f_base, plane, 0, L, ROW)  # (e^gamma: the output partition's)
     for c in range(NT):
         l0 = c * 64
         slot = c % STAGES
         b = c % 2
-        bt_n, be_n, _eg_n, dk_n, egl_n = _row_factors(f_base, plane, l0 + 64, L, ROW)
+        if not FAC_SMEM:
+            bt_n, be_n, _eg_n, dk_n, egl_n = _row_factors(f_base, plane, l0 + 64, L, ROW)
         sb = sb_s.index(b)
         mbarrier.wait(su_empty.index(b), ((c // 2) & 1) ^ 1)  # the output partition is done with chunk c - 2
         sb.store(S.to(dt))
@@ -252,21 +282,39 @@ def _ws_chain(k_s, a_s, v_s, sb_s, x_s, u_s, ud_s, ready, empty, su_ready, su_em
         kb = k_s.index(slot)
         ks = warpgroup_mma(kb, sb, zero, use_acc=False, is_async=True)
         vt = v_s.index(slot).load(MMA).to(gl.float32)
+        if FAC_SMEM:
+            c_bt = f_s.index(slot * 4).load(ROW)
+            c_be = f_s.index(slot * 4 + 1).load(ROW)
+            c_dk = f_s.index(slot * 4 + 3).load(ROW)
+            c_egl = gl.expand_dims(el_s.index(slot).load(ROW), 1)
+        else:
+            c_bt, c_be, c_dk, c_egl = bt, be, dk, egl
         ks = warpgroup_mma_wait(0, deps=[ks])
-        X = gl.expand_dims(bt, 1) * vt - gl.expand_dims(be, 1) * ks
+        X = gl.expand_dims(c_bt, 1) * vt - gl.expand_dims(c_be, 1) * ks
         x_s.store(X.to(dt))
         fence_async_shared()
         _cta_barrier()
         u = warpgroup_mma(a_s.index(slot), x_s, zero, use_acc=False, is_async=True)
         u = warpgroup_mma_wait(0, deps=[u])
-        u_s.index(b).store(u.to(dt))
-        ud_s.store((u * gl.expand_dims(dk, 1)).to(dt))
-        fence_async_shared()
-        _cta_barrier()
-        mbarrier.arrive(su_ready.index(b), count=1)
-        st = warpgroup_mma(kb.permute((1, 0)), ud_s, S * egl, is_async=True)
+        if LATE_U:  # U_c for the output partition stored while the update runs, off the chain
+            ud_s.store((u * gl.expand_dims(c_dk, 1)).to(dt))
+            fence_async_shared()
+            _cta_barrier()
+            st = warpgroup_mma(kb.permute((1, 0)), ud_s, S * c_egl, is_async=True)
+            u_s.index(b).store(u.to(dt))
+            fence_async_shared()
+            _cta_barrier()
+            mbarrier.arrive(su_ready.index(b), count=1)
+        else:
+            u_s.index(b).store(u.to(dt))
+            ud_s.store((u * gl.expand_dims(c_dk, 1)).to(dt))
+            fence_async_shared()
+            _cta_barrier()
+            mbarrier.arrive(su_ready.index(b), count=1)
+            st = warpgroup_mma(kb.permute((1, 0)), ud_s, S * c_egl, is_async=True)
         S = warpgroup_mma_wait(0, deps=[st])
-        bt, be, dk, egl = bt_n, be_n, dk_n, egl_n
+        if not FAC_SMEM:
+            bt, be, dk, egl = bt_n, be_n, dk_n, egl_n
     return (S,)  # a tuple: Triton 3.6 flattens the default partition's result as a sequence
 
 
@@ -279,14 +327,17 @@ def atrex_sm90_gdn_state_output_gl_ws(
     TOTAL_T, ROWS, QW, VW, s_qr, s_kr, s_vr, N_NH,
     IS_VARLEN: gl.constexpr, G: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr,
     USE_H0: gl.constexpr, STORE_HT: gl.constexpr, STATE_V_FIRST: gl.constexpr, DEVICE_DESC: gl.constexpr,
-    PERSISTENT: gl.constexpr, STAGES: gl.constexpr, OUT_REGS: gl.constexpr,
+    PERSISTENT: gl.constexpr, STAGES: gl.constexpr, OUT_REGS: gl.constexpr, FAC_SMEM: gl.constexpr = False,
+    LATE_U: gl.constexpr = False,
 ):
     """The Triton tma kernel's math, arguments and grid (descriptors built in the kernel: DEVICE_DESC True, PERSISTENT
     False), with the work of a program split over three warp partitions (the block comment above): the 4 chain warps
     issue only the recurrence, the output dots and epilogue run on 4 other warps, the TMA loads on a ninth. Rows of a
     chunk past the sequence end hold the next sequence's (finite) rows, as in the tma kernel: the masked row factors
     (0) remove them from the state and the output store skips them. K == BK (64 or 128), BV in {32, 64}; num_warps
-    must be 4 (the chain partition); STAGES load slots; OUT_REGS registers per output-partition thread."""
+    must be 4 (the chain partition); STAGES load slots; OUT_REGS registers per output-partition thread. With
+    ``FAC_SMEM`` (round 13) the loader also copies each chunk's row factors into the load slot (cp.async), so that
+    neither consumer loads from global memory inside its loop. ``LATE_U`` (round 13): see ``_ws_chain``."""
     MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BV, 16])
     ROW: gl.constexpr = gl.SliceLayout(1, MMA)
     COL: gl.constexpr = gl.SliceLayout(0, MMA)
@@ -317,15 +368,18 @@ def atrex_sm90_gdn_state_output_gl_ws(
     u_s = gl.allocate_shared_memory(dt, [2, 64, BV], SH_V)
     x_s = gl.allocate_shared_memory(dt, [64, BV], SH_V)
     ud_s = gl.allocate_shared_memory(dt, [64, BV], SH_V)
+    FAC_ROWS: gl.constexpr = STAGES if FAC_SMEM else 1
+    f_s = gl.allocate_shared_memory(gl.float32, [FAC_ROWS * 4, 64], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+    el_s = gl.allocate_shared_memory(gl.float32, [FAC_ROWS, BK], gl.SwizzledSharedLayout(1, 1, 1, [0]))
     ready, empty, su_ready, su_empty = _ring_barriers(STAGES)
 
     res = gl.warp_specialize([
-        (_ws_chain, (k_s, a_s, v_s, sb_s, x_s, u_s, ud_s, ready, empty, su_ready, su_empty, S, f_base, plane, NT,
-                     L, BV, STAGES)),
-        (_ws_output, (q_s, aq_s, sb_s, u_s, ready, empty, su_ready, su_empty, o, fac, NT, row, bos, L, hv, HV,
-                      TOTAL_T, b_idx, s_ob, s_ot, s_oh, offs_vc, V, scale, BV, STAGES)),
-        (_ws_loader, (kd, qd, vd, ad, aqd, k_s, q_s, a_s, aq_s, v_s, ready, empty, NT, row, arow, qcol, vcol,
-                      ROWS, QW, VW, s_qr, s_kr, s_vr, HV, TOTAL_T, BK, BV, STAGES)),
+        (_ws_chain, (k_s, a_s, v_s, sb_s, x_s, u_s, ud_s, f_s, el_s, ready, empty, su_ready, su_empty, S, f_base,
+                     plane, NT, L, BV, STAGES, FAC_SMEM, LATE_U)),
+        (_ws_output, (q_s, aq_s, sb_s, u_s, f_s, ready, empty, su_ready, su_empty, o, fac, NT, row, bos, L, hv, HV,
+                      TOTAL_T, b_idx, s_ob, s_ot, s_oh, offs_vc, V, scale, BV, STAGES, FAC_SMEM)),
+        (_ws_loader, (kd, qd, vd, ad, aqd, k_s, q_s, a_s, aq_s, v_s, f_s, el_s, ready, empty, NT, row, arow, qcol,
+                      vcol, ROWS, QW, VW, s_qr, s_kr, s_vr, HV, TOTAL_T, f_base, L, BK, BV, STAGES, FAC_SMEM)),
     ], [4, 1], [OUT_REGS, 24])
     S = res[0]
 

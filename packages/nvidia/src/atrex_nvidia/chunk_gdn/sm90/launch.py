@@ -147,6 +147,16 @@ STATE_TMA_PERSISTENT = False
 #   U_c through a double-buffered shared-memory hand-off, and a 1-warp TMA loader; GL_WS_OUT_REGS registers per output
 #   thread. BK in {64, 128}, BV in {32, 64}, sm90 only; where it or TMA does not apply, as "tma" does.
 GL_WS_OUT_REGS = 128
+# GL_WS_FAC_SMEM (round 13): gl_ws's loader warp also copies each chunk's row factors (beta, beta e^gamma, e^gamma,
+# e^(gamma_last - gamma), e^gamma_last) into the load slot by cp.async, tracked by the slot's ready barrier, and the
+# chain and output partitions read them from shared memory where they use them. Without it each chain step issues
+# seven global loads (the next chunk's factors) at its top, and the proxy fence that follows the S store
+# (MEMBAR.ALL.CTA in the sm90 SASS) is issued while they are in flight.
+GL_WS_FAC_SMEM = False
+# GL_WS_LATE_U (round 13): gl_ws's chain stores U_c for the output partition (and fences, synchronises, arrives) after
+# issuing the state update that reads dk U_c, instead of before it: one 64 x BV store, fence and barrier fewer on the
+# chain's critical path, one more barrier while the update runs.
+GL_WS_LATE_U = False
 # STATE_SPLIT_XU (round 12): the Triton state kernels (v2, tma) pass X (into U = A X) and U (into Aqk U and the state
 # update) to their dots as bf16 high + low pairs instead of one bf16 rounding each: three more dots per chunk step.
 # "small_no_l2norm" (default): calls without in-kernel L2 norm (key norms, so U, unbounded) and BK <= 32; "no_l2norm":
@@ -530,6 +540,10 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
         elif (STATE_IMPL == "gl_ws" or auto_ws) and gl_ok and device_desc and not persistent:
             kern = _gluon_state_kernel("atrex_sm90_gdn_state_output_gl_ws")
             opts = dict(num_warps=4, STAGES=max(2, sst), OUT_REGS=int(GL_WS_OUT_REGS))
+            if GL_WS_FAC_SMEM:
+                opts["FAC_SMEM"] = True
+            if GL_WS_LATE_U:
+                opts["LATE_U"] = True
         else:
             kern = _state_kernel(_k.atrex_sm90_gdn_state_output_tma, T)
             opts = dict(num_warps=sw, num_stages=sst)
@@ -666,7 +680,8 @@ def _knobs():
             SPLIT_MIN_T, SPLIT_PIECES, _STATE_CFG_FEW,
             _STATE_CFG_MANY, _STATE_V2_FEW_CFG, _INTRA_CFG, GL_WS_OUT_REGS, STATE_AUTO_GL_WS, INTRA_V3_INV_FP16,
             INTRA_V3_FP16_FALLBACK, GL_RC_STAGES, GL_RC_PERSISTENT, STATE_AUTO_GL_RC, FOLD_QK_NORM, INTRA_V3_GVA_SHARE,
-            INTRA_V3_FAST_EXP, INTRA_V3_GS2_MAXNREG, INTRA_V3_MASK_OUT, STATE_SPLIT_XU)
+            INTRA_V3_FAST_EXP, INTRA_V3_GS2_MAXNREG, INTRA_V3_MASK_OUT, STATE_SPLIT_XU, GL_WS_FAC_SMEM,
+            GL_WS_LATE_U)
 
 
 def _call_signature(dev, tensors, flags):
