@@ -184,28 +184,44 @@ def _ws_loader(kd, qd, vd, ad, aqd, k_s, q_s, a_s, aq_s, v_s, f_s, el_s, ready, 
                BK: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr, FAC_SMEM: gl.constexpr):
     """Loader partition (1 warp): chunk c's k, q, A, Aqk and v tiles into slot c % STAGES by TMA, after both
     consumers released the slot's previous chunk (empty barriers start 'phase 1 complete': the first round passes).
-    The descriptors are built here, by the only partition that uses them. With ``FAC_SMEM`` also the chunk's factor
-    planes 1-4 (0 past the sequence end) into ``f_s`` rows 4 slot .. 4 slot + 3 and e^gamma_last (in all BK entries)
-    into ``el_s`` row slot, by cp.async tracked by the slot's ready barrier (as in gl_rc's loader)."""
+    The descriptors are built here, by the only partition that uses them. With ``FAC_SMEM`` the warp also stores the
+    chunk's factor planes 1-4 (0 past the sequence end) into ``f_s`` rows 4 slot .. 4 slot + 3 and e^gamma_last (in
+    all BK entries) into ``el_s`` row slot, before the slot's ready arrive (which releases them to the consumers). It
+    loads them from global memory one chunk ahead, while it waits for the next free slot, so that their latency
+    falls on this warp, not on the chain."""
     descs = _descriptors(kd, qd, vd, ad, aqd, ROWS, QW, VW, s_qr, s_kr, s_vr, HV, TOTAL_T, BK, BV)
-    FL: gl.constexpr = gl.BlockedLayout([2], [32], [1], [0])
-    EL: gl.constexpr = gl.BlockedLayout([BK // 32], [32], [1], [0])
-    fr = gl.arange(0, 64, layout=FL)
-    er = gl.arange(0, BK, layout=EL)
-    plane = (HV + fr * 0).to(gl.int64) * TOTAL_T
+    if FAC_SMEM:
+        FL: gl.constexpr = gl.BlockedLayout([2], [32], [1], [0])
+        EL: gl.constexpr = gl.BlockedLayout([BK // 32], [32], [1], [0])
+        fr = gl.arange(0, 64, layout=FL)
+        er = gl.arange(0, BK, layout=EL)
+        plane = (HV + fr * 0).to(gl.int64) * TOTAL_T
+        p_el = f_base + 3 * (HV + er * 0).to(gl.int64) * TOTAL_T - 1
+        fm = fr < L
+        f1 = gl.load(f_base + plane + fr, mask=fm, other=0.0)
+        f2 = gl.load(f_base + 2 * plane + fr, mask=fm, other=0.0)
+        f3 = gl.load(f_base + 3 * plane + fr, mask=fm, other=0.0)
+        f4 = gl.load(f_base + 4 * plane + fr, mask=fm, other=0.0)
+        fe = gl.load(p_el + gl.minimum(L, 64) + er * 0, mask=(er * 0) < L, other=1.0)
     for c in range(NT):
         slot = c % STAGES
         mbarrier.wait(empty.index(slot), ((c // STAGES) & 1) ^ 1)
-        bar = ready.index(slot)
         if FAC_SMEM:
-            l0 = c * 64
-            fm = (l0 + fr) < L
-            for j in gl.static_range(4):  # planes 1-4: beta, beta e^gamma, e^gamma, e^(gamma_last - gamma)
-                _cp_async(f_s.index(slot * 4 + j), f_base + (j + 1) * plane + l0 + fr, mask=fm)
-            _cp_async(el_s.index(slot), f_base + 3 * (HV + er * 0).to(gl.int64) * TOTAL_T + gl.minimum(L, l0 + 64) - 1
-                      + er * 0)
-            async_copy.mbarrier_arrive(bar)  # (before the expect's own arrive: see _rc_loader)
-        _load_chunk(descs, bar, slot, k_s, q_s, a_s, aq_s, v_s, row, arow, c * 64, qcol, vcol, BK, BV)
+            f_s.index(slot * 4).store(f1)
+            f_s.index(slot * 4 + 1).store(f2)
+            f_s.index(slot * 4 + 2).store(f3)
+            f_s.index(slot * 4 + 3).store(f4)
+            el_s.index(slot).store(fe)
+            _cta_barrier()  # every lane's stores precede the (one-thread) ready arrive in _load_chunk's expect
+        _load_chunk(descs, ready.index(slot), slot, k_s, q_s, a_s, aq_s, v_s, row, arow, c * 64, qcol, vcol, BK, BV)
+        if FAC_SMEM:  # chunk c + 1's factors (masked past the sequence end: nothing is read beyond it)
+            l1 = c * 64 + 64
+            fm = (l1 + fr) < L
+            f1 = gl.load(f_base + plane + l1 + fr, mask=fm, other=0.0)
+            f2 = gl.load(f_base + 2 * plane + l1 + fr, mask=fm, other=0.0)
+            f3 = gl.load(f_base + 3 * plane + l1 + fr, mask=fm, other=0.0)
+            f4 = gl.load(f_base + 4 * plane + l1 + fr, mask=fm, other=0.0)
+            fe = gl.load(p_el + gl.minimum(L, l1 + 64) + er * 0, mask=(l1 + er * 0) < L, other=1.0)
 
 
 @gluon.jit
@@ -336,8 +352,8 @@ def atrex_sm90_gdn_state_output_gl_ws(
     chunk past the sequence end hold the next sequence's (finite) rows, as in the tma kernel: the masked row factors
     (0) remove them from the state and the output store skips them. K == BK (64 or 128), BV in {32, 64}; num_warps
     must be 4 (the chain partition); STAGES load slots; OUT_REGS registers per output-partition thread. With
-    ``FAC_SMEM`` (round 13) the loader also copies each chunk's row factors into the load slot (cp.async), so that
-    neither consumer loads from global memory inside its loop. ``LATE_U`` (round 13): see ``_ws_chain``."""
+    ``FAC_SMEM`` (round 13) the loader also stores each chunk's row factors into the load slot (loaded one chunk
+    ahead, 48 loader registers), so that neither consumer loads from global memory inside its loop. ``LATE_U`` (round 13): see ``_ws_chain``."""
     MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BV, 16])
     ROW: gl.constexpr = gl.SliceLayout(1, MMA)
     COL: gl.constexpr = gl.SliceLayout(0, MMA)
@@ -369,6 +385,7 @@ def atrex_sm90_gdn_state_output_gl_ws(
     x_s = gl.allocate_shared_memory(dt, [64, BV], SH_V)
     ud_s = gl.allocate_shared_memory(dt, [64, BV], SH_V)
     FAC_ROWS: gl.constexpr = STAGES if FAC_SMEM else 1
+    LOADER_REGS: gl.constexpr = 40 if FAC_SMEM else 24  # (the next chunk's factors in the loader's registers)
     f_s = gl.allocate_shared_memory(gl.float32, [FAC_ROWS * 4, 64], gl.SwizzledSharedLayout(1, 1, 1, [0]))
     el_s = gl.allocate_shared_memory(gl.float32, [FAC_ROWS, BK], gl.SwizzledSharedLayout(1, 1, 1, [0]))
     ready, empty, su_ready, su_empty = _ring_barriers(STAGES)
@@ -380,7 +397,7 @@ def atrex_sm90_gdn_state_output_gl_ws(
                       TOTAL_T, b_idx, s_ob, s_ot, s_oh, offs_vc, V, scale, BV, STAGES, FAC_SMEM)),
         (_ws_loader, (kd, qd, vd, ad, aqd, k_s, q_s, a_s, aq_s, v_s, f_s, el_s, ready, empty, NT, row, arow, qcol,
                       vcol, ROWS, QW, VW, s_qr, s_kr, s_vr, HV, TOTAL_T, f_base, L, BK, BV, STAGES, FAC_SMEM)),
-    ], [4, 1], [OUT_REGS, 24])
+    ], [4, 1], [OUT_REGS, LOADER_REGS])
     S = res[0]
 
     if STORE_HT:

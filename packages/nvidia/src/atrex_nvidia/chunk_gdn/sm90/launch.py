@@ -147,11 +147,15 @@ STATE_TMA_PERSISTENT = False
 #   U_c through a double-buffered shared-memory hand-off, and a 1-warp TMA loader; GL_WS_OUT_REGS registers per output
 #   thread. BK in {64, 128}, BV in {32, 64}, sm90 only; where it or TMA does not apply, as "tma" does.
 GL_WS_OUT_REGS = 128
-# GL_WS_FAC_SMEM (round 13): gl_ws's loader warp also copies each chunk's row factors (beta, beta e^gamma, e^gamma,
-# e^(gamma_last - gamma), e^gamma_last) into the load slot by cp.async, tracked by the slot's ready barrier, and the
-# chain and output partitions read them from shared memory where they use them. Without it each chain step issues
-# seven global loads (the next chunk's factors) at its top, and the proxy fence that follows the S store
-# (MEMBAR.ALL.CTA in the sm90 SASS) is issued while they are in flight.
+# GL_WS_FAC_SMEM (round 13): gl_ws's loader warp also stores each chunk's row factors (beta, beta e^gamma, e^gamma,
+# e^(gamma_last - gamma), e^gamma_last) into the load slot before the slot's ready arrive, loading them one chunk
+# ahead; the chain and output partitions read them from shared memory where they use them. Without it each chain
+# step issues seven global loads (the next chunk's factors) at its top; in the Nsight profile of r37 (T=8192/16/32)
+# the chain then waits on the e^gamma_last load in 22% of its stall samples (ptxas moves the loop-carried value into
+# place right after the current one's last use, early in the step), and the proxy fence after the S store waits on
+# the others. The loader holds the next chunk's factors in 40 registers instead of 24, taken from the output
+# partition (GL_WS_OUT_REGS - 16: r15 ran it at 96 no slower). (r36 measured a first version that fetched the factors with cp.async, tracked by the ready barrier:
+# slower, state T=8192 0.161 ms against 0.156, T=32768 0.611 against 0.588.)
 GL_WS_FAC_SMEM = False
 # GL_WS_LATE_U (round 13): gl_ws's chain stores U_c for the output partition (and fences, synchronises, arrives) after
 # issuing the state update that reads dk U_c, instead of before it: one 64 x BV store, fence and barrier fewer on the
@@ -540,8 +544,8 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
         elif (STATE_IMPL == "gl_ws" or auto_ws) and gl_ok and device_desc and not persistent:
             kern = _gluon_state_kernel("atrex_sm90_gdn_state_output_gl_ws")
             opts = dict(num_warps=4, STAGES=max(2, sst), OUT_REGS=int(GL_WS_OUT_REGS))
-            if GL_WS_FAC_SMEM:
-                opts["FAC_SMEM"] = True
+            if GL_WS_FAC_SMEM:  # (the loader's 16 more registers per thread come from the output partition's)
+                opts.update(FAC_SMEM=True, OUT_REGS=int(GL_WS_OUT_REGS) - 16)
             if GL_WS_LATE_U:
                 opts["LATE_U"] = True
         else:
