@@ -65,7 +65,7 @@ def test_few_programs_take_the_tma_state_kernel_with_in_kernel_descriptors(plan,
     name, grid, args, meta = seen["launches"][-1]
     assert name == FEW and meta["DEVICE_DESC"] is True and grid == (4, 32) and meta["num_warps"] == 4
     if FEW == GL_WS:
-        assert meta["STAGES"] == 3 and meta["OUT_REGS"] == L.GL_WS_OUT_REGS and "num_stages" not in meta
+        assert meta["STAGES"] == 3 and meta["OUT_REGS"] == L.GL_WS_OUT_REGS - 16 * L.GL_WS_FAC_SMEM and "num_stages" not in meta
     intra = seen["launches"][0]
     assert intra[0] == "atrex_sm90_gdn_intra_chunk_v3" and intra[3]["GS"] == 2 and intra[3]["maxnreg"] == 168
     assert intra[3]["MASK_OUT"] is True
@@ -266,7 +266,7 @@ def test_gluon_ws_state_kernel_where_it_applies_and_fallbacks_elsewhere(plan, mo
     pytest.importorskip("triton.experimental.gluon")
     monkeypatch.setattr(L, "STATE_IMPL", "gl_ws")
     name, grid, args, meta = plan(T=256, H=16, HV=32)["launches"][-1]
-    assert name == GL_WS and meta["num_warps"] == 4 and meta["OUT_REGS"] == L.GL_WS_OUT_REGS
+    assert name == GL_WS and meta["num_warps"] == 4 and meta["OUT_REGS"] == L.GL_WS_OUT_REGS - 16 * L.GL_WS_FAC_SMEM
     assert meta["DEVICE_DESC"] is True and meta["STAGES"] == 3 and "num_stages" not in meta
     cu = [64 * 4 * i for i in range(17)]  # many programs: forced gl_ws runs 2 slots
     name, grid, args, meta = plan(T=cu[-1], H=32, HV=32, cu_seqlens=cu)["launches"][-1]
@@ -278,9 +278,10 @@ def test_gluon_ws_state_kernel_where_it_applies_and_fallbacks_elsewhere(plan, mo
 
 
 def test_gluon_ws_round13_options_reach_the_launch(plan, monkeypatch):
-    """GL_WS_FAC_SMEM and GL_WS_LATE_U (round 13) become the gl_ws launch's FAC_SMEM / LATE_U constexprs when set and
-    are absent from the launch when not (so the unset launch is the round-12 binary); they are part of the call
-    signature (a changed knob is a new warm-up key), and they do not reach other state kernels."""
+    """GL_WS_FAC_SMEM (round 13, on by default) and GL_WS_LATE_U (off) become the gl_ws launch's FAC_SMEM / LATE_U
+    constexprs when set (FAC_SMEM with 16 output-partition registers fewer, which the loader takes) and are absent
+    from the launch when not, so that both off is round 12's binary; they are part of the call signature (a changed
+    knob is a new warm-up key), and they do not reach other state kernels."""
     pytest.importorskip("triton.experimental.gluon")
     monkeypatch.setattr(L, "STATE_IMPL", "gl_ws")
 
@@ -289,12 +290,15 @@ def test_gluon_ws_round13_options_reach_the_launch(plan, monkeypatch):
         assert name == GL_WS
         return m
     base = meta()
-    assert "FAC_SMEM" not in base and "LATE_U" not in base
+    assert base["FAC_SMEM"] is True and base["OUT_REGS"] == L.GL_WS_OUT_REGS - 16 and "LATE_U" not in base
     sig0 = L._knobs()
-    for knob, key in (("GL_WS_FAC_SMEM", "FAC_SMEM"), ("GL_WS_LATE_U", "LATE_U")):
-        monkeypatch.setattr(L, knob, True)
-        assert meta()[key] is True
+    monkeypatch.setattr(L, "GL_WS_FAC_SMEM", False)
+    old = meta()
+    assert "FAC_SMEM" not in old and old["OUT_REGS"] == L.GL_WS_OUT_REGS and "LATE_U" not in old
     assert L._knobs() != sig0
+    monkeypatch.setattr(L, "GL_WS_LATE_U", True)
+    assert meta()["LATE_U"] is True and "FAC_SMEM" not in meta()
+    monkeypatch.setattr(L, "GL_WS_FAC_SMEM", True)
     assert "FAC_SMEM" not in [m for n, _, _, m in plan(T=256, K=32)["launches"] if "state_output" in n][-1]
 
 

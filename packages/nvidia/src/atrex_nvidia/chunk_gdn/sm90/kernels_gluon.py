@@ -429,40 +429,84 @@ def _rc_item(item, NV, cu, T, HV, G: gl.constexpr, IS_VARLEN: gl.constexpr):
 
 
 @gluon.jit
+def _rc_factors(fac, item, c, N_ITEMS, NV, cu, T, HV, TOTAL_T, fr, plane,
+                G: gl.constexpr, IS_VARLEN: gl.constexpr, EG_PLANE: gl.constexpr):
+    """Chunk c's factor rows of work item ``item`` for a gl_rc slot, as five [64] vectors of the loader's layout:
+    planes 1, 2, EG_PLANE, 4 (0 past the sequence end) and e^gamma_last in every entry (1 for an empty chunk, or an
+    item past the last: all masked)."""
+    live = item < N_ITEMS
+    _i_v, _n, hv, _h, _bos, _b, tg0, L = _rc_item(gl.minimum(item, N_ITEMS - 1), NV, cu, T, HV, G, IS_VARLEN)
+    f_base = fac + hv.to(gl.int64) * TOTAL_T + tg0.to(gl.int64)
+    l0 = c * 64
+    fm = ((l0 + fr) < L) & live
+    f1 = gl.load(f_base + plane + l0 + fr, mask=fm, other=0.0)
+    f2 = gl.load(f_base + 2 * plane + l0 + fr, mask=fm, other=0.0)
+    f3 = gl.load(f_base + EG_PLANE * plane + l0 + fr, mask=fm, other=0.0)
+    f4 = gl.load(f_base + 4 * plane + l0 + fr, mask=fm, other=0.0)
+    fe = gl.load(f_base + 3 * plane + gl.minimum(L, l0 + 64) - 1 + fr * 0, mask=((l0 + fr * 0) < L) & live, other=1.0)
+    return f1, f2, f3, f4, fe
+
+
+@gluon.jit
 def _rc_loader(kd, qd, vd, ad, aqd, fac, k_s, q_s, a_s, aq_s, v_s, f_s, ready, empty, cu, T, HV, K, V, N_ITEMS, NV,
                ROWS, QW, VW, s_qr, s_kr, s_vr, TOTAL_T,
                G: gl.constexpr, IS_VARLEN: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr,
-               EG_PLANE: gl.constexpr):
+               EG_PLANE: gl.constexpr, FAC_LOADS: gl.constexpr):
     """Loader partition (1 warp): every chunk of every item of this CTA into ring slot (chunk counter) % STAGES: the
     five tiles by TMA, and the chunk's factor planes 1-4 (beta, beta e^gamma, e^gamma, e^(gamma_last - gamma); 0 past
     the sequence end) and e^gamma_last (in all 64 entries of a fifth row) by cp.async, whose completion the slot's ready
     barrier also waits for. (TMA cannot fetch the factors: a plane's row stride, TOTAL_T fp32, need not be a multiple of
-    16 bytes.)"""
+    16 bytes.) With ``FAC_LOADS`` (round 13, as gl_ws's FAC_SMEM) the warp instead loads the factor rows into its
+    registers one chunk ahead (the item's next chunk, or the next item's first) and stores them into the slot before
+    the ready arrive; after an item with no chunk it reloads the current item's first chunk."""
     FL: gl.constexpr = gl.BlockedLayout([2], [32], [1], [0])
     fr = gl.arange(0, 64, layout=FL)
     plane = (HV + fr * 0).to(gl.int64) * TOTAL_T
     descs = _descriptors(kd, qd, vd, ad, aqd, ROWS, QW, VW, s_qr, s_kr, s_vr, HV, TOTAL_T, BK, BV)
+    nprog = gl.num_programs(0)
     it = 0
-    for item in range(gl.program_id(0), N_ITEMS, gl.num_programs(0)):
+    if FAC_LOADS:
+        pf_item = gl.program_id(0)
+        f1, f2, f3, f4, fe = _rc_factors(fac, pf_item, 0, N_ITEMS, NV, cu, T, HV, TOTAL_T, fr, plane, G, IS_VARLEN,
+                                         EG_PLANE)
+    for item in range(gl.program_id(0), N_ITEMS, nprog):
         i_v, n, hv, h, bos, b_idx, tg0, L = _rc_item(item, NV, cu, T, HV, G, IS_VARLEN)
         arow = hv * TOTAL_T + tg0
         qcol = h * K
         vcol = hv * V + i_v * BV
         f_base = fac + hv.to(gl.int64) * TOTAL_T + tg0.to(gl.int64)
-        for c in range(gl.cdiv(L, 64)):
+        nt = gl.cdiv(L, 64)
+        if FAC_LOADS:
+            if pf_item != item:  # (the prefetch went to an item with no chunk)
+                f1, f2, f3, f4, fe = _rc_factors(fac, item, 0, N_ITEMS, NV, cu, T, HV, TOTAL_T, fr, plane, G,
+                                                 IS_VARLEN, EG_PLANE)
+        for c in range(nt):
             slot = it % STAGES
             mbarrier.wait(empty.index(slot), ((it // STAGES) & 1) ^ 1)
             bar = ready.index(slot)
             l0 = c * 64
-            fm = (l0 + fr) < L
-            for j in gl.static_range(4):  # planes 1, 2, EG_PLANE (the output's e^gamma), 4
-                _cp_async(f_s.index(slot * 5 + j), f_base + (EG_PLANE if j == 2 else j + 1) * plane + l0 + fr,
-                          mask=fm)
-            _cp_async(f_s.index(slot * 5 + 4), f_base + 3 * plane + gl.minimum(L, l0 + 64) - 1 + fr * 0)
-            # each lane's arrive raises the pending count now and lowers it when its copies have landed: the phase
-            # cannot complete before them (it must come before the expect's own arrive)
-            async_copy.mbarrier_arrive(bar)
+            if FAC_LOADS:
+                f_s.index(slot * 5).store(f1)
+                f_s.index(slot * 5 + 1).store(f2)
+                f_s.index(slot * 5 + 2).store(f3)
+                f_s.index(slot * 5 + 3).store(f4)
+                f_s.index(slot * 5 + 4).store(fe)
+                _cta_barrier()  # every lane's stores precede the (one-thread) ready arrive in _load_chunk's expect
+            else:
+                fm = (l0 + fr) < L
+                for j in gl.static_range(4):  # planes 1, 2, EG_PLANE (the output's e^gamma), 4
+                    _cp_async(f_s.index(slot * 5 + j), f_base + (EG_PLANE if j == 2 else j + 1) * plane + l0 + fr,
+                              mask=fm)
+                _cp_async(f_s.index(slot * 5 + 4), f_base + 3 * plane + gl.minimum(L, l0 + 64) - 1 + fr * 0)
+                # each lane's arrive raises the pending count now and lowers it when its copies have landed: the
+                # phase cannot complete before them (it must come before the expect's own arrive)
+                async_copy.mbarrier_arrive(bar)
             _load_chunk(descs, bar, slot, k_s, q_s, a_s, aq_s, v_s, tg0, arow, l0, qcol, vcol, BK, BV)
+            if FAC_LOADS:  # the next chunk's rows: this item's, or the next item's first
+                last = c + 1 >= nt
+                pf_item = gl.where(last, item + nprog, item)
+                f1, f2, f3, f4, fe = _rc_factors(fac, pf_item, gl.where(last, 0, c + 1), N_ITEMS, NV, cu, T, HV,
+                                                 TOTAL_T, fr, plane, G, IS_VARLEN, EG_PLANE)
             it += 1
 
 
@@ -586,13 +630,17 @@ def atrex_sm90_gdn_state_output_gl_rc(
     IS_VARLEN: gl.constexpr, G: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr,
     USE_H0: gl.constexpr, STORE_HT: gl.constexpr, STATE_V_FIRST: gl.constexpr, DEVICE_DESC: gl.constexpr,
     PERSISTENT: gl.constexpr, STAGES: gl.constexpr, OUT_REGS: gl.constexpr, EG_PLANE: gl.constexpr = 3,
+    FAC_LOADS: gl.constexpr = False,
 ):
     """gl_ws's arguments (in-kernel descriptors) on a 1-D grid: work item i is (V block i % NV, sequence x value head
     i // NV); CTA p runs items p, p + grid, ... (PERSISTENT: grid <= SMs; else one item per CTA). The chain keeps S^T
     and feeds its dots from registers (the block comment above). K == BK (64 or 128), BV == 64, num_warps 4.
-    ``EG_PLANE``: the factor plane of the output's e^gamma (5 with the intra kernel's FOLD_NORM: q, k raw)."""
+    ``EG_PLANE``: the factor plane of the output's e^gamma (5 with the intra kernel's FOLD_NORM: q, k raw).
+    ``FAC_LOADS`` (round 13): see ``_rc_loader``; the loader then runs at 40 registers, which the caller takes from
+    OUT_REGS."""
     SH_S: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BV, BK], gl.bfloat16)
     SH_U: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BV, 64], gl.bfloat16)
+    RC_LOADER_REGS: gl.constexpr = 40 if FAC_LOADS else 24  # (FAC_LOADS: the next chunk's factors in registers)
     dt: gl.constexpr = o.dtype.element_ty
     gl.static_assert(DEVICE_DESC and BV == 64)
     NV = gl.cdiv(V, BV)
@@ -611,5 +659,5 @@ def atrex_sm90_gdn_state_output_gl_rc(
         (_rc_output, (q_s, aq_s, sb_s, u_s, f_s, ready, empty, su_ready, su_empty, o, cu, T, HV, V, N_ITEMS, NV,
                       TOTAL_T, s_ob, s_ot, s_oh, scale, G, IS_VARLEN, BV, STAGES)),
         (_rc_loader, (kd, qd, vd, ad, aqd, fac, k_s, q_s, a_s, aq_s, v_s, f_s, ready, empty, cu, T, HV, K, V, N_ITEMS, NV,
-                      ROWS, QW, VW, s_qr, s_kr, s_vr, TOTAL_T, G, IS_VARLEN, BK, BV, STAGES, EG_PLANE)),
-    ], [4, 1], [OUT_REGS, 24])
+                      ROWS, QW, VW, s_qr, s_kr, s_vr, TOTAL_T, G, IS_VARLEN, BK, BV, STAGES, EG_PLANE, FAC_LOADS)),
+    ], [4, 1], [OUT_REGS, RC_LOADER_REGS])

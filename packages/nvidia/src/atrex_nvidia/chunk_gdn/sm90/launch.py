@@ -147,19 +147,22 @@ STATE_TMA_PERSISTENT = False
 #   U_c through a double-buffered shared-memory hand-off, and a 1-warp TMA loader; GL_WS_OUT_REGS registers per output
 #   thread. BK in {64, 128}, BV in {32, 64}, sm90 only; where it or TMA does not apply, as "tma" does.
 GL_WS_OUT_REGS = 128
-# GL_WS_FAC_SMEM (round 13): gl_ws's loader warp also stores each chunk's row factors (beta, beta e^gamma, e^gamma,
-# e^(gamma_last - gamma), e^gamma_last) into the load slot before the slot's ready arrive, loading them one chunk
-# ahead; the chain and output partitions read them from shared memory where they use them. Without it each chain
-# step issues seven global loads (the next chunk's factors) at its top; in the Nsight profile of r37 (T=8192/16/32)
-# the chain then waits on the e^gamma_last load in 22% of its stall samples (ptxas moves the loop-carried value into
-# place right after the current one's last use, early in the step), and the proxy fence after the S store waits on
-# the others. The loader holds the next chunk's factors in 40 registers instead of 24, taken from the output
-# partition (GL_WS_OUT_REGS - 16: r15 ran it at 96 no slower). (r36 measured a first version that fetched the factors with cp.async, tracked by the ready barrier:
-# slower, state T=8192 0.161 ms against 0.156, T=32768 0.611 against 0.588.)
-GL_WS_FAC_SMEM = False
-# GL_WS_LATE_U (round 13): gl_ws's chain stores U_c for the output partition (and fences, synchronises, arrives) after
-# issuing the state update that reads dk U_c, instead of before it: one 64 x BV store, fence and barrier fewer on the
-# chain's critical path, one more barrier while the update runs.
+# GL_WS_FAC_SMEM (round 13, default): gl_ws's loader warp also stores each chunk's row factors (beta, beta e^gamma,
+# e^gamma, e^(gamma_last - gamma), e^gamma_last) into the load slot before the slot's ready arrive, loading them one
+# chunk ahead; the chain and output partitions read them from shared memory where they use them. Without it each
+# chain step issues seven global loads (the next chunk's factors) at its top; in the Nsight profile of r37
+# (T=8192/16/32) the chain then waits on the e^gamma_last load in 22% of its stall samples (ptxas moves the
+# loop-carried value into place right after the current one's last use, early in the step), and the proxy fence
+# after the S store waits on the others. The loader holds the next chunk's factors in 40 registers instead of 24,
+# taken from the output partition (GL_WS_OUT_REGS - 16: r15 ran it at 96 no slower).
+# Measured (r38, bench_gdn sweep, state kernel ms): T=8192/16/32 0.155 -> 0.145, T=32768/16/32 0.589 -> 0.546 (whole
+# call 1.010 -> 0.968). A first version that fetched the factors with cp.async, tracked by the ready barrier, was
+# slower (r36: 0.161 against 0.156, 0.611 against 0.588).
+GL_WS_FAC_SMEM = True
+# GL_WS_LATE_U (round 13, off): gl_ws's chain stores U_c for the output partition (and fences, synchronises, arrives)
+# after issuing the state update that reads dk U_c, instead of before it. Measured (state kernel ms): r36 without
+# FAC_SMEM T=8192 0.154 vs 0.156, T=32768 0.583 vs 0.588 (within the spread); r38 with FAC_SMEM 0.154 vs 0.145 and
+# 0.575 vs 0.546 (slower).
 GL_WS_LATE_U = False
 # STATE_SPLIT_XU (round 12): the Triton state kernels (v2, tma) pass X (into U = A X) and U (into Aqk U and the state
 # update) to their dots as bf16 high + low pairs instead of one bf16 rounding each: three more dots per chunk step.
@@ -199,6 +202,10 @@ STATE_AUTO_GL_WS = True
 #   (3: 216 KB of shared memory at K = 128). BK in {64, 128}, V a multiple of 64 (whole V blocks: the kernel masks a
 #   partial block, but no GPU case has run one), sm90 only; elsewhere as "tma".
 GL_RC_STAGES = 3
+# GL_RC_FAC_LOADS (round 13): gl_rc's loader warp loads each chunk's factor rows into its registers one chunk ahead
+# and stores them into the slot before the ready arrive (gl_ws's GL_WS_FAC_SMEM), instead of fetching them with
+# cp.async tracked by the ready barrier; 40 loader registers, taken from the output partition (OUT_REGS - 16).
+GL_RC_FAC_LOADS = False
 GL_RC_PERSISTENT = True
 # FOLD_QK_NORM (round 10; measured on the H200 in round 11, r27: off): with in-kernel L2 norm, the intra
 #   kernel writes no normalised q / k copies (at varlen 16x1024 or T=32768 those writes are ~270 MB of the intra
@@ -541,6 +548,8 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
             opts = dict(num_warps=4, STAGES=sst, OUT_REGS=int(GL_WS_OUT_REGS))
             if fold:
                 opts["EG_PLANE"] = 5
+            if GL_RC_FAC_LOADS:
+                opts.update(FAC_LOADS=True, OUT_REGS=int(GL_WS_OUT_REGS) - 16)
         elif (STATE_IMPL == "gl_ws" or auto_ws) and gl_ok and device_desc and not persistent:
             kern = _gluon_state_kernel("atrex_sm90_gdn_state_output_gl_ws")
             opts = dict(num_warps=4, STAGES=max(2, sst), OUT_REGS=int(GL_WS_OUT_REGS))
@@ -685,7 +694,7 @@ def _knobs():
             _STATE_CFG_MANY, _STATE_V2_FEW_CFG, _INTRA_CFG, GL_WS_OUT_REGS, STATE_AUTO_GL_WS, INTRA_V3_INV_FP16,
             INTRA_V3_FP16_FALLBACK, GL_RC_STAGES, GL_RC_PERSISTENT, STATE_AUTO_GL_RC, FOLD_QK_NORM, INTRA_V3_GVA_SHARE,
             INTRA_V3_FAST_EXP, INTRA_V3_GS2_MAXNREG, INTRA_V3_MASK_OUT, STATE_SPLIT_XU, GL_WS_FAC_SMEM,
-            GL_WS_LATE_U)
+            GL_WS_LATE_U, GL_RC_FAC_LOADS)
 
 
 def _call_signature(dev, tensors, flags):
