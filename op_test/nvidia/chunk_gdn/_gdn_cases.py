@@ -283,6 +283,7 @@ VARIANT_HOOKS = {  # launcher variants measured by bench_gdn's sweep besides the
     # after the update's issue (off)
     "state_gluon_ws_round12": dict(STATE_IMPL="gl_ws", GL_WS_FAC_SMEM=False),
     "state_gluon_ws_late_u": dict(STATE_IMPL="gl_ws", GL_WS_LATE_U=True),
+    "state_gluon_ws_split_ring": dict(STATE_IMPL="gl_ws", GL_WS_SPLIT_RING=True),
     "state_gluon_rc": dict(STATE_IMPL="gl_rc"),
     "state_gluon_rc_s2_grid": dict(STATE_IMPL="gl_rc", GL_RC_STAGES=2, GL_RC_PERSISTENT=False),
     "state_gluon_rc_fac_loads": dict(STATE_IMPL="gl_rc", GL_RC_FAC_LOADS=True),  # round 13
@@ -513,7 +514,10 @@ def test_gluon_ws_rings_and_empty_sequences(case_id, kw, stages, monkeypatch):
 
 
 WS_OPTIONS = {"fac_smem": dict(GL_WS_FAC_SMEM=True), "late_u": dict(GL_WS_LATE_U=True),
-              "fac_smem_late_u": dict(GL_WS_FAC_SMEM=True, GL_WS_LATE_U=True)}
+              "fac_smem_late_u": dict(GL_WS_FAC_SMEM=True, GL_WS_LATE_U=True),
+              # two rings (chain: k, A, v; output: q, Aqk), at the default (4, 3) slots and at (2, 2): both wrap often
+              "split_ring": dict(GL_WS_FAC_SMEM=True, GL_WS_SPLIT_RING=True),
+              "split_ring_2_2": dict(GL_WS_FAC_SMEM=True, GL_WS_SPLIT_RING=True, GL_WS_SPLIT_STAGES=(2, 2))}
 
 
 @pytest.mark.parametrize("option", sorted(WS_OPTIONS))
@@ -521,8 +525,9 @@ WS_OPTIONS = {"fac_smem": dict(GL_WS_FAC_SMEM=True), "late_u": dict(GL_WS_LATE_U
 @pytest.mark.parametrize("case_id,kw", WS_CASES, ids=[c[0] for c in WS_CASES])
 def test_gluon_ws_options_same_bits(case_id, kw, stages, option, monkeypatch):
     """gl_ws's round-13 options (GL_WS_FAC_SMEM, the default: the row factors stored into the load slots by the loader
-    warp and read there; GL_WS_LATE_U: U_c handed to the output partition after the update is issued) move where
-    operands come from and when the hand-off happens, not what is computed: output and final state must equal round
+    warp and read there; GL_WS_LATE_U: U_c handed to the output partition after the update is issued; GL_WS_SPLIT_RING:
+    separate rings and loader warps for the chain's and the output's tiles) move where operands come from and when the
+    hand-offs happen, not what is computed: output and final state must equal round
     12's gl_ws (both off) bit for bit, over the ring-wrapping and empty / 1 / 65-token cases at 2 and 3 load slots. A
     stale factor slot, a lost hand-off or a U buffer overwritten early changes the bits (or hangs)."""
     pytest.importorskip("triton.experimental.gluon")

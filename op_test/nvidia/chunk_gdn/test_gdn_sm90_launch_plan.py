@@ -300,6 +300,13 @@ def test_gluon_ws_round13_options_reach_the_launch(plan, monkeypatch):
     assert meta()["LATE_U"] is True and "FAC_SMEM" not in meta()
     monkeypatch.setattr(L, "GL_WS_FAC_SMEM", True)
     assert "FAC_SMEM" not in [m for n, _, _, m in plan(T=256, K=32)["launches"] if "state_output" in n][-1]
+    monkeypatch.setattr(L, "GL_WS_LATE_U", False)
+    assert "SPLIT_RING" not in meta()
+    monkeypatch.setattr(L, "GL_WS_SPLIT_RING", True)  # (chain slots, output slots) from GL_WS_SPLIT_STAGES at BV = 32
+    m = meta()
+    assert m["SPLIT_RING"] is True and (m["STAGES"], m["STAGES_O"]) == L.GL_WS_SPLIT_STAGES and m["FAC_SMEM"] is True
+    monkeypatch.setattr(L, "GL_WS_FAC_SMEM", False)  # (the split rings carry the factor rows: not without them)
+    assert "SPLIT_RING" not in meta()
 
 
 def test_state_split_xu_for_small_k_calls_without_l2norm(plan, monkeypatch):

@@ -225,11 +225,103 @@ def _ws_loader(kd, qd, vd, ad, aqd, k_s, q_s, a_s, aq_s, v_s, f_s, el_s, ready, 
 
 
 @gluon.jit
+def _ws_split_barriers(STAGES: gl.constexpr, STAGES_O: gl.constexpr):
+    """(ready_c, empty_c, ready_o, empty_o, su_ready, su_empty) of gl_ws's SPLIT_RING, initialised: the chain ring's
+    and the output ring's slot barriers (each empty barrier has one consumer) and the S_c / U_c hand-off."""
+    ready_c = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty_c = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ready_o = gl.allocate_shared_memory(gl.int64, [STAGES_O, 1], mbarrier.MBarrierLayout())
+    empty_o = gl.allocate_shared_memory(gl.int64, [STAGES_O, 1], mbarrier.MBarrierLayout())
+    su_ready = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    su_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(STAGES):
+        mbarrier.init(ready_c.index(i), count=1)
+        mbarrier.init(empty_c.index(i), count=1)
+    for i in gl.static_range(STAGES_O):
+        mbarrier.init(ready_o.index(i), count=1)
+        mbarrier.init(empty_o.index(i), count=1)
+    for i in gl.static_range(2):
+        mbarrier.init(su_ready.index(i), count=1)
+        mbarrier.init(su_empty.index(i), count=1)
+    fence_async_shared()  # the initialised barriers, visible to the TMA unit and to every warp
+    _cta_barrier()
+    return ready_c, empty_c, ready_o, empty_o, su_ready, su_empty
+
+
+@gluon.jit
+def _ws_loader_c(kd, qd, vd, ad, aqd, k_s, a_s, v_s, f_s, el_s, ready, empty, NT, row, arow, qcol, vcol,
+                 ROWS, QW, VW, s_qr, s_kr, s_vr, HV, TOTAL_T, f_base, L,
+                 BK: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr):
+    """SPLIT_RING's chain loader (1 warp): chunk c's k, A and v tiles into chain slot c % STAGES by TMA once the chain
+    released the slot, and its factor rows beta, beta e^gamma, e^(gamma_last - gamma) (rows 4 slot, +1, +3 of ``f_s``)
+    and e^gamma_last (``el_s`` row slot), loaded one chunk ahead and stored before the ready arrive."""
+    kdesc, _qdesc, vdesc, adesc, _aqdesc = _descriptors(kd, qd, vd, ad, aqd, ROWS, QW, VW, s_qr, s_kr, s_vr, HV,
+                                                       TOTAL_T, BK, BV)
+    FL: gl.constexpr = gl.BlockedLayout([2], [32], [1], [0])
+    EL: gl.constexpr = gl.BlockedLayout([BK // 32], [32], [1], [0])
+    fr = gl.arange(0, 64, layout=FL)
+    er = gl.arange(0, BK, layout=EL)
+    plane = (HV + fr * 0).to(gl.int64) * TOTAL_T
+    p_el = f_base + 3 * (HV + er * 0).to(gl.int64) * TOTAL_T - 1
+    fm = fr < L
+    f1 = gl.load(f_base + plane + fr, mask=fm, other=0.0)
+    f2 = gl.load(f_base + 2 * plane + fr, mask=fm, other=0.0)
+    f4 = gl.load(f_base + 4 * plane + fr, mask=fm, other=0.0)
+    fe = gl.load(p_el + gl.minimum(L, 64) + er * 0, mask=(er * 0) < L, other=1.0)
+    for c in range(NT):
+        slot = c % STAGES
+        mbarrier.wait(empty.index(slot), ((c // STAGES) & 1) ^ 1)
+        f_s.index(slot * 4).store(f1)
+        f_s.index(slot * 4 + 1).store(f2)
+        f_s.index(slot * 4 + 3).store(f4)
+        el_s.index(slot).store(fe)
+        _cta_barrier()  # every lane's stores precede the (one-thread) ready arrive of the expect
+        bar = ready.index(slot)
+        l0 = c * 64
+        mbarrier.expect(bar, (64 * BK + 64 * 64 + 64 * BV) * 2)
+        _tma_load(kdesc, [row + l0, qcol], bar, k_s.index(slot))
+        _tma_load(adesc, [arow + l0, 0], bar, a_s.index(slot))
+        _tma_load(vdesc, [row + l0, vcol], bar, v_s.index(slot))
+        l1 = l0 + 64
+        fm = (l1 + fr) < L
+        f1 = gl.load(f_base + plane + l1 + fr, mask=fm, other=0.0)
+        f2 = gl.load(f_base + 2 * plane + l1 + fr, mask=fm, other=0.0)
+        f4 = gl.load(f_base + 4 * plane + l1 + fr, mask=fm, other=0.0)
+        fe = gl.load(p_el + gl.minimum(L, l1 + 64) + er * 0, mask=(l1 + er * 0) < L, other=1.0)
+
+
+@gluon.jit
+def _ws_loader_o(kd, qd, vd, ad, aqd, q_s, aq_s, fo_s, ready, empty, NT, row, arow, qcol,
+                 ROWS, QW, VW, s_qr, s_kr, s_vr, HV, TOTAL_T, f_base, L,
+                 BK: gl.constexpr, BV: gl.constexpr, STAGES_O: gl.constexpr):
+    """SPLIT_RING's output loader (1 warp): chunk c's q and Aqk tiles into output slot c % STAGES_O by TMA once the
+    output partition released the slot, and its e^gamma row (``fo_s`` row slot), loaded one chunk ahead."""
+    _kdesc, qdesc, _vdesc, _adesc, aqdesc = _descriptors(kd, qd, vd, ad, aqd, ROWS, QW, VW, s_qr, s_kr, s_vr, HV,
+                                                        TOTAL_T, BK, BV)
+    FL: gl.constexpr = gl.BlockedLayout([2], [32], [1], [0])
+    fr = gl.arange(0, 64, layout=FL)
+    p_eg = f_base + 3 * (HV + fr * 0).to(gl.int64) * TOTAL_T
+    f3 = gl.load(p_eg + fr, mask=fr < L, other=0.0)
+    for c in range(NT):
+        slot = c % STAGES_O
+        mbarrier.wait(empty.index(slot), ((c // STAGES_O) & 1) ^ 1)
+        fo_s.index(slot).store(f3)
+        _cta_barrier()
+        bar = ready.index(slot)
+        l0 = c * 64
+        mbarrier.expect(bar, (64 * BK + 64 * 64) * 2)
+        _tma_load(qdesc, [row + l0, qcol], bar, q_s.index(slot))
+        _tma_load(aqdesc, [arow + l0, 0], bar, aq_s.index(slot))
+        f3 = gl.load(p_eg + l0 + 64 + fr, mask=(l0 + 64 + fr) < L, other=0.0)
+
+
+@gluon.jit
 def _ws_output(q_s, aq_s, sb_s, u_s, f_s, ready, empty, su_ready, su_empty, o, fac, NT, row, bos, L, hv, HV, TOTAL_T,
                b_idx, s_ob, s_ot, s_oh, offs_vc, V, scale, BV: gl.constexpr, STAGES: gl.constexpr,
-               FAC_SMEM: gl.constexpr):
+               FAC_SMEM: gl.constexpr, EG_RPS: gl.constexpr = 4):
     """Output partition (4 warps): per chunk, both off-chain dots as one asynchronous pair, then the epilogue
-    (e^gamma from the slot's factor rows with ``FAC_SMEM``, else loaded from ``fac`` one chunk ahead)."""
+    (e^gamma from the slot's factor rows with ``FAC_SMEM``: row 4 slot + 2 of ``f_s``, or with EG_RPS == 1 (the
+    output ring of SPLIT_RING) row slot; else loaded from ``fac`` one chunk ahead)."""
     MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BV, 16])
     ROW: gl.constexpr = gl.SliceLayout(1, MMA)
     COL: gl.constexpr = gl.SliceLayout(0, MMA)
@@ -252,7 +344,7 @@ def _ws_output(q_s, aq_s, sb_s, u_s, f_s, ready, empty, su_ready, su_empty, o, f
             eg_n = gl.load(p_eg + l0 + 64 + ro, mask=(l0 + 64 + ro) < L, other=0.0)
         mbarrier.wait(ready.index(slot), (c // STAGES) & 1)
         if FAC_SMEM:
-            eg = f_s.index(slot * 4 + 2).load(ROW)
+            eg = f_s.index(slot * EG_RPS + (2 if EG_RPS == 4 else 0)).load(ROW)
         mbarrier.wait(su_ready.index(b), (c // 2) & 1)
         qs = warpgroup_mma(q_s.index(slot), sb_s.index(b), zero, use_acc=False, is_async=True)
         ot = warpgroup_mma(aq_s.index(slot), u_s.index(b), zero, use_acc=False, is_async=True)
@@ -344,7 +436,7 @@ def atrex_sm90_gdn_state_output_gl_ws(
     IS_VARLEN: gl.constexpr, G: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr,
     USE_H0: gl.constexpr, STORE_HT: gl.constexpr, STATE_V_FIRST: gl.constexpr, DEVICE_DESC: gl.constexpr,
     PERSISTENT: gl.constexpr, STAGES: gl.constexpr, OUT_REGS: gl.constexpr, FAC_SMEM: gl.constexpr = False,
-    LATE_U: gl.constexpr = False,
+    LATE_U: gl.constexpr = False, SPLIT_RING: gl.constexpr = False, STAGES_O: gl.constexpr = 2,
 ):
     """The Triton tma kernel's math, arguments and grid (descriptors built in the kernel: DEVICE_DESC True, PERSISTENT
     False), with the work of a program split over three warp partitions (the block comment above): the 4 chain warps
@@ -353,7 +445,10 @@ def atrex_sm90_gdn_state_output_gl_ws(
     (0) remove them from the state and the output store skips them. K == BK (64 or 128), BV in {32, 64}; num_warps
     must be 4 (the chain partition); STAGES load slots; OUT_REGS registers per output-partition thread. With
     ``FAC_SMEM`` (round 13) the loader also stores each chunk's row factors into the load slot (loaded one chunk
-    ahead, 48 loader registers), so that neither consumer loads from global memory inside its loop. ``LATE_U`` (round 13): see ``_ws_chain``."""
+    ahead, 40 loader registers), so that neither consumer loads from global memory inside its loop. ``LATE_U`` (round
+    13): see ``_ws_chain``. With ``SPLIT_RING`` (round 13, needs FAC_SMEM) the chain's tiles (k, A, v: STAGES slots)
+    and the output partition's (q, Aqk: STAGES_O slots) are two rings with their own barriers and loader warps, so a
+    chain slot is refilled as soon as the chain is done with it and the chain's loads do not queue behind the output's."""
     MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BV, 16])
     ROW: gl.constexpr = gl.SliceLayout(1, MMA)
     COL: gl.constexpr = gl.SliceLayout(0, MMA)
@@ -379,7 +474,17 @@ def atrex_sm90_gdn_state_output_gl_ws(
     ms = gl.expand_dims(rs < K, 1) & gl.expand_dims(cs < V, 0)
     S = _initial_state(h0, n64, hv, s_h0n, s_h0h, s_h0k, s_h0v, rs, cs, ms, BK, BV, USE_H0, MMA)
 
-    k_s, q_s, a_s, aq_s, v_s = _ring_tiles(dt, BK, BV, STAGES)
+    if SPLIT_RING:
+        gl.static_assert(FAC_SMEM)
+        SH_K: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, BK], gl.bfloat16)
+        SH_A: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, 64], gl.bfloat16)
+        k_s = gl.allocate_shared_memory(dt, [STAGES, 64, BK], SH_K)
+        a_s = gl.allocate_shared_memory(dt, [STAGES, 64, 64], SH_A)
+        v_s = gl.allocate_shared_memory(dt, [STAGES, 64, BV], SH_V)
+        q_s = gl.allocate_shared_memory(dt, [STAGES_O, 64, BK], SH_K)
+        aq_s = gl.allocate_shared_memory(dt, [STAGES_O, 64, 64], SH_A)
+    else:
+        k_s, q_s, a_s, aq_s, v_s = _ring_tiles(dt, BK, BV, STAGES)
     sb_s = gl.allocate_shared_memory(dt, [2, BK, BV], SH_S)
     u_s = gl.allocate_shared_memory(dt, [2, 64, BV], SH_V)
     x_s = gl.allocate_shared_memory(dt, [64, BV], SH_V)
@@ -388,16 +493,29 @@ def atrex_sm90_gdn_state_output_gl_ws(
     LOADER_REGS: gl.constexpr = 40 if FAC_SMEM else 24  # (the next chunk's factors in the loader's registers)
     f_s = gl.allocate_shared_memory(gl.float32, [FAC_ROWS * 4, 64], gl.SwizzledSharedLayout(1, 1, 1, [0]))
     el_s = gl.allocate_shared_memory(gl.float32, [FAC_ROWS, BK], gl.SwizzledSharedLayout(1, 1, 1, [0]))
-    ready, empty, su_ready, su_empty = _ring_barriers(STAGES)
-
-    res = gl.warp_specialize([
-        (_ws_chain, (k_s, a_s, v_s, sb_s, x_s, u_s, ud_s, f_s, el_s, ready, empty, su_ready, su_empty, S, f_base,
-                     plane, NT, L, BV, STAGES, FAC_SMEM, LATE_U)),
-        (_ws_output, (q_s, aq_s, sb_s, u_s, f_s, ready, empty, su_ready, su_empty, o, fac, NT, row, bos, L, hv, HV,
-                      TOTAL_T, b_idx, s_ob, s_ot, s_oh, offs_vc, V, scale, BV, STAGES, FAC_SMEM)),
-        (_ws_loader, (kd, qd, vd, ad, aqd, k_s, q_s, a_s, aq_s, v_s, f_s, el_s, ready, empty, NT, row, arow, qcol,
-                      vcol, ROWS, QW, VW, s_qr, s_kr, s_vr, HV, TOTAL_T, f_base, L, BK, BV, STAGES, FAC_SMEM)),
-    ], [4, 1], [OUT_REGS, LOADER_REGS])
+    if SPLIT_RING:
+        fo_s = gl.allocate_shared_memory(gl.float32, [STAGES_O, 64], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+        ready_c, empty_c, ready_o, empty_o, su_ready, su_empty = _ws_split_barriers(STAGES, STAGES_O)
+        res = gl.warp_specialize([
+            (_ws_chain, (k_s, a_s, v_s, sb_s, x_s, u_s, ud_s, f_s, el_s, ready_c, empty_c, su_ready, su_empty, S,
+                         f_base, plane, NT, L, BV, STAGES, FAC_SMEM, LATE_U)),
+            (_ws_output, (q_s, aq_s, sb_s, u_s, fo_s, ready_o, empty_o, su_ready, su_empty, o, fac, NT, row, bos, L,
+                          hv, HV, TOTAL_T, b_idx, s_ob, s_ot, s_oh, offs_vc, V, scale, BV, STAGES_O, FAC_SMEM, 1)),
+            (_ws_loader_c, (kd, qd, vd, ad, aqd, k_s, a_s, v_s, f_s, el_s, ready_c, empty_c, NT, row, arow, qcol,
+                            vcol, ROWS, QW, VW, s_qr, s_kr, s_vr, HV, TOTAL_T, f_base, L, BK, BV, STAGES)),
+            (_ws_loader_o, (kd, qd, vd, ad, aqd, q_s, aq_s, fo_s, ready_o, empty_o, NT, row, arow, qcol,
+                            ROWS, QW, VW, s_qr, s_kr, s_vr, HV, TOTAL_T, f_base, L, BK, BV, STAGES_O)),
+        ], [4, 1, 1], [OUT_REGS, 40, 32])
+    else:
+        ready, empty, su_ready, su_empty = _ring_barriers(STAGES)
+        res = gl.warp_specialize([
+            (_ws_chain, (k_s, a_s, v_s, sb_s, x_s, u_s, ud_s, f_s, el_s, ready, empty, su_ready, su_empty, S, f_base,
+                         plane, NT, L, BV, STAGES, FAC_SMEM, LATE_U)),
+            (_ws_output, (q_s, aq_s, sb_s, u_s, f_s, ready, empty, su_ready, su_empty, o, fac, NT, row, bos, L, hv,
+                          HV, TOTAL_T, b_idx, s_ob, s_ot, s_oh, offs_vc, V, scale, BV, STAGES, FAC_SMEM)),
+            (_ws_loader, (kd, qd, vd, ad, aqd, k_s, q_s, a_s, aq_s, v_s, f_s, el_s, ready, empty, NT, row, arow, qcol,
+                          vcol, ROWS, QW, VW, s_qr, s_kr, s_vr, HV, TOTAL_T, f_base, L, BK, BV, STAGES, FAC_SMEM)),
+        ], [4, 1], [OUT_REGS, LOADER_REGS])
     S = res[0]
 
     if STORE_HT:

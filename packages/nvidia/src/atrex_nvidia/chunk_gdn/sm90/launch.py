@@ -159,6 +159,13 @@ GL_WS_OUT_REGS = 128
 # call 1.010 -> 0.968). A first version that fetched the factors with cp.async, tracked by the ready barrier, was
 # slower (r36: 0.161 against 0.156, 0.611 against 0.588).
 GL_WS_FAC_SMEM = True
+# GL_WS_SPLIT_RING (round 13): with GL_WS_FAC_SMEM, gl_ws's chain tiles (k, A, v) and output tiles (q, Aqk) in two
+# rings with their own barriers and loader warps: a chain slot is refilled as soon as the chain is done with it,
+# without waiting for the output partition, and the chain's 28 KB per chunk do not queue behind the output's 24 KB.
+# GL_WS_SPLIT_STAGES = (chain slots, output slots) at BV = 32 (BV = 64: 2 and 2). r37's profile had the chain waiting
+# for its chunk's tiles in ~9% of its stall samples.
+GL_WS_SPLIT_RING = False
+GL_WS_SPLIT_STAGES = (4, 3)
 # GL_WS_LATE_U (round 13, off): gl_ws's chain stores U_c for the output partition (and fences, synchronises, arrives)
 # after issuing the state update that reads dk U_c, instead of before it. Measured (state kernel ms): r36 without
 # FAC_SMEM T=8192 0.154 vs 0.156, T=32768 0.583 vs 0.588 (within the spread); r38 with FAC_SMEM 0.154 vs 0.145 and
@@ -555,6 +562,9 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
             opts = dict(num_warps=4, STAGES=max(2, sst), OUT_REGS=int(GL_WS_OUT_REGS))
             if GL_WS_FAC_SMEM:  # (the loader's 16 more registers per thread come from the output partition's)
                 opts.update(FAC_SMEM=True, OUT_REGS=int(GL_WS_OUT_REGS) - 16)
+                if GL_WS_SPLIT_RING:
+                    sc, so = GL_WS_SPLIT_STAGES if BV == 32 else (2, 2)
+                    opts.update(SPLIT_RING=True, STAGES=int(sc), STAGES_O=int(so))
             if GL_WS_LATE_U:
                 opts["LATE_U"] = True
         else:
@@ -694,7 +704,7 @@ def _knobs():
             _STATE_CFG_MANY, _STATE_V2_FEW_CFG, _INTRA_CFG, GL_WS_OUT_REGS, STATE_AUTO_GL_WS, INTRA_V3_INV_FP16,
             INTRA_V3_FP16_FALLBACK, GL_RC_STAGES, GL_RC_PERSISTENT, STATE_AUTO_GL_RC, FOLD_QK_NORM, INTRA_V3_GVA_SHARE,
             INTRA_V3_FAST_EXP, INTRA_V3_GS2_MAXNREG, INTRA_V3_MASK_OUT, STATE_SPLIT_XU, GL_WS_FAC_SMEM,
-            GL_WS_LATE_U, GL_RC_FAC_LOADS)
+            GL_WS_LATE_U, GL_RC_FAC_LOADS, GL_WS_SPLIT_RING, GL_WS_SPLIT_STAGES)
 
 
 def _call_signature(dev, tensors, flags):
