@@ -95,12 +95,8 @@ _SCRIPT = textwrap.dedent(r'''
         gdn(dict(T=64, H=16, HV=32, K=128), **hooks)
         gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=[64 * i for i in range(11)]), **hooks)
     gdn(dict(T=640, H=2, HV=8, K=128, cu_seqlens=[64 * i for i in range(11)], cu_dtype=torch.int64), STATE_IMPL="gl_rc")
-    # round 13: gl_rc's loader prefetching the factor rows, gl_ws before its factor rows (round 12) and with LATE_U
-    gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=[64 * i for i in range(11)]), GL_RC_FAC_LOADS=True)
+    # round 13: gl_ws before its factor rows in the load slots (round 12's binary)
     gdn(dict(T=64, H=16, HV=32, K=128), GL_WS_FAC_SMEM=False)
-    gdn(dict(T=64, H=16, HV=32, K=128), GL_WS_LATE_U=True)
-    gdn(dict(T=64, H=16, HV=32, K=128), GL_WS_SPLIT_RING=True)  # (4, 3) slots: the most shared memory of the kernels
-    gdn(dict(T=64, H=16, HV=32, K=128), GL_WS_SPLIT_RING=True, GL_WS_SPLIT_STAGES=(2, 2))
     gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=[64 * i for i in range(11)]), FOLD_QK_NORM=True)  # gl_rc, folded
     gdn(dict(T=256, H=16, HV=32, K=128), FOLD_QK_NORM=True)  # few programs: state v2, folded
     # intra v3 with masked products in the inverse (round 11, off), at the 128-register cap it is meant for

@@ -279,14 +279,10 @@ VARIANT_HOOKS = {  # launcher variants measured by bench_gdn's sweep besides the
     "state_tma_host_desc": dict(STATE_IMPL="tma", TMA_DEVICE_DESC=False),
     "state_tma_persistent": dict(STATE_IMPL="tma", STATE_TMA_PERSISTENT=True),
     "state_gluon_ws": dict(STATE_IMPL="gl_ws"),
-    # round 13: gl_ws without its default factor rows in the load slots (round 12's binary), and with the U hand-off
-    # after the update's issue (off)
+    # round 13: gl_ws without its default factor rows in the load slots (round 12's binary)
     "state_gluon_ws_round12": dict(STATE_IMPL="gl_ws", GL_WS_FAC_SMEM=False),
-    "state_gluon_ws_late_u": dict(STATE_IMPL="gl_ws", GL_WS_LATE_U=True),
-    "state_gluon_ws_split_ring": dict(STATE_IMPL="gl_ws", GL_WS_SPLIT_RING=True),
     "state_gluon_rc": dict(STATE_IMPL="gl_rc"),
     "state_gluon_rc_s2_grid": dict(STATE_IMPL="gl_rc", GL_RC_STAGES=2, GL_RC_PERSISTENT=False),
-    "state_gluon_rc_fac_loads": dict(STATE_IMPL="gl_rc", GL_RC_FAC_LOADS=True),  # round 13
     "fold_qk_norm": dict(FOLD_QK_NORM=True),  # round 10: raw q/k in the state kernel (v2 or gl_rc), norms in factors
     "fold_qk_norm_gluon_rc": dict(FOLD_QK_NORM=True, STATE_IMPL="gl_rc"),
     # round 10's intra v3 configuration (one value head per program, tl.exp); round 11's GVA pairs at the v3 cap
@@ -513,36 +509,24 @@ def test_gluon_ws_rings_and_empty_sequences(case_id, kw, stages, monkeypatch):
     assert eo <= bound and eh <= bound, (case_id, eo, eh, bound)
 
 
-WS_OPTIONS = {"fac_smem": dict(GL_WS_FAC_SMEM=True), "late_u": dict(GL_WS_LATE_U=True),
-              "fac_smem_late_u": dict(GL_WS_FAC_SMEM=True, GL_WS_LATE_U=True),
-              # two rings (chain: k, A, v; output: q, Aqk), at the default (4, 3) slots and at (2, 2): both wrap often
-              "split_ring": dict(GL_WS_FAC_SMEM=True, GL_WS_SPLIT_RING=True),
-              "split_ring_2_2": dict(GL_WS_FAC_SMEM=True, GL_WS_SPLIT_RING=True, GL_WS_SPLIT_STAGES=(2, 2))}
-
-
-@pytest.mark.parametrize("option", sorted(WS_OPTIONS))
 @pytest.mark.parametrize("stages", [2, 3])
 @pytest.mark.parametrize("case_id,kw", WS_CASES, ids=[c[0] for c in WS_CASES])
-def test_gluon_ws_options_same_bits(case_id, kw, stages, option, monkeypatch):
-    """gl_ws's round-13 options (GL_WS_FAC_SMEM, the default: the row factors stored into the load slots by the loader
-    warp and read there; GL_WS_LATE_U: U_c handed to the output partition after the update is issued; GL_WS_SPLIT_RING:
-    separate rings and loader warps for the chain's and the output's tiles) move where operands come from and when the
-    hand-offs happen, not what is computed: output and final state must equal round
-    12's gl_ws (both off) bit for bit, over the ring-wrapping and empty / 1 / 65-token cases at 2 and 3 load slots. A
-    stale factor slot, a lost hand-off or a U buffer overwritten early changes the bits (or hangs)."""
+def test_gluon_ws_fac_smem_same_bits(case_id, kw, stages, monkeypatch):
+    """GL_WS_FAC_SMEM (round 13, the default: the row factors stored into the load slots by the loader warp, loaded
+    one chunk ahead, and read there by the chain and output partitions) moves where the factors come from, not what is
+    computed: output and final state must equal round 12's gl_ws (the factors loaded by the consumers) bit for bit,
+    over the ring-wrapping and empty / 1 / 65-token cases at 2 and 3 load slots. A stale or misplaced factor row
+    changes the bits."""
     pytest.importorskip("triton.experimental.gluon")
     import torch as _torch
 
     from atrex_nvidia.chunk_gdn.sm90 import launch
     monkeypatch.setattr(launch, "STATE_CFG_OVERRIDE", (32, 4, stages))
-    monkeypatch.setattr(launch, "GL_WS_FAC_SMEM", False)
-    monkeypatch.setattr(launch, "GL_WS_LATE_U", False)
     inp = make_inputs(device="cuda", **kw)
+    monkeypatch.setattr(launch, "GL_WS_FAC_SMEM", False)
     o1, h1 = state_impl_outputs(launch, monkeypatch, inp, ("gl_ws",))[0]["gl_ws"]
-    for name, value in WS_OPTIONS[option].items():
-        monkeypatch.setattr(launch, name, value)
-    outs, _ = state_impl_outputs(launch, monkeypatch, inp, ("gl_ws",))
-    o2, h2 = outs["gl_ws"]
+    monkeypatch.setattr(launch, "GL_WS_FAC_SMEM", True)
+    o2, h2 = state_impl_outputs(launch, monkeypatch, inp, ("gl_ws",))[0]["gl_ws"]
     assert _torch.equal(o1, o2) and _torch.equal(h1, h2), (rrmse(o1, o2), rrmse(h1, h2))
 
 
@@ -569,31 +553,6 @@ def test_gluon_rc_rings_across_items(case_id, kw, stages, sm_count, monkeypatch)
     assert rrmse(o1, o2) <= 2e-3 and rrmse(h1, h2) <= 2e-3, (rrmse(o1, o2), rrmse(h1, h2))
     eo, eh, bound = run_case(functools.partial(launch.gdn_fwd, sm_count=sm_count), case_id, kw, "cuda")
     assert eo <= bound and eh <= bound, (case_id, eo, eh, bound)
-
-
-@pytest.mark.parametrize("sm_count", [None, 3], ids=["grid_sms", "grid3"])
-@pytest.mark.parametrize("stages", [2, 3])
-@pytest.mark.parametrize("case_id,kw", WS_CASES, ids=[c[0] for c in WS_CASES])
-def test_gluon_rc_fac_loads_same_bits(case_id, kw, stages, sm_count, monkeypatch):
-    """GL_RC_FAC_LOADS (round 13): gl_rc's loader prefetches each chunk's factor rows into registers, the item's next
-    chunk or the next item's first (reloading after an item with no chunk), and stores them into the slot, instead of
-    cp.async. The same values reach the same slots, so output and final state must equal the cp.async kernel's bit
-    for bit: with 3 CTAs each running 20-30 items (prefetches across item boundaries, sequences of 0, 1, 64 and 65
-    tokens) and with a CTA per SM, at 2 and 3 load slots."""
-    pytest.importorskip("triton.experimental.gluon")
-    import torch as _torch
-
-    from atrex_nvidia.chunk_gdn.sm90 import launch
-    monkeypatch.setattr(launch, "GL_RC_STAGES", stages)
-    inp = make_inputs(device="cuda", **kw)
-    monkeypatch.setattr(launch, "GL_RC_FAC_LOADS", False)
-    o1, h1 = state_impl_outputs(launch, monkeypatch, inp, ("gl_rc",), sm_count=sm_count)[0]["gl_rc"]
-    monkeypatch.setattr(launch, "GL_RC_FAC_LOADS", True)
-    outs, grids = state_impl_outputs(launch, monkeypatch, inp, ("gl_rc",), sm_count=sm_count)
-    if sm_count:
-        assert grids["gl_rc"] == (sm_count,), grids
-    o2, h2 = outs["gl_rc"]
-    assert _torch.equal(o1, o2) and _torch.equal(h1, h2), (rrmse(o1, o2), rrmse(h1, h2))
 
 
 def test_fp16_inverse_guard_positive_g():

@@ -277,11 +277,11 @@ def test_gluon_ws_state_kernel_where_it_applies_and_fallbacks_elsewhere(plan, mo
     assert state_kernel(plan(T=256, H=16, HV=32)) == TMA
 
 
-def test_gluon_ws_round13_options_reach_the_launch(plan, monkeypatch):
-    """GL_WS_FAC_SMEM (round 13, on by default) and GL_WS_LATE_U (off) become the gl_ws launch's FAC_SMEM / LATE_U
-    constexprs when set (FAC_SMEM with 16 output-partition registers fewer, which the loader takes) and are absent
-    from the launch when not, so that both off is round 12's binary; they are part of the call signature (a changed
-    knob is a new warm-up key), and they do not reach other state kernels."""
+def test_gluon_ws_fac_smem_reaches_the_launch(plan, monkeypatch):
+    """GL_WS_FAC_SMEM (round 13, on by default) becomes the gl_ws launch's FAC_SMEM constexpr, with 16
+    output-partition registers fewer (the loader takes them); off, the launch has neither change (round 12's binary).
+    The knob is part of the call signature (a changed knob is a new warm-up key), and it does not reach other state
+    kernels."""
     pytest.importorskip("triton.experimental.gluon")
     monkeypatch.setattr(L, "STATE_IMPL", "gl_ws")
 
@@ -290,23 +290,14 @@ def test_gluon_ws_round13_options_reach_the_launch(plan, monkeypatch):
         assert name == GL_WS
         return m
     base = meta()
-    assert base["FAC_SMEM"] is True and base["OUT_REGS"] == L.GL_WS_OUT_REGS - 16 and "LATE_U" not in base
+    assert base["FAC_SMEM"] is True and base["OUT_REGS"] == L.GL_WS_OUT_REGS - 16
     sig0 = L._knobs()
     monkeypatch.setattr(L, "GL_WS_FAC_SMEM", False)
     old = meta()
-    assert "FAC_SMEM" not in old and old["OUT_REGS"] == L.GL_WS_OUT_REGS and "LATE_U" not in old
+    assert "FAC_SMEM" not in old and old["OUT_REGS"] == L.GL_WS_OUT_REGS
     assert L._knobs() != sig0
-    monkeypatch.setattr(L, "GL_WS_LATE_U", True)
-    assert meta()["LATE_U"] is True and "FAC_SMEM" not in meta()
     monkeypatch.setattr(L, "GL_WS_FAC_SMEM", True)
     assert "FAC_SMEM" not in [m for n, _, _, m in plan(T=256, K=32)["launches"] if "state_output" in n][-1]
-    monkeypatch.setattr(L, "GL_WS_LATE_U", False)
-    assert "SPLIT_RING" not in meta()
-    monkeypatch.setattr(L, "GL_WS_SPLIT_RING", True)  # (chain slots, output slots) from GL_WS_SPLIT_STAGES at BV = 32
-    m = meta()
-    assert m["SPLIT_RING"] is True and (m["STAGES"], m["STAGES_O"]) == L.GL_WS_SPLIT_STAGES and m["FAC_SMEM"] is True
-    monkeypatch.setattr(L, "GL_WS_FAC_SMEM", False)  # (the split rings carry the factor rows: not without them)
-    assert "SPLIT_RING" not in meta()
 
 
 def test_state_split_xu_for_small_k_calls_without_l2norm(plan, monkeypatch):

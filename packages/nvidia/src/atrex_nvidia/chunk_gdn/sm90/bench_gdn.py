@@ -213,18 +213,11 @@ VARIANTS = [
     ("gl_ws_fac", dict(state_impl="gl_ws", ws_fac_smem=True)),
     ("ws_fac", dict(ws_fac_smem=True)),
     ("ws_nofac", dict(ws_fac_smem=False)),
-    ("ws_lateu", dict(ws_late_u=True)),
-    ("ws_fac_lateu", dict(ws_fac_smem=True, ws_late_u=True)),
     # round 10: register-chain Gluon state pass (transposed state, BV = 64; persistent unless _np; 3 load slots unless
     # _s2)
     ("gl_rc", dict(state_impl="gl_rc")),
     ("gl_rc_s2", dict(state_impl="gl_rc", rc_stages=2)),
-    # round 13: gl_rc with the factor rows loaded one chunk ahead by the loader (GL_RC_FAC_LOADS) instead of cp.async
-    ("rc_facl", dict(rc_fac_loads=True)),
-    ("ws_split", dict(ws_split_ring=True)),
-    ("ws_split33", dict(ws_split_ring=True, ws_split_stages=(3, 3))),
-    ("ws_split42", dict(ws_split_ring=True, ws_split_stages=(4, 2))),
-    ("gl_ws_64", dict(state_impl="gl_ws", state=(64, 4, 2))),
+    ("gl_ws_64", dict(state_impl="gl_ws", state=(64, 4, 2))),  # round 13 (r39): slower at both perf shapes
     # round 12: the Triton state kernels with X and U as bf16 hi + lo pairs (STATE_SPLIT_XU, the default for calls
     # without in-kernel L2 norm), forced on these L2-norm cases to measure its cost where those kernels run
     ("tma_split", dict(state_impl="tma", split_xu="always")),
@@ -242,8 +235,7 @@ _HOOKS = dict(state="STATE_CFG_OVERRIDE", intra="INTRA_CFG_OVERRIDE", wy="USE_WY
               inv_fp16="INTRA_V3_INV_FP16", fp16_fallback="INTRA_V3_FP16_FALLBACK", rc_stages="GL_RC_STAGES",
               rc_persistent="GL_RC_PERSISTENT", fold_qk_norm="FOLD_QK_NORM", gva_share="INTRA_V3_GVA_SHARE",
               fast_exp="INTRA_V3_FAST_EXP", gs2_maxnreg="INTRA_V3_GS2_MAXNREG", mask_out="INTRA_V3_MASK_OUT",
-              split_xu="STATE_SPLIT_XU", ws_fac_smem="GL_WS_FAC_SMEM", ws_late_u="GL_WS_LATE_U",
-              rc_fac_loads="GL_RC_FAC_LOADS", ws_split_ring="GL_WS_SPLIT_RING", ws_split_stages="GL_WS_SPLIT_STAGES")
+              split_xu="STATE_SPLIT_XU", ws_fac_smem="GL_WS_FAC_SMEM")
 
 
 def _select_variants(spec):

@@ -225,103 +225,11 @@ def _ws_loader(kd, qd, vd, ad, aqd, k_s, q_s, a_s, aq_s, v_s, f_s, el_s, ready, 
 
 
 @gluon.jit
-def _ws_split_barriers(STAGES: gl.constexpr, STAGES_O: gl.constexpr):
-    """(ready_c, empty_c, ready_o, empty_o, su_ready, su_empty) of gl_ws's SPLIT_RING, initialised: the chain ring's
-    and the output ring's slot barriers (each empty barrier has one consumer) and the S_c / U_c hand-off."""
-    ready_c = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    empty_c = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ready_o = gl.allocate_shared_memory(gl.int64, [STAGES_O, 1], mbarrier.MBarrierLayout())
-    empty_o = gl.allocate_shared_memory(gl.int64, [STAGES_O, 1], mbarrier.MBarrierLayout())
-    su_ready = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    su_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(STAGES):
-        mbarrier.init(ready_c.index(i), count=1)
-        mbarrier.init(empty_c.index(i), count=1)
-    for i in gl.static_range(STAGES_O):
-        mbarrier.init(ready_o.index(i), count=1)
-        mbarrier.init(empty_o.index(i), count=1)
-    for i in gl.static_range(2):
-        mbarrier.init(su_ready.index(i), count=1)
-        mbarrier.init(su_empty.index(i), count=1)
-    fence_async_shared()  # the initialised barriers, visible to the TMA unit and to every warp
-    _cta_barrier()
-    return ready_c, empty_c, ready_o, empty_o, su_ready, su_empty
-
-
-@gluon.jit
-def _ws_loader_c(kd, qd, vd, ad, aqd, k_s, a_s, v_s, f_s, el_s, ready, empty, NT, row, arow, qcol, vcol,
-                 ROWS, QW, VW, s_qr, s_kr, s_vr, HV, TOTAL_T, f_base, L,
-                 BK: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr):
-    """SPLIT_RING's chain loader (1 warp): chunk c's k, A and v tiles into chain slot c % STAGES by TMA once the chain
-    released the slot, and its factor rows beta, beta e^gamma, e^(gamma_last - gamma) (rows 4 slot, +1, +3 of ``f_s``)
-    and e^gamma_last (``el_s`` row slot), loaded one chunk ahead and stored before the ready arrive."""
-    kdesc, _qdesc, vdesc, adesc, _aqdesc = _descriptors(kd, qd, vd, ad, aqd, ROWS, QW, VW, s_qr, s_kr, s_vr, HV,
-                                                       TOTAL_T, BK, BV)
-    FL: gl.constexpr = gl.BlockedLayout([2], [32], [1], [0])
-    EL: gl.constexpr = gl.BlockedLayout([BK // 32], [32], [1], [0])
-    fr = gl.arange(0, 64, layout=FL)
-    er = gl.arange(0, BK, layout=EL)
-    plane = (HV + fr * 0).to(gl.int64) * TOTAL_T
-    p_el = f_base + 3 * (HV + er * 0).to(gl.int64) * TOTAL_T - 1
-    fm = fr < L
-    f1 = gl.load(f_base + plane + fr, mask=fm, other=0.0)
-    f2 = gl.load(f_base + 2 * plane + fr, mask=fm, other=0.0)
-    f4 = gl.load(f_base + 4 * plane + fr, mask=fm, other=0.0)
-    fe = gl.load(p_el + gl.minimum(L, 64) + er * 0, mask=(er * 0) < L, other=1.0)
-    for c in range(NT):
-        slot = c % STAGES
-        mbarrier.wait(empty.index(slot), ((c // STAGES) & 1) ^ 1)
-        f_s.index(slot * 4).store(f1)
-        f_s.index(slot * 4 + 1).store(f2)
-        f_s.index(slot * 4 + 3).store(f4)
-        el_s.index(slot).store(fe)
-        _cta_barrier()  # every lane's stores precede the (one-thread) ready arrive of the expect
-        bar = ready.index(slot)
-        l0 = c * 64
-        mbarrier.expect(bar, (64 * BK + 64 * 64 + 64 * BV) * 2)
-        _tma_load(kdesc, [row + l0, qcol], bar, k_s.index(slot))
-        _tma_load(adesc, [arow + l0, 0], bar, a_s.index(slot))
-        _tma_load(vdesc, [row + l0, vcol], bar, v_s.index(slot))
-        l1 = l0 + 64
-        fm = (l1 + fr) < L
-        f1 = gl.load(f_base + plane + l1 + fr, mask=fm, other=0.0)
-        f2 = gl.load(f_base + 2 * plane + l1 + fr, mask=fm, other=0.0)
-        f4 = gl.load(f_base + 4 * plane + l1 + fr, mask=fm, other=0.0)
-        fe = gl.load(p_el + gl.minimum(L, l1 + 64) + er * 0, mask=(l1 + er * 0) < L, other=1.0)
-
-
-@gluon.jit
-def _ws_loader_o(kd, qd, vd, ad, aqd, q_s, aq_s, fo_s, ready, empty, NT, row, arow, qcol,
-                 ROWS, QW, VW, s_qr, s_kr, s_vr, HV, TOTAL_T, f_base, L,
-                 BK: gl.constexpr, BV: gl.constexpr, STAGES_O: gl.constexpr):
-    """SPLIT_RING's output loader (1 warp): chunk c's q and Aqk tiles into output slot c % STAGES_O by TMA once the
-    output partition released the slot, and its e^gamma row (``fo_s`` row slot), loaded one chunk ahead."""
-    _kdesc, qdesc, _vdesc, _adesc, aqdesc = _descriptors(kd, qd, vd, ad, aqd, ROWS, QW, VW, s_qr, s_kr, s_vr, HV,
-                                                        TOTAL_T, BK, BV)
-    FL: gl.constexpr = gl.BlockedLayout([2], [32], [1], [0])
-    fr = gl.arange(0, 64, layout=FL)
-    p_eg = f_base + 3 * (HV + fr * 0).to(gl.int64) * TOTAL_T
-    f3 = gl.load(p_eg + fr, mask=fr < L, other=0.0)
-    for c in range(NT):
-        slot = c % STAGES_O
-        mbarrier.wait(empty.index(slot), ((c // STAGES_O) & 1) ^ 1)
-        fo_s.index(slot).store(f3)
-        _cta_barrier()
-        bar = ready.index(slot)
-        l0 = c * 64
-        mbarrier.expect(bar, (64 * BK + 64 * 64) * 2)
-        _tma_load(qdesc, [row + l0, qcol], bar, q_s.index(slot))
-        _tma_load(aqdesc, [arow + l0, 0], bar, aq_s.index(slot))
-        f3 = gl.load(p_eg + l0 + 64 + fr, mask=(l0 + 64 + fr) < L, other=0.0)
-
-
-@gluon.jit
 def _ws_output(q_s, aq_s, sb_s, u_s, f_s, ready, empty, su_ready, su_empty, o, fac, NT, row, bos, L, hv, HV, TOTAL_T,
                b_idx, s_ob, s_ot, s_oh, offs_vc, V, scale, BV: gl.constexpr, STAGES: gl.constexpr,
-               FAC_SMEM: gl.constexpr, EG_RPS: gl.constexpr = 4):
+               FAC_SMEM: gl.constexpr):
     """Output partition (4 warps): per chunk, both off-chain dots as one asynchronous pair, then the epilogue
-    (e^gamma from the slot's factor rows with ``FAC_SMEM``: row 4 slot + 2 of ``f_s``, or with EG_RPS == 1 (the
-    output ring of SPLIT_RING) row slot; else loaded from ``fac`` one chunk ahead)."""
+    (e^gamma from the slot's factor rows with ``FAC_SMEM``, else loaded from ``fac`` one chunk ahead)."""
     MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BV, 16])
     ROW: gl.constexpr = gl.SliceLayout(1, MMA)
     COL: gl.constexpr = gl.SliceLayout(0, MMA)
@@ -344,7 +252,7 @@ def _ws_output(q_s, aq_s, sb_s, u_s, f_s, ready, empty, su_ready, su_empty, o, f
             eg_n = gl.load(p_eg + l0 + 64 + ro, mask=(l0 + 64 + ro) < L, other=0.0)
         mbarrier.wait(ready.index(slot), (c // STAGES) & 1)
         if FAC_SMEM:
-            eg = f_s.index(slot * EG_RPS + (2 if EG_RPS == 4 else 0)).load(ROW)
+            eg = f_s.index(slot * 4 + 2).load(ROW)
         mbarrier.wait(su_ready.index(b), (c // 2) & 1)
         qs = warpgroup_mma(q_s.index(slot), sb_s.index(b), zero, use_acc=False, is_async=True)
         ot = warpgroup_mma(aq_s.index(slot), u_s.index(b), zero, use_acc=False, is_async=True)
@@ -362,11 +270,9 @@ def _ws_output(q_s, aq_s, sb_s, u_s, f_s, ready, empty, su_ready, su_empty, o, f
 
 @gluon.jit
 def _ws_chain(k_s, a_s, v_s, sb_s, x_s, u_s, ud_s, f_s, el_s, ready, empty, su_ready, su_empty, S, f_base, plane, NT,
-              L, BV: gl.constexpr, STAGES: gl.constexpr, FAC_SMEM: gl.constexpr, LATE_U: gl.constexpr):
+              L, BV: gl.constexpr, STAGES: gl.constexpr, FAC_SMEM: gl.constexpr):
     """Chain partition (default, 4 warps): the state recurrence; returns ``(final state,)``. The row factors come
-    from the slot's factor rows with ``FAC_SMEM`` (no global load in the loop), else from ``fac`` one chunk ahead.
-    With ``LATE_U`` the hand-off of U_c to the output partition (store, fence, barrier, arrive) follows the issue of
-    the state update instead of preceding it."""
+    from the slot's factor rows with ``FAC_SMEM`` (no global load in the loop), else from ``fac`` one chunk ahead."""
     MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BV, 16])
     ROW: gl.constexpr = gl.SliceLayout(1, MMA)
     dt: gl.constexpr = sb_s.dtype
@@ -404,22 +310,12 @@ def _ws_chain(k_s, a_s, v_s, sb_s, x_s, u_s, ud_s, f_s, el_s, ready, empty, su_r
         _cta_barrier()
         u = warpgroup_mma(a_s.index(slot), x_s, zero, use_acc=False, is_async=True)
         u = warpgroup_mma_wait(0, deps=[u])
-        if LATE_U:  # U_c for the output partition stored while the update runs, off the chain
-            ud_s.store((u * gl.expand_dims(c_dk, 1)).to(dt))
-            fence_async_shared()
-            _cta_barrier()
-            st = warpgroup_mma(kb.permute((1, 0)), ud_s, S * c_egl, is_async=True)
-            u_s.index(b).store(u.to(dt))
-            fence_async_shared()
-            _cta_barrier()
-            mbarrier.arrive(su_ready.index(b), count=1)
-        else:
-            u_s.index(b).store(u.to(dt))
-            ud_s.store((u * gl.expand_dims(c_dk, 1)).to(dt))
-            fence_async_shared()
-            _cta_barrier()
-            mbarrier.arrive(su_ready.index(b), count=1)
-            st = warpgroup_mma(kb.permute((1, 0)), ud_s, S * c_egl, is_async=True)
+        u_s.index(b).store(u.to(dt))
+        ud_s.store((u * gl.expand_dims(c_dk, 1)).to(dt))
+        fence_async_shared()
+        _cta_barrier()
+        mbarrier.arrive(su_ready.index(b), count=1)
+        st = warpgroup_mma(kb.permute((1, 0)), ud_s, S * c_egl, is_async=True)
         S = warpgroup_mma_wait(0, deps=[st])
         if not FAC_SMEM:
             bt, be, dk, egl = bt_n, be_n, dk_n, egl_n
@@ -436,7 +332,6 @@ def atrex_sm90_gdn_state_output_gl_ws(
     IS_VARLEN: gl.constexpr, G: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr,
     USE_H0: gl.constexpr, STORE_HT: gl.constexpr, STATE_V_FIRST: gl.constexpr, DEVICE_DESC: gl.constexpr,
     PERSISTENT: gl.constexpr, STAGES: gl.constexpr, OUT_REGS: gl.constexpr, FAC_SMEM: gl.constexpr = False,
-    LATE_U: gl.constexpr = False, SPLIT_RING: gl.constexpr = False, STAGES_O: gl.constexpr = 2,
 ):
     """The Triton tma kernel's math, arguments and grid (descriptors built in the kernel: DEVICE_DESC True, PERSISTENT
     False), with the work of a program split over three warp partitions (the block comment above): the 4 chain warps
@@ -445,10 +340,8 @@ def atrex_sm90_gdn_state_output_gl_ws(
     (0) remove them from the state and the output store skips them. K == BK (64 or 128), BV in {32, 64}; num_warps
     must be 4 (the chain partition); STAGES load slots; OUT_REGS registers per output-partition thread. With
     ``FAC_SMEM`` (round 13) the loader also stores each chunk's row factors into the load slot (loaded one chunk
-    ahead, 40 loader registers), so that neither consumer loads from global memory inside its loop. ``LATE_U`` (round
-    13): see ``_ws_chain``. With ``SPLIT_RING`` (round 13, needs FAC_SMEM) the chain's tiles (k, A, v: STAGES slots)
-    and the output partition's (q, Aqk: STAGES_O slots) are two rings with their own barriers and loader warps, so a
-    chain slot is refilled as soon as the chain is done with it and the chain's loads do not queue behind the output's."""
+    ahead, 40 loader registers, 16 fewer for the output partition: the caller's OUT_REGS), so that neither consumer
+    loads from global memory inside its loop."""
     MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BV, 16])
     ROW: gl.constexpr = gl.SliceLayout(1, MMA)
     COL: gl.constexpr = gl.SliceLayout(0, MMA)
@@ -474,17 +367,7 @@ def atrex_sm90_gdn_state_output_gl_ws(
     ms = gl.expand_dims(rs < K, 1) & gl.expand_dims(cs < V, 0)
     S = _initial_state(h0, n64, hv, s_h0n, s_h0h, s_h0k, s_h0v, rs, cs, ms, BK, BV, USE_H0, MMA)
 
-    if SPLIT_RING:
-        gl.static_assert(FAC_SMEM)
-        SH_K: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, BK], gl.bfloat16)
-        SH_A: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, 64], gl.bfloat16)
-        k_s = gl.allocate_shared_memory(dt, [STAGES, 64, BK], SH_K)
-        a_s = gl.allocate_shared_memory(dt, [STAGES, 64, 64], SH_A)
-        v_s = gl.allocate_shared_memory(dt, [STAGES, 64, BV], SH_V)
-        q_s = gl.allocate_shared_memory(dt, [STAGES_O, 64, BK], SH_K)
-        aq_s = gl.allocate_shared_memory(dt, [STAGES_O, 64, 64], SH_A)
-    else:
-        k_s, q_s, a_s, aq_s, v_s = _ring_tiles(dt, BK, BV, STAGES)
+    k_s, q_s, a_s, aq_s, v_s = _ring_tiles(dt, BK, BV, STAGES)
     sb_s = gl.allocate_shared_memory(dt, [2, BK, BV], SH_S)
     u_s = gl.allocate_shared_memory(dt, [2, 64, BV], SH_V)
     x_s = gl.allocate_shared_memory(dt, [64, BV], SH_V)
@@ -493,29 +376,15 @@ def atrex_sm90_gdn_state_output_gl_ws(
     LOADER_REGS: gl.constexpr = 40 if FAC_SMEM else 24  # (the next chunk's factors in the loader's registers)
     f_s = gl.allocate_shared_memory(gl.float32, [FAC_ROWS * 4, 64], gl.SwizzledSharedLayout(1, 1, 1, [0]))
     el_s = gl.allocate_shared_memory(gl.float32, [FAC_ROWS, BK], gl.SwizzledSharedLayout(1, 1, 1, [0]))
-    if SPLIT_RING:
-        fo_s = gl.allocate_shared_memory(gl.float32, [STAGES_O, 64], gl.SwizzledSharedLayout(1, 1, 1, [0]))
-        ready_c, empty_c, ready_o, empty_o, su_ready, su_empty = _ws_split_barriers(STAGES, STAGES_O)
-        res = gl.warp_specialize([
-            (_ws_chain, (k_s, a_s, v_s, sb_s, x_s, u_s, ud_s, f_s, el_s, ready_c, empty_c, su_ready, su_empty, S,
-                         f_base, plane, NT, L, BV, STAGES, FAC_SMEM, LATE_U)),
-            (_ws_output, (q_s, aq_s, sb_s, u_s, fo_s, ready_o, empty_o, su_ready, su_empty, o, fac, NT, row, bos, L,
-                          hv, HV, TOTAL_T, b_idx, s_ob, s_ot, s_oh, offs_vc, V, scale, BV, STAGES_O, FAC_SMEM, 1)),
-            (_ws_loader_c, (kd, qd, vd, ad, aqd, k_s, a_s, v_s, f_s, el_s, ready_c, empty_c, NT, row, arow, qcol,
-                            vcol, ROWS, QW, VW, s_qr, s_kr, s_vr, HV, TOTAL_T, f_base, L, BK, BV, STAGES)),
-            (_ws_loader_o, (kd, qd, vd, ad, aqd, q_s, aq_s, fo_s, ready_o, empty_o, NT, row, arow, qcol,
-                            ROWS, QW, VW, s_qr, s_kr, s_vr, HV, TOTAL_T, f_base, L, BK, BV, STAGES_O)),
-        ], [4, 1, 1], [OUT_REGS, 40, 32])
-    else:
-        ready, empty, su_ready, su_empty = _ring_barriers(STAGES)
-        res = gl.warp_specialize([
-            (_ws_chain, (k_s, a_s, v_s, sb_s, x_s, u_s, ud_s, f_s, el_s, ready, empty, su_ready, su_empty, S, f_base,
-                         plane, NT, L, BV, STAGES, FAC_SMEM, LATE_U)),
-            (_ws_output, (q_s, aq_s, sb_s, u_s, f_s, ready, empty, su_ready, su_empty, o, fac, NT, row, bos, L, hv,
-                          HV, TOTAL_T, b_idx, s_ob, s_ot, s_oh, offs_vc, V, scale, BV, STAGES, FAC_SMEM)),
-            (_ws_loader, (kd, qd, vd, ad, aqd, k_s, q_s, a_s, aq_s, v_s, f_s, el_s, ready, empty, NT, row, arow, qcol,
-                          vcol, ROWS, QW, VW, s_qr, s_kr, s_vr, HV, TOTAL_T, f_base, L, BK, BV, STAGES, FAC_SMEM)),
-        ], [4, 1], [OUT_REGS, LOADER_REGS])
+    ready, empty, su_ready, su_empty = _ring_barriers(STAGES)
+    res = gl.warp_specialize([
+        (_ws_chain, (k_s, a_s, v_s, sb_s, x_s, u_s, ud_s, f_s, el_s, ready, empty, su_ready, su_empty, S, f_base,
+                     plane, NT, L, BV, STAGES, FAC_SMEM)),
+        (_ws_output, (q_s, aq_s, sb_s, u_s, f_s, ready, empty, su_ready, su_empty, o, fac, NT, row, bos, L, hv, HV,
+                      TOTAL_T, b_idx, s_ob, s_ot, s_oh, offs_vc, V, scale, BV, STAGES, FAC_SMEM)),
+        (_ws_loader, (kd, qd, vd, ad, aqd, k_s, q_s, a_s, aq_s, v_s, f_s, el_s, ready, empty, NT, row, arow, qcol,
+                      vcol, ROWS, QW, VW, s_qr, s_kr, s_vr, HV, TOTAL_T, f_base, L, BK, BV, STAGES, FAC_SMEM)),
+    ], [4, 1], [OUT_REGS, LOADER_REGS])
     S = res[0]
 
     if STORE_HT:
@@ -547,84 +416,40 @@ def _rc_item(item, NV, cu, T, HV, G: gl.constexpr, IS_VARLEN: gl.constexpr):
 
 
 @gluon.jit
-def _rc_factors(fac, item, c, N_ITEMS, NV, cu, T, HV, TOTAL_T, fr, plane,
-                G: gl.constexpr, IS_VARLEN: gl.constexpr, EG_PLANE: gl.constexpr):
-    """Chunk c's factor rows of work item ``item`` for a gl_rc slot, as five [64] vectors of the loader's layout:
-    planes 1, 2, EG_PLANE, 4 (0 past the sequence end) and e^gamma_last in every entry (1 for an empty chunk, or an
-    item past the last: all masked)."""
-    live = item < N_ITEMS
-    _i_v, _n, hv, _h, _bos, _b, tg0, L = _rc_item(gl.minimum(item, N_ITEMS - 1), NV, cu, T, HV, G, IS_VARLEN)
-    f_base = fac + hv.to(gl.int64) * TOTAL_T + tg0.to(gl.int64)
-    l0 = c * 64
-    fm = ((l0 + fr) < L) & live
-    f1 = gl.load(f_base + plane + l0 + fr, mask=fm, other=0.0)
-    f2 = gl.load(f_base + 2 * plane + l0 + fr, mask=fm, other=0.0)
-    f3 = gl.load(f_base + EG_PLANE * plane + l0 + fr, mask=fm, other=0.0)
-    f4 = gl.load(f_base + 4 * plane + l0 + fr, mask=fm, other=0.0)
-    fe = gl.load(f_base + 3 * plane + gl.minimum(L, l0 + 64) - 1 + fr * 0, mask=((l0 + fr * 0) < L) & live, other=1.0)
-    return f1, f2, f3, f4, fe
-
-
-@gluon.jit
 def _rc_loader(kd, qd, vd, ad, aqd, fac, k_s, q_s, a_s, aq_s, v_s, f_s, ready, empty, cu, T, HV, K, V, N_ITEMS, NV,
                ROWS, QW, VW, s_qr, s_kr, s_vr, TOTAL_T,
                G: gl.constexpr, IS_VARLEN: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr,
-               EG_PLANE: gl.constexpr, FAC_LOADS: gl.constexpr):
+               EG_PLANE: gl.constexpr):
     """Loader partition (1 warp): every chunk of every item of this CTA into ring slot (chunk counter) % STAGES: the
     five tiles by TMA, and the chunk's factor planes 1-4 (beta, beta e^gamma, e^gamma, e^(gamma_last - gamma); 0 past
     the sequence end) and e^gamma_last (in all 64 entries of a fifth row) by cp.async, whose completion the slot's ready
     barrier also waits for. (TMA cannot fetch the factors: a plane's row stride, TOTAL_T fp32, need not be a multiple of
-    16 bytes.) With ``FAC_LOADS`` (round 13, as gl_ws's FAC_SMEM) the warp instead loads the factor rows into its
-    registers one chunk ahead (the item's next chunk, or the next item's first) and stores them into the slot before
-    the ready arrive; after an item with no chunk it reloads the current item's first chunk."""
+    16 bytes.)"""
     FL: gl.constexpr = gl.BlockedLayout([2], [32], [1], [0])
     fr = gl.arange(0, 64, layout=FL)
     plane = (HV + fr * 0).to(gl.int64) * TOTAL_T
     descs = _descriptors(kd, qd, vd, ad, aqd, ROWS, QW, VW, s_qr, s_kr, s_vr, HV, TOTAL_T, BK, BV)
-    nprog = gl.num_programs(0)
     it = 0
-    if FAC_LOADS:
-        pf_item = gl.program_id(0)
-        f1, f2, f3, f4, fe = _rc_factors(fac, pf_item, 0, N_ITEMS, NV, cu, T, HV, TOTAL_T, fr, plane, G, IS_VARLEN,
-                                         EG_PLANE)
-    for item in range(gl.program_id(0), N_ITEMS, nprog):
+    for item in range(gl.program_id(0), N_ITEMS, gl.num_programs(0)):
         i_v, n, hv, h, bos, b_idx, tg0, L = _rc_item(item, NV, cu, T, HV, G, IS_VARLEN)
         arow = hv * TOTAL_T + tg0
         qcol = h * K
         vcol = hv * V + i_v * BV
         f_base = fac + hv.to(gl.int64) * TOTAL_T + tg0.to(gl.int64)
-        nt = gl.cdiv(L, 64)
-        if FAC_LOADS:
-            if pf_item != item:  # (the prefetch went to an item with no chunk)
-                f1, f2, f3, f4, fe = _rc_factors(fac, item, 0, N_ITEMS, NV, cu, T, HV, TOTAL_T, fr, plane, G,
-                                                 IS_VARLEN, EG_PLANE)
-        for c in range(nt):
+        for c in range(gl.cdiv(L, 64)):
             slot = it % STAGES
             mbarrier.wait(empty.index(slot), ((it // STAGES) & 1) ^ 1)
             bar = ready.index(slot)
             l0 = c * 64
-            if FAC_LOADS:
-                f_s.index(slot * 5).store(f1)
-                f_s.index(slot * 5 + 1).store(f2)
-                f_s.index(slot * 5 + 2).store(f3)
-                f_s.index(slot * 5 + 3).store(f4)
-                f_s.index(slot * 5 + 4).store(fe)
-                _cta_barrier()  # every lane's stores precede the (one-thread) ready arrive in _load_chunk's expect
-            else:
-                fm = (l0 + fr) < L
-                for j in gl.static_range(4):  # planes 1, 2, EG_PLANE (the output's e^gamma), 4
-                    _cp_async(f_s.index(slot * 5 + j), f_base + (EG_PLANE if j == 2 else j + 1) * plane + l0 + fr,
-                              mask=fm)
-                _cp_async(f_s.index(slot * 5 + 4), f_base + 3 * plane + gl.minimum(L, l0 + 64) - 1 + fr * 0)
-                # each lane's arrive raises the pending count now and lowers it when its copies have landed: the
-                # phase cannot complete before them (it must come before the expect's own arrive)
-                async_copy.mbarrier_arrive(bar)
+            fm = (l0 + fr) < L
+            for j in gl.static_range(4):  # planes 1, 2, EG_PLANE (the output's e^gamma), 4
+                _cp_async(f_s.index(slot * 5 + j), f_base + (EG_PLANE if j == 2 else j + 1) * plane + l0 + fr,
+                          mask=fm)
+            _cp_async(f_s.index(slot * 5 + 4), f_base + 3 * plane + gl.minimum(L, l0 + 64) - 1 + fr * 0)
+            # each lane's arrive raises the pending count now and lowers it when its copies have landed: the phase
+            # cannot complete before them (it must come before the expect's own arrive)
+            async_copy.mbarrier_arrive(bar)
             _load_chunk(descs, bar, slot, k_s, q_s, a_s, aq_s, v_s, tg0, arow, l0, qcol, vcol, BK, BV)
-            if FAC_LOADS:  # the next chunk's rows: this item's, or the next item's first
-                last = c + 1 >= nt
-                pf_item = gl.where(last, item + nprog, item)
-                f1, f2, f3, f4, fe = _rc_factors(fac, pf_item, gl.where(last, 0, c + 1), N_ITEMS, NV, cu, T, HV,
-                                                 TOTAL_T, fr, plane, G, IS_VARLEN, EG_PLANE)
             it += 1
 
 
@@ -748,17 +573,13 @@ def atrex_sm90_gdn_state_output_gl_rc(
     IS_VARLEN: gl.constexpr, G: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr,
     USE_H0: gl.constexpr, STORE_HT: gl.constexpr, STATE_V_FIRST: gl.constexpr, DEVICE_DESC: gl.constexpr,
     PERSISTENT: gl.constexpr, STAGES: gl.constexpr, OUT_REGS: gl.constexpr, EG_PLANE: gl.constexpr = 3,
-    FAC_LOADS: gl.constexpr = False,
 ):
     """gl_ws's arguments (in-kernel descriptors) on a 1-D grid: work item i is (V block i % NV, sequence x value head
     i // NV); CTA p runs items p, p + grid, ... (PERSISTENT: grid <= SMs; else one item per CTA). The chain keeps S^T
     and feeds its dots from registers (the block comment above). K == BK (64 or 128), BV == 64, num_warps 4.
-    ``EG_PLANE``: the factor plane of the output's e^gamma (5 with the intra kernel's FOLD_NORM: q, k raw).
-    ``FAC_LOADS`` (round 13): see ``_rc_loader``; the loader then runs at 40 registers, which the caller takes from
-    OUT_REGS."""
+    ``EG_PLANE``: the factor plane of the output's e^gamma (5 with the intra kernel's FOLD_NORM: q, k raw)."""
     SH_S: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BV, BK], gl.bfloat16)
     SH_U: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BV, 64], gl.bfloat16)
-    RC_LOADER_REGS: gl.constexpr = 40 if FAC_LOADS else 24  # (FAC_LOADS: the next chunk's factors in registers)
     dt: gl.constexpr = o.dtype.element_ty
     gl.static_assert(DEVICE_DESC and BV == 64)
     NV = gl.cdiv(V, BV)
@@ -777,5 +598,5 @@ def atrex_sm90_gdn_state_output_gl_rc(
         (_rc_output, (q_s, aq_s, sb_s, u_s, f_s, ready, empty, su_ready, su_empty, o, cu, T, HV, V, N_ITEMS, NV,
                       TOTAL_T, s_ob, s_ot, s_oh, scale, G, IS_VARLEN, BV, STAGES)),
         (_rc_loader, (kd, qd, vd, ad, aqd, fac, k_s, q_s, a_s, aq_s, v_s, f_s, ready, empty, cu, T, HV, K, V, N_ITEMS, NV,
-                      ROWS, QW, VW, s_qr, s_kr, s_vr, TOTAL_T, G, IS_VARLEN, BK, BV, STAGES, EG_PLANE, FAC_LOADS)),
-    ], [4, 1], [OUT_REGS, RC_LOADER_REGS])
+                      ROWS, QW, VW, s_qr, s_kr, s_vr, TOTAL_T, G, IS_VARLEN, BK, BV, STAGES, EG_PLANE)),
+    ], [4, 1], [OUT_REGS, 24])

@@ -159,18 +159,18 @@ GL_WS_OUT_REGS = 128
 # call 1.010 -> 0.968). A first version that fetched the factors with cp.async, tracked by the ready barrier, was
 # slower (r36: 0.161 against 0.156, 0.611 against 0.588).
 GL_WS_FAC_SMEM = True
-# GL_WS_SPLIT_RING (round 13): with GL_WS_FAC_SMEM, gl_ws's chain tiles (k, A, v) and output tiles (q, Aqk) in two
-# rings with their own barriers and loader warps: a chain slot is refilled as soon as the chain is done with it,
-# without waiting for the output partition, and the chain's 28 KB per chunk do not queue behind the output's 24 KB.
-# GL_WS_SPLIT_STAGES = (chain slots, output slots) at BV = 32 (BV = 64: 2 and 2). r37's profile had the chain waiting
-# for its chunk's tiles in ~9% of its stall samples.
-GL_WS_SPLIT_RING = False
-GL_WS_SPLIT_STAGES = (4, 3)
-# GL_WS_LATE_U (round 13, off): gl_ws's chain stores U_c for the output partition (and fences, synchronises, arrives)
-# after issuing the state update that reads dk U_c, instead of before it. Measured (state kernel ms): r36 without
-# FAC_SMEM T=8192 0.154 vs 0.156, T=32768 0.583 vs 0.588 (within the spread); r38 with FAC_SMEM 0.154 vs 0.145 and
-# 0.575 vs 0.546 (slower).
-GL_WS_LATE_U = False
+# Round 13, built, measured on the H200 and removed (each passed its GPU cases, output and final state equal to the
+# unchanged kernel's bit for bit; state kernel ms, bench_gdn sweeps):
+#   "GL_WS_LATE_U": gl_ws's chain stored U_c for the output partition (store, fence, barrier, arrive) after issuing the
+#     state update instead of before it. r36 without FAC_SMEM: T=8192 0.154 vs 0.156, T=32768 0.583 vs 0.588 (within
+#     the spread); r38 with FAC_SMEM: 0.154 vs 0.145, 0.575 vs 0.546.
+#   "GL_WS_SPLIT_RING": the chain's tiles (k, A, v) and the output partition's (q, Aqk) in two rings with their own
+#     barriers and loader warps, so a chain slot is refilled once the chain is done with it. r40: T=8192 0.146-0.149
+#     vs 0.143, T=32768 0.561-0.572 vs 0.549 at (chain, output) slots (4, 3), (3, 3), (4, 2).
+#   "GL_RC_FAC_LOADS": gl_rc's loader prefetching the factor rows into registers (as FAC_SMEM) instead of cp.async.
+#     r39: varlen 16x1024 0.231 vs 0.227.
+# Also measured (r39, a configuration of the kept kernel): gl_ws at BV = 64 (2 slots, 64 CTAs), state T=8192 0.227 vs
+# 0.146, T=32768 0.877 vs 0.547.
 # STATE_SPLIT_XU (round 12): the Triton state kernels (v2, tma) pass X (into U = A X) and U (into Aqk U and the state
 # update) to their dots as bf16 high + low pairs instead of one bf16 rounding each: three more dots per chunk step.
 # "small_no_l2norm" (default): calls without in-kernel L2 norm (key norms, so U, unbounded) and BK <= 32; "no_l2norm":
@@ -209,10 +209,6 @@ STATE_AUTO_GL_WS = True
 #   (3: 216 KB of shared memory at K = 128). BK in {64, 128}, V a multiple of 64 (whole V blocks: the kernel masks a
 #   partial block, but no GPU case has run one), sm90 only; elsewhere as "tma".
 GL_RC_STAGES = 3
-# GL_RC_FAC_LOADS (round 13): gl_rc's loader warp loads each chunk's factor rows into its registers one chunk ahead
-# and stores them into the slot before the ready arrive (gl_ws's GL_WS_FAC_SMEM), instead of fetching them with
-# cp.async tracked by the ready barrier; 40 loader registers, taken from the output partition (OUT_REGS - 16).
-GL_RC_FAC_LOADS = False
 GL_RC_PERSISTENT = True
 # FOLD_QK_NORM (round 10; measured on the H200 in round 11, r27: off): with in-kernel L2 norm, the intra
 #   kernel writes no normalised q / k copies (at varlen 16x1024 or T=32768 those writes are ~270 MB of the intra
@@ -555,18 +551,11 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
             opts = dict(num_warps=4, STAGES=sst, OUT_REGS=int(GL_WS_OUT_REGS))
             if fold:
                 opts["EG_PLANE"] = 5
-            if GL_RC_FAC_LOADS:
-                opts.update(FAC_LOADS=True, OUT_REGS=int(GL_WS_OUT_REGS) - 16)
         elif (STATE_IMPL == "gl_ws" or auto_ws) and gl_ok and device_desc and not persistent:
             kern = _gluon_state_kernel("atrex_sm90_gdn_state_output_gl_ws")
             opts = dict(num_warps=4, STAGES=max(2, sst), OUT_REGS=int(GL_WS_OUT_REGS))
             if GL_WS_FAC_SMEM:  # (the loader's 16 more registers per thread come from the output partition's)
                 opts.update(FAC_SMEM=True, OUT_REGS=int(GL_WS_OUT_REGS) - 16)
-                if GL_WS_SPLIT_RING:
-                    sc, so = GL_WS_SPLIT_STAGES if BV == 32 else (2, 2)
-                    opts.update(SPLIT_RING=True, STAGES=int(sc), STAGES_O=int(so))
-            if GL_WS_LATE_U:
-                opts["LATE_U"] = True
         else:
             kern = _state_kernel(_k.atrex_sm90_gdn_state_output_tma, T)
             opts = dict(num_warps=sw, num_stages=sst)
@@ -703,8 +692,7 @@ def _knobs():
             SPLIT_MIN_T, SPLIT_PIECES, _STATE_CFG_FEW,
             _STATE_CFG_MANY, _STATE_V2_FEW_CFG, _INTRA_CFG, GL_WS_OUT_REGS, STATE_AUTO_GL_WS, INTRA_V3_INV_FP16,
             INTRA_V3_FP16_FALLBACK, GL_RC_STAGES, GL_RC_PERSISTENT, STATE_AUTO_GL_RC, FOLD_QK_NORM, INTRA_V3_GVA_SHARE,
-            INTRA_V3_FAST_EXP, INTRA_V3_GS2_MAXNREG, INTRA_V3_MASK_OUT, STATE_SPLIT_XU, GL_WS_FAC_SMEM,
-            GL_WS_LATE_U, GL_RC_FAC_LOADS, GL_WS_SPLIT_RING, GL_WS_SPLIT_STAGES)
+            INTRA_V3_FAST_EXP, INTRA_V3_GS2_MAXNREG, INTRA_V3_MASK_OUT, STATE_SPLIT_XU, GL_WS_FAC_SMEM)
 
 
 def _call_signature(dev, tensors, flags):
