@@ -110,7 +110,9 @@ def _store_state(ht, S, n64, hv, HV, K, V, rs, cs, ms, STATE_V_FIRST: gl.constex
 #   chain (default, 4 warps):  S (fp32, registers); per chunk: S -> bf16 buffer b, K S, X, U = A X -> U buffer b,
 #                              S = e^gamma_last S + K^T (dk U). Hands (S_c, U_c) to the output partition.
 #   output (worker, 4 warps):  O = scale (e^gamma (Q S_c) + Aqk U_c) from the handed-over buffers, stored to HBM.
-#   loader (worker, 1 warp):   the TMA loads of chunk c into ring slot c % STAGES once both consumers freed it.
+#   loader (worker, 1 warp):   the TMA loads of chunk c into ring slot c % STAGES once both consumers freed it; with
+#                              FAC_SMEM (round 13, the launcher's default) also the chunk's row factors, loaded one
+#                              chunk ahead and stored into the slot before its ready arrive.
 # mbarriers: ready[s] (TMA bytes landed), empty[s] (count 2: chain and output are done with slot s), su_ready[b] /
 # su_empty[b] (double-buffered S_c / U_c hand-off, b = c % 2). Only one thread of a partition arrives on an mbarrier,
 # so each arrive follows a partition barrier (every warp is past the data it guards).
