@@ -801,51 +801,61 @@ def mask_out_check(launch, device="cpu", cases=("T63", "T130_B2_gva_bf16h0", "va
     return rows
 
 
+SPLIT_XU_PROBES = (("small/no-l2norm-bf16-state", False, "split_xu"), ("small/varlen-gva-vfirst", True, "split_xu_gva"))
+
+
 def split_xu_check(launch, device="cpu"):
-    """``STATE_SPLIT_XU`` (round 12) on ``atrex verify``'s decay-0 probe of case ``small/no-l2norm-bf16-state``
-    (K = 16, no in-kernel L2 norm, unnormalised keys, bf16 initial state, sequences of 63 and 1 tokens, g = 0):
-    the Triton state kernel (tma / v2: K = 16 is outside the Gluon kernels' domain) against the float64 oracle.
-    Before round 12 this probe was 1% over the contract's 5e-3 on the H200 (4.6e-3 in the interpreter). Rows: the
-    default within 5e-3; the split's effect, the default's output error over the unsplit kernel's (must be <= 0.85:
-    the interpreter gives 0.74; without the split both calls would be the same, ratio 1); and that the state
-    kernel ran with SPLIT_XU. Rows ``[err, err, bound]``."""
+    """``STATE_SPLIT_XU`` (round 12; default "small" since round 13) on ``atrex verify``'s decay-0 probes of the two
+    small-K cases, against the float64 oracle: ``small/no-l2norm-bf16-state`` (K = 16, no in-kernel L2 norm,
+    unnormalised keys, bf16 initial state, sequences of 63 and 1 tokens; before round 12 1% over the contract's 5e-3
+    on the H200, 4.6e-3 in the interpreter) and ``small/varlen-gva-vfirst`` (K = 32, L2 norm, GVA, varlen with 0-,
+    1-, 64- and 65-token sequences, state_v_first; 4.28e-3 on the H200 before round 13). Both run the Triton state
+    kernels (tma / v2: K <= 32 is outside the Gluon kernels' domain). Rows per case: the default within 5e-3; the
+    split's effect, the default's output error over the unsplit kernel's (must be <= 0.85: the interpreter gives 0.74
+    and 0.72; without the split both calls would be the same, ratio 1); and that the state kernel ran with SPLIT_XU.
+    Rows ``[err, err, bound]``."""
     import torch
 
     from atrex.reference.oracle import gdn_oracle, rel_rmse
     from atrex.validation.cases import cases
 
-    case = next(c for c in cases("chunk_gdn") if c.name == "small/no-l2norm-bf16-state")
-    kw = case.inputs(torch.device("cpu"))
-    kw = {**kw, "g": torch.zeros_like(kw["g"])}
-    ref_o, ref_h = gdn_oracle(kw["q"], kw["k"], kw["v"], kw["g"], kw["beta"], scale=kw.get("scale"),
-                              initial_state=kw.get("initial_state"), state_v_first=kw.get("state_v_first", False),
-                              cu_seqlens=kw.get("cu_seqlens"), use_qk_l2norm_in_kernel=False)
-    x = {n: (t.to(device) if isinstance(t, torch.Tensor) else t) for n, t in kw.items()}
     saved, orig = launch.STATE_SPLIT_XU, launch._launch
-    metas = []
+    rows = {}
+    for name, l2norm, tag in SPLIT_XU_PROBES:
+        case = next(c for c in cases("chunk_gdn") if c.name == name)
+        kw = case.inputs(torch.device("cpu"))
+        kw = {**kw, "g": torch.zeros_like(kw["g"])}
+        vfirst = kw.get("state_v_first", False)
+        ref_o, ref_h = gdn_oracle(kw["q"], kw["k"], kw["v"], kw["g"], kw["beta"], scale=kw.get("scale"),
+                                  initial_state=kw.get("initial_state"), state_v_first=vfirst,
+                                  cu_seqlens=kw.get("cu_seqlens"), use_qk_l2norm_in_kernel=l2norm)
+        x = {n: (t.to(device) if isinstance(t, torch.Tensor) else t) for n, t in kw.items()}
+        metas = []
 
-    def spy(kern, grid, args, meta):
-        if "state_output" in kern.__name__:
-            metas.append(dict(meta))
-        orig(kern, grid, args, meta)
+        def spy(kern, grid, args, meta, metas=metas):
+            if "state_output" in kern.__name__:
+                metas.append(dict(meta))
+            orig(kern, grid, args, meta)
 
-    errs = {}
-    try:
-        launch._launch = spy
-        for mode in (saved, "never"):
-            launch.STATE_SPLIT_XU = mode
-            o, h = launch.gdn_fwd(x["q"], x["k"], x["v"], x["g"], x["beta"], scale=x.get("scale") or x["q"].shape[-1]
-                                  ** -0.5, initial_state=x.get("initial_state"), output_final_state=True,
-                                  use_qk_l2norm_in_kernel=False, state_v_first=x.get("state_v_first", False),
-                                  cu_seqlens=x.get("cu_seqlens"))
-            errs[mode] = (rel_rmse(o.cpu(), ref_o), rel_rmse(h.cpu(), ref_h))
-    finally:
-        launch.STATE_SPLIT_XU, launch._launch = saved, orig
-    (eo, eh), (eo_never, _) = errs[saved], errs["never"]
-    ran = len(metas) == 2 and metas[0].get("SPLIT_XU") is True and "SPLIT_XU" not in metas[1]
-    return {"split_xu_decay0_probe": [eo, eh, RRMSE_BOUND],
-            "split_xu_gain": [eo / eo_never, eo / eo_never, 0.85],
-            "split_xu_ran": [0.0 if ran else 1.0, 0.0, 0.5]}
+        errs = {}
+        try:
+            launch._launch = spy
+            for mode in (saved, "never"):
+                launch.STATE_SPLIT_XU = mode
+                o, h = launch.gdn_fwd(x["q"], x["k"], x["v"], x["g"], x["beta"],
+                                      scale=x.get("scale") or x["q"].shape[-1] ** -0.5,
+                                      initial_state=x.get("initial_state"), output_final_state=True,
+                                      use_qk_l2norm_in_kernel=l2norm, state_v_first=vfirst,
+                                      cu_seqlens=x.get("cu_seqlens"))
+                errs[mode] = (rel_rmse(o.cpu(), ref_o), rel_rmse(h.cpu(), ref_h))
+        finally:
+            launch.STATE_SPLIT_XU, launch._launch = saved, orig
+        (eo, eh), (eo_never, _) = errs[saved], errs["never"]
+        ran = len(metas) == 2 and metas[0].get("SPLIT_XU") is True and "SPLIT_XU" not in metas[1]
+        rows.update({tag + "_decay0_probe": [eo, eh, RRMSE_BOUND],
+                     tag + "_gain": [eo / eo_never, eo / eo_never, 0.85],
+                     tag + "_ran": [0.0 if ran else 1.0, 0.0, 0.5]})
+    return rows
 
 
 def test_state_split_xu_decay0_probe():

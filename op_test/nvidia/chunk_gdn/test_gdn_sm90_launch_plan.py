@@ -300,25 +300,32 @@ def test_gluon_ws_fac_smem_reaches_the_launch(plan, monkeypatch):
     assert "FAC_SMEM" not in [m for n, _, _, m in plan(T=256, K=32)["launches"] if "state_output" in n][-1]
 
 
-def test_state_split_xu_for_small_k_calls_without_l2norm(plan, monkeypatch):
-    """``STATE_SPLIT_XU`` (round 12), default "small_no_l2norm": the Triton state kernels (tma for K = 16 / 32 with
-    TMA, v2 for T = 1) get SPLIT_XU for calls without in-kernel L2 norm and BK <= 32; not with L2 norm, not for K = 64
-    (v2 at T = 1 or the tma kernel under "tma") or K = 128. "no_l2norm" extends it to every BK, "never" turns it off,
-    "always" on. The Gluon kernels have no such constexpr."""
+def test_state_split_xu_for_small_k_calls(plan, monkeypatch):
+    """``STATE_SPLIT_XU`` (round 12), default "small" since round 13: the Triton state kernels (tma for K = 16 / 32
+    with TMA, v2 for T = 1) get SPLIT_XU for every call with BK <= 32, with or without in-kernel L2 norm; not for K = 64
+    (v2 at T = 1 or the tma kernel under "tma") or K = 128. "small_no_l2norm" (round 12's default) keeps it to calls
+    without L2 norm, "no_l2norm" extends that to every BK, "never" turns it off, "always" on. The Gluon kernels have
+    no such constexpr."""
     def meta(**kw):
         return [m for n, _, _, m in plan(**kw)["launches"] if "state_output" in n][-1]
+    assert L.STATE_SPLIT_XU == "small"
     assert meta(T=256, K=16, l2norm=False)["SPLIT_XU"] is True
     assert meta(T=1, K=32, l2norm=False)["SPLIT_XU"] is True
-    assert "SPLIT_XU" not in meta(T=256, K=16, l2norm=True)
+    assert meta(T=256, K=16, l2norm=True)["SPLIT_XU"] is True
+    assert meta(T=256, K=32, l2norm=True, cu_seqlens=[0, 100, 101, 166, 166, 256])["SPLIT_XU"] is True
     assert "SPLIT_XU" not in meta(T=1, K=64, l2norm=False)
+    assert "SPLIT_XU" not in meta(T=1, K=64, l2norm=True)
     assert "SPLIT_XU" not in meta(T=1, H=16, HV=32, K=128, l2norm=False)
+    monkeypatch.setattr(L, "STATE_SPLIT_XU", "small_no_l2norm")
+    assert meta(T=256, K=16, l2norm=False)["SPLIT_XU"] is True
+    assert "SPLIT_XU" not in meta(T=256, K=16, l2norm=True)
     monkeypatch.setattr(L, "STATE_SPLIT_XU", "no_l2norm")
     assert meta(T=1, K=64, l2norm=False)["SPLIT_XU"] is True
     assert "SPLIT_XU" not in meta(T=1, K=64, l2norm=True)
     monkeypatch.setattr(L, "STATE_SPLIT_XU", "never")
     assert "SPLIT_XU" not in meta(T=256, K=16, l2norm=False)
     monkeypatch.setattr(L, "STATE_SPLIT_XU", "always")
-    assert meta(T=256, K=16, l2norm=True)["SPLIT_XU"] is True
+    assert meta(T=1, K=64, l2norm=True)["SPLIT_XU"] is True
 
 
 @pytest.mark.parametrize("H,HV,gs", [(16, 32, 2), (4, 16, 2), (32, 32, 1), (16, 48, 1), (1, 1, 1), (3, 3, 1)])

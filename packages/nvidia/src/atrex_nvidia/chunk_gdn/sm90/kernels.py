@@ -775,7 +775,7 @@ def _split_bf(x, dt: tl.constexpr):
 def _step_products(kt, qt, vt, a_t, aq_t, S, bt, be, eg, dk, egl, dt: tl.constexpr, SPLIT_XU: tl.constexpr):
     """One chunk step of the state kernels v2 / tma: ``(O / scale, S_next)``. X = beta V - beta e^gamma (K S) feeds
     U = A X, and U feeds both ``Aqk U`` and the state update. Those two operands are rounded to ``dt`` before their
-    dots; with ``SPLIT_XU`` (round 12: calls without in-kernel L2 norm and K <= 32, launch.STATE_SPLIT_XU) each is a
+    dots; with ``SPLIT_XU`` (round 12; since round 13 every call with K <= 32: launch.STATE_SPLIT_XU) each is a
     high + low pair and its dot runs twice, so that only S, A, Aqk, k, q and v enter the products rounded
     (``atrex verify``'s decay-0 probe at K = 16: output rrmse 5.05e-3 on the H200 without it, bound 5e-3; 3.79e-3
     with it)."""
