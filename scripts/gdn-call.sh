@@ -43,3 +43,17 @@ gdn_graph_bench() {
     --history "$OUT/history.jsonl" --no-progress > "$OUT/bench_graph.log" 2>&1
   echo "bench graph exit $?"; grep -h "^| perf" "$OUT"/graph/bench_*.md | cut -c1-140
 }
+
+# gdn_ncu TIMEOUT NAME KERNEL_REGEX CASE [LAUNCH_HOOK=VALUE ...]: Nsight Compute source-level profile (SASS, warp-stall
+# samples) of one launch of the kernel matching KERNEL_REGEX in a bench_gdn CASE (scripts/gdn_ncu.py): $OUT/NAME_sass.csv.gz
+# and $OUT/NAME_details.txt (the report itself is not kept)
+gdn_ncu() {
+  local t=$1 name=$2 regex=$3; shift 3
+  timeout "$t" ncu --clock-control none --kernel-name "regex:$regex" --launch-skip 1 --launch-count 1 --set full \
+    --import-source yes -o "$OUT/$name" python3 scripts/gdn_ncu.py "$@" > "$OUT/ncu_$name.log" 2>&1
+  echo "ncu exit $?"; tail -n 2 "$OUT/ncu_$name.log" | cut -c1-200
+  ncu -i "$OUT/$name.ncu-rep" --page source --csv --print-source sass > "$OUT/${name}_sass.csv" 2> "$OUT/${name}_sass.err"
+  ncu -i "$OUT/$name.ncu-rep" --page details > "$OUT/${name}_details.txt" 2>&1
+  grep -E "Duration|Issued Warp Per Scheduler|Warp Cycles Per Issued|L2 Cache Throughput" "$OUT/${name}_details.txt" | head -4
+  gzip -f "$OUT/${name}_sass.csv"; rm -f "$OUT/$name.ncu-rep"
+}
