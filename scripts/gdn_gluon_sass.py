@@ -35,6 +35,7 @@ def main(argv=None):
     ap.add_argument("--intra", action="store_true", help="the intra v3 kernel instead of the Gluon state kernels")
     ap.add_argument("--hook", action="append", default=[], metavar="NAME=VALUE",
                     help="a launch.py knob for every call (Python literal), repeatable")
+    ap.add_argument("--ir", action="store_true", help="also write each specialisation's TTGIR and PTX")
     a = ap.parse_args(argv)
     import ast
     knobs_set = {n: ast.literal_eval(v) for n, v in (h.split("=", 1) for h in a.hook)}
@@ -59,6 +60,7 @@ def main(argv=None):
     if a.intra:
         gdn(dict(T=64, H=16, HV=32, K=128), **knobs_set)
         gdn(dict(T=64, H=32, HV=32, K=128), **knobs_set)
+        gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=[64 * i for i in range(11)]), **knobs_set)  # varlen
     else:
         for impl in ("gl_ws", "gl_rc"):
             gdn(dict(T=64, H=16, HV=32, K=128), STATE_IMPL=impl, **knobs_set)
@@ -88,6 +90,10 @@ def main(argv=None):
         path = os.path.join(a.out, f"{name.split('|')[0]}_{i}.sass")
         with open(path, "w") as f:
             f.write("\n".join(lines) + "\n")
+        if a.ir:
+            for ext in ("ttgir", "ptx"):
+                with open(path[:-4] + ext, "w") as f:
+                    f.write(k.asm[ext])
         res = " ".join(re.findall(r"(?:REG|STACK|SHARED):\d+", usage))
         setmax = sorted(set(re.findall(r"setmaxnreg\.(inc|dec)[.a-z0-9]*\s+(\d+)", k.asm["ptx"])))
         if setmax:  # the warp partitions' register counts (Triton's warp-group allocation)

@@ -801,6 +801,69 @@ def mask_out_check(launch, device="cpu", cases=("T63", "T130_B2_gva_bf16h0", "va
     return rows
 
 
+def early_loads_check(launch, device="cpu", cases=("T63", "T130_B2_gva_bf16h0", "varlen_0_1", "varlen_i64_noh0")):
+    """``INTRA_V3_EARLY_LOADS`` and ``INTRA_SLOT_MAP`` (round 14, both on by default) against round 13's intra pass
+    (both off): the first reorders the v3 program's loads, the second replaces its binary search by a table lookup, so
+    output and final state must not change. Bit for bit under the interpreter; on a GPU (another binary) to 1e-3 rrmse,
+    as the other two-binary checks (a wrong sequence or chunk for a slot is off by O(1)). The cases cover GVA pairs,
+    and varlen with empty, 1-token, 64- and 65-token sequences and int64 offsets. Rows ``[err, 0, bound]``."""
+    import torch
+    names = ("INTRA_V3_EARLY_LOADS", "INTRA_SLOT_MAP")
+    saved = {n: getattr(launch, n) for n in names}
+    rows = {}
+    try:
+        for cid, kw in SMALL_CASES:
+            if cid not in cases:
+                continue
+            x = make_inputs(device=device, **kw)
+            outs = []
+            for on in (False, True):
+                launch.INTRA_V3_EARLY_LOADS = launch.INTRA_SLOT_MAP = on
+                outs.append(launch.gdn_fwd(
+                    x["q"], x["k"], x["v"], x["g"], x["beta"], scale=x["scale"],
+                    initial_state=x["initial_state"], output_final_state=True,
+                    use_qk_l2norm_in_kernel=x["use_qk_l2norm_in_kernel"], state_v_first=x["state_v_first"],
+                    cu_seqlens=x["cu_seqlens"]))
+            (o0, h0), (o1, h1) = outs
+            if device == "cpu":
+                err = 0.0 if torch.equal(o0, o1) and torch.equal(h0, h1) else 1.0
+            else:
+                err = max(rrmse(o0, o1), rrmse(h0, h1))
+            rows[f"early_loads_{cid}"] = [err, 0.0, 0.0 if device == "cpu" else 1e-3]
+    finally:
+        for n, val in saved.items():
+            setattr(launch, n, val)
+    return rows
+
+
+def slot_map_check(launch, device="cpu"):
+    """The slot map of ``INTRA_SLOT_MAP`` (``kernels.atrex_sm90_gdn_slot_seq``) against a Python count: for each
+    chunk slot of the intra grid the sequence whose chunk it is, ``N`` for the slots past the last chunk, over offsets
+    with empty sequences first, inside and last, 1-token and 64-/65-token sequences, and more slots than one 1024-slot
+    program covers. Also the chunk offsets before the map. Rows ``[mismatches, 0, 0]``."""
+    import torch
+    rows = {}
+    for name, cu in (("mixed", [0, 0, 0, 1, 65, 65, 129, 193, 194, 300, 300]),
+                     ("long", [0, 70000, 70001, 70065, 70065]), ("one", [0, 64])):
+        N, T = len(cu) - 1, cu[-1]
+        launches = []
+        q = torch.empty(0, device=device)
+        cu_t = torch.tensor(cu, dtype=torch.int32, device=device)
+        _, co, n_slots, _ = launch._chunk_slots(launches, cu_t, q, 1, T, N, slot_map=True)
+        for lc in launches:
+            launch._launch(*lc)
+        want_co, want_map = [0], []
+        for n in range(N):
+            nch = -(-(cu[n + 1] - cu[n]) // 64)
+            want_co.append(want_co[-1] + nch)
+            want_map += [n] * nch
+        want_map += [N] * (n_slots - len(want_map))
+        got = co.cpu().tolist()
+        bad = sum(a != b for a, b in zip(got, want_co + want_map)) + abs(len(got) - len(want_co) - len(want_map))
+        rows[f"slot_map_{name}"] = [float(bad), 0.0, 0.0]
+    return rows
+
+
 SPLIT_XU_PROBES = (("small/no-l2norm-bf16-state", False, "split_xu"), ("small/varlen-gva-vfirst", True, "split_xu_gva"))
 
 
@@ -869,6 +932,16 @@ def test_intra_mask_out_matches_default():
     """``INTRA_V3_MASK_OUT`` on the GPU (see ``mask_out_check``)."""
     from atrex_nvidia.chunk_gdn.sm90 import launch
     bad = {k: v for k, v in mask_out_check(launch, "cuda").items() if not v[0] <= v[2]}
+    assert not bad, bad
+
+
+def test_intra_early_loads_and_slot_map():
+    """``INTRA_V3_EARLY_LOADS`` and ``INTRA_SLOT_MAP`` on the GPU (see ``early_loads_check`` and ``slot_map_check``)."""
+    from atrex_nvidia.chunk_gdn.sm90 import launch
+    rows = early_loads_check(launch, "cuda")
+    rows.update(slot_map_check(launch, "cuda"))
+    print(rows)
+    bad = {k: v for k, v in rows.items() if not v[0] <= v[2]}
     assert not bad, bad
 
 

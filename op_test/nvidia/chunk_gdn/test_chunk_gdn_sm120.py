@@ -9,6 +9,7 @@ from _gdn_cases import (  # noqa: E402,F401
                          test_cases_variants,
                          test_cases_wy_form,
                          test_graph_capture_replay_changed_cu_seqlens,
+                         test_intra_early_loads_and_slot_map,
                          test_intra_gva_share,
                          test_intra_mask_out_matches_default,
                          test_kernel_names_in_profiler,

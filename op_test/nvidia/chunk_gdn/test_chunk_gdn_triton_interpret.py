@@ -178,6 +178,8 @@ _SCRIPT = textwrap.dedent(r'''
     res.update(C.fp16_inverse_guard(launch))
     res.update(C.gva_share_check(launch))
     res.update(C.mask_out_check(launch))
+    res.update(C.early_loads_check(launch))
+    res.update(C.slot_map_check(launch))
     res.update(C.split_xu_check(launch))
     print("RESULT " + json.dumps(res))
 ''').replace("HERE", repr(HERE)).replace("SRC", repr(SRC)).replace("OPTEST", repr(OPTEST))

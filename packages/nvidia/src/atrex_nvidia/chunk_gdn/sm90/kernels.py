@@ -59,9 +59,31 @@ def atrex_sm90_gdn_chunk_offsets(cu, co, N, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def _load_qk_tile(ptr, rows, mrow, offs_k, mk, s_t, USE_L2NORM: tl.constexpr):
-    """[len(rows), BK] tile in the input dtype, optionally L2-normalised in fp32 then rounded."""
-    x = tl.load(ptr + rows[:, None] * s_t + offs_k[None, :], mask=mrow[:, None] & mk[None, :], other=0.0)
+def atrex_sm90_gdn_slot_seq(co, N, n_slots, n_search, BLOCK: tl.constexpr):
+    """The intra grid's slot map (``launch.INTRA_SLOT_MAP``, round 14): ``co[N + 1 + s]`` = the sequence of chunk slot
+    ``s`` (the largest n with ``co[n] <= s``, which skips empty sequences), or ``N`` for a slot at or past ``co[N]``
+    (no chunk). Run after ``atrex_sm90_gdn_chunk_offsets``, so that each intra program reads its sequence with one
+    load instead of a binary search of dependent loads (one per value head of the slot)."""
+    s = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    lo = tl.zeros([BLOCK], dtype=tl.int32)
+    hi = lo + N - 1
+    for _ in range(n_search):
+        mid = (lo + hi + 1) // 2
+        ok = tl.load(co + mid) <= s
+        lo = tl.where(ok, mid, lo)
+        hi = tl.where(ok, hi, mid - 1)
+    tl.store(co + N + 1 + s, tl.where(s < tl.load(co + N), lo, N), mask=s < n_slots)
+
+
+@triton.jit
+def _load_raw_tile(ptr, rows, mrow, offs_k, mk, s_t):
+    """[len(rows), BK] tile of q or k as stored (zero in masked rows and columns)."""
+    return tl.load(ptr + rows[:, None] * s_t + offs_k[None, :], mask=mrow[:, None] & mk[None, :], other=0.0)
+
+
+@triton.jit
+def _qk_normalise(x, USE_L2NORM: tl.constexpr):
+    """``x`` optionally L2-normalised by rows in fp32, then rounded back to its dtype."""
     if USE_L2NORM:
         xf = x.to(tl.float32)
         inv = tl.rsqrt(tl.sum(xf * xf, 1) + 1e-6)
@@ -70,17 +92,34 @@ def _load_qk_tile(ptr, rows, mrow, offs_k, mk, s_t, USE_L2NORM: tl.constexpr):
 
 
 @triton.jit
-def _load_qk_tile_inv(ptr, rows, mrow, offs_k, mk, s_t):
-    """``_load_qk_tile`` with L2 norm, also returning the fp32 inverse norms ``1 / sqrt(|x|^2 + 1e-6)`` of the rows."""
-    x = tl.load(ptr + rows[:, None] * s_t + offs_k[None, :], mask=mrow[:, None] & mk[None, :], other=0.0)
+def _qk_normalise_inv(x):
+    """``_qk_normalise`` with L2 norm, also returning the fp32 inverse norms ``1 / sqrt(|x|^2 + 1e-6)`` of the rows."""
     xf = x.to(tl.float32)
     inv = tl.rsqrt(tl.sum(xf * xf, 1) + 1e-6)
     return (xf * inv[:, None]).to(x.dtype), inv
 
 
 @triton.jit
+def _load_qk_tile(ptr, rows, mrow, offs_k, mk, s_t, USE_L2NORM: tl.constexpr):
+    """[len(rows), BK] tile in the input dtype, optionally L2-normalised in fp32 then rounded."""
+    return _qk_normalise(_load_raw_tile(ptr, rows, mrow, offs_k, mk, s_t), USE_L2NORM)
+
+
+@triton.jit
+def _load_qk_tile_inv(ptr, rows, mrow, offs_k, mk, s_t):
+    """``_load_qk_tile`` with L2 norm, also returning the fp32 inverse norms ``1 / sqrt(|x|^2 + 1e-6)`` of the rows."""
+    return _qk_normalise_inv(_load_raw_tile(ptr, rows, mrow, offs_k, mk, s_t))
+
+
+@triton.jit
 def _load_beta(ptr, rows, mrow, s_t, BETA_SIGMOID: tl.constexpr, NEG_EIGVAL: tl.constexpr):
-    b = tl.load(ptr + rows * s_t, mask=mrow, other=0.0).to(tl.float32)
+    return _beta_of(tl.load(ptr + rows * s_t, mask=mrow, other=0.0), mrow, BETA_SIGMOID, NEG_EIGVAL)
+
+
+@triton.jit
+def _beta_of(b, mrow, BETA_SIGMOID: tl.constexpr, NEG_EIGVAL: tl.constexpr):
+    """fp32 beta rows from the loaded ones (sigmoid, times 2 with NEG_EIGVAL, when the caller asked for it)."""
+    b = b.to(tl.float32)
     if BETA_SIGMOID:
         b = tl.sigmoid(b)
         if NEG_EIGVAL:
@@ -128,20 +167,25 @@ def _store_blk(ptr, rows, mrow, c0, x, r16):
 
 
 @triton.jit
-def _chunk_of_slot(slot, co, cu, N, T, n_search, IS_VARLEN: tl.constexpr):
+def _chunk_of_slot(slot, co, cu, N, T, n_search, IS_VARLEN: tl.constexpr, SLOT_MAP: tl.constexpr = False):
     """(c, bos, eos, b_idx, tg0) of an intra-chunk grid slot: chunk ``c`` of the sequence spanning tokens
     [bos, eos) of batch row ``b_idx``, whose first row in the ``[*, B*T, *]`` workspaces is ``tg0``.
     Varlen: binary search of the chunk prefix sum ``co`` for the largest n with co[n] <= slot (skips empty
-    sequences); the caller has checked ``slot < co[N]``."""
+    sequences); the caller has checked ``slot < co[N]``. With ``SLOT_MAP`` the sequence is read from the slot map
+    (``atrex_sm90_gdn_slot_seq``) instead; a slot without a chunk (map entry N) reads sequence N - 1's bounds and the
+    caller drops it."""
     if IS_VARLEN:
-        lo = tl.zeros([], dtype=tl.int32)
-        hi = lo + N - 1
-        for _ in range(n_search):
-            mid = (lo + hi + 1) // 2
-            ok = tl.load(co + mid) <= slot
-            lo = tl.where(ok, mid, lo)
-            hi = tl.where(ok, hi, mid - 1)
-        n = lo
+        if SLOT_MAP:
+            n = tl.minimum(tl.load(co + N + 1 + slot), N - 1)
+        else:
+            lo = tl.zeros([], dtype=tl.int32)
+            hi = lo + N - 1
+            for _ in range(n_search):
+                mid = (lo + hi + 1) // 2
+                ok = tl.load(co + mid) <= slot
+                lo = tl.where(ok, mid, lo)
+                hi = tl.where(ok, hi, mid - 1)
+            n = lo
         c = slot - tl.load(co + n)
         bos = tl.load(cu + n).to(tl.int32)
         eos = tl.load(cu + n + 1).to(tl.int32)
@@ -561,7 +605,7 @@ def _split_batch2(x):
 
 @triton.jit
 def _intra_tile(q, k, g, beta, co, cu, N, T, HV, n_search, s_qb, s_qh, s_kb, s_kh, s_gb, s_gh, s_bb, s_bh,
-                IS_VARLEN: tl.constexpr, G: tl.constexpr, GS: tl.constexpr = 1):
+                IS_VARLEN: tl.constexpr, G: tl.constexpr, GS: tl.constexpr = 1, SLOT_MAP: tl.constexpr = False):
     """Program ``pid`` of the per-value-head intra kernels (v2, v3): (live, c, bos, eos, tg0, t0, h, hv and
     the q / k / g / beta base pointers of its chunk); ``live`` is False for unused varlen slots. With ``GS > 1``
     the program covers value heads ``hv .. hv + GS - 1`` (``hv`` a multiple of ``GS``; ``HV % GS == 0``)."""
@@ -571,8 +615,11 @@ def _intra_tile(q, k, g, beta, co, cu, N, T, HV, n_search, s_qb, s_qh, s_kb, s_k
     h = hv // G
     live = True
     if IS_VARLEN:
-        live = slot < tl.load(co + N)
-    c, bos, eos, b_idx, tg0 = _chunk_of_slot(slot, co, cu, N, T, n_search, IS_VARLEN)
+        if SLOT_MAP:
+            live = tl.load(co + N + 1 + slot) < N
+        else:
+            live = slot < tl.load(co + N)
+    c, bos, eos, b_idx, tg0 = _chunk_of_slot(slot, co, cu, N, T, n_search, IS_VARLEN, SLOT_MAP)
     bi64 = b_idx.to(tl.int64)
     return (live, c, bos, eos, tg0, bos + c * 64, h, hv, q + bi64 * s_qb + h * s_qh, k + bi64 * s_kb + h * s_kh,
             g + bi64 * s_gb + hv * s_gh, beta + bi64 * s_bb + hv * s_bh)
@@ -968,6 +1015,18 @@ def _v3_head_rows(gam, g_base, b_base, rows64, mrow, s_gt, s_bt, hv, HV, TOTAL_T
 
 
 @triton.jit
+def _v3_head_rows_of(g_raw, b_raw, gam, mrow, hv, HV, TOTAL_T, rg, r64, t0, eos, BETA_SIGMOID: tl.constexpr,
+                     NEG_EIGVAL: tl.constexpr, STORE_FAC: tl.constexpr, FOLD: tl.constexpr):
+    """``_v3_head_rows`` on g and beta rows the caller has loaded (``EARLY_LOADS``)."""
+    gf = g_raw.to(tl.float32)
+    gc = tl.cumsum(gf, 0)
+    bf = _beta_of(b_raw, mrow, BETA_SIGMOID, NEG_EIGVAL)
+    if not FOLD:
+        _store_row_factors(gam, gc, bf, hv, HV, TOTAL_T, rg, mrow, r64, t0, eos, STORE_FAC)
+    return gf, gc, bf
+
+
+@triton.jit
 def _exp_tile(x, FAST: tl.constexpr):
     """``e^x`` of an fp32 tile; with ``FAST``, ``ex2.approx.ftz.f32`` (denormal results flushed to zero)."""
     if FAST:
@@ -1013,7 +1072,8 @@ def atrex_sm90_gdn_intra_chunk_v3(
     USE_L2NORM: tl.constexpr, BETA_SIGMOID: tl.constexpr, NEG_EIGVAL: tl.constexpr,
     STORE_QKN: tl.constexpr, STORE_FAC: tl.constexpr, NEWTON: tl.constexpr, INV_FP16: tl.constexpr = False,
     FP16_FALLBACK: tl.constexpr = 2, FOLD_NORM: tl.constexpr = False, GS: tl.constexpr = 1,
-    FAST_EXP: tl.constexpr = False, MASK_OUT: tl.constexpr = False,
+    FAST_EXP: tl.constexpr = False, MASK_OUT: tl.constexpr = False, SLOT_MAP: tl.constexpr = False,
+    EARLY_LOADS: tl.constexpr = False,
 ):
     """Intra-chunk kernel v3, one program per (chunk slot, value head), same outputs as v2; with ``GS > 1``
     (round 11, GVA; only ``GS == 2`` with ``G`` even) one program per (chunk slot, pair of value heads of one q/k head).
@@ -1044,9 +1104,14 @@ def atrex_sm90_gdn_intra_chunk_v3(
     denormal results (e^x below 2^-126, which the tile's fp16 / bf16 uses round to zero or can not matter).
     With ``MASK_OUT`` (round 11; the default for GS = 2 programs since round 12: launch.INTRA_V3_MASK_OUT) the merges
     mask the product instead of L (``_merge_level_mask_out``: same bits, L rounded once).
+    With ``SLOT_MAP`` (varlen; round 14) the program reads its sequence from the slot map (``atrex_sm90_gdn_slot_seq``)
+    instead of searching ``co``. With ``EARLY_LOADS`` (round 14) every global load of the tile (g and beta of each
+    value head, q, k) is issued before any of them is used, so that their latencies overlap instead of following
+    one another (g, then the cumsum, then q and k); the arithmetic is unchanged.
     """
     live, c, bos, eos, tg0, t0, h, hv0, q_base, k_base, g_base0, b_base0 = _intra_tile(
-        q, k, g, beta, co, cu, N, T, HV, n_search, s_qb, s_qh, s_kb, s_kh, s_gb, s_gh, s_bb, s_bh, IS_VARLEN, G, GS)
+        q, k, g, beta, co, cu, N, T, HV, n_search, s_qb, s_qh, s_kb, s_kh, s_gb, s_gh, s_bb, s_bh, IS_VARLEN, G, GS,
+        SLOT_MAP)
     if not live:
         return
     r64 = tl.arange(0, 64)
@@ -1061,14 +1126,36 @@ def atrex_sm90_gdn_intra_chunk_v3(
     cc = r64[None, :]
     causal = rr >= cc
     tl.static_assert(GS == 1 or (GS == 2 and G % 2 == 0))
-    gf0, gc0, bf0 = _v3_head_rows(gam, g_base0, b_base0, rows64, mrow, s_gt, s_bt, hv0, HV, TOTAL_T, rg, r64, t0, eos,
-                                  BETA_SIGMOID, NEG_EIGVAL, STORE_FAC, FOLD_NORM)
+    if EARLY_LOADS:
+        g_raw0 = tl.load(g_base0 + rows64 * s_gt, mask=mrow, other=0.0)
+        b_raw0 = tl.load(b_base0 + rows64 * s_bt, mask=mrow, other=0.0)
+        if GS == 2:
+            g_raw1 = tl.load(g_base0 + s_gh + rows64 * s_gt, mask=mrow, other=0.0)
+            b_raw1 = tl.load(b_base0 + s_bh + rows64 * s_bt, mask=mrow, other=0.0)
+        q_raw = _load_raw_tile(q_base, rows64, mrow, offs_k, mk, s_qt)
+        k_raw = _load_raw_tile(k_base, rows64, mrow, offs_k, mk, s_kt)
+        # q and k (loaded last) are used first: ptxas otherwise places the g cumsum's shuffles, which wait on the g
+        # load, ahead of the q / k loads (Triton 3.6 SASS), which serialises the two latencies again
+        if FOLD_NORM:
+            qf, rq = _qk_normalise_inv(q_raw)
+            kf, rk = _qk_normalise_inv(k_raw)
+        else:
+            qf = _qk_normalise(q_raw, USE_L2NORM)
+            kf = _qk_normalise(k_raw, USE_L2NORM)
+        gf0, gc0, bf0 = _v3_head_rows_of(g_raw0, b_raw0, gam, mrow, hv0, HV, TOTAL_T, rg, r64, t0, eos,
+                                         BETA_SIGMOID, NEG_EIGVAL, STORE_FAC, FOLD_NORM)
+    else:
+        gf0, gc0, bf0 = _v3_head_rows(gam, g_base0, b_base0, rows64, mrow, s_gt, s_bt, hv0, HV, TOTAL_T, rg, r64, t0,
+                                      eos, BETA_SIGMOID, NEG_EIGVAL, STORE_FAC, FOLD_NORM)
     e0 = _exp_tile(tl.where(causal, gc0[:, None] - gc0[None, :], 0.0), FAST_EXP)
     if FOLD_NORM:
         tl.static_assert(USE_L2NORM and STORE_FAC and not STORE_QKN)
-        qf, rq = _load_qk_tile_inv(q_base, rows64, mrow, offs_k, mk, s_qt)
-        kf, rk = _load_qk_tile_inv(k_base, rows64, mrow, offs_k, mk, s_kt)
+        if not EARLY_LOADS:
+            qf, rq = _load_qk_tile_inv(q_base, rows64, mrow, offs_k, mk, s_qt)
+            kf, rk = _load_qk_tile_inv(k_base, rows64, mrow, offs_k, mk, s_kt)
         _store_row_factors_fold(gam, gc0, bf0, rq, rk, hv0, HV, TOTAL_T, rg, mrow, r64, t0, eos)
+    elif EARLY_LOADS:
+        pass
     else:
         qf = _load_qk_tile(q_base, rows64, mrow, offs_k, mk, s_qt, USE_L2NORM)
         kf = _load_qk_tile(k_base, rows64, mrow, offs_k, mk, s_kt, USE_L2NORM)
@@ -1082,8 +1169,12 @@ def atrex_sm90_gdn_intra_chunk_v3(
         # the group's second value head: its g / beta terms on the same Q K^T and K K^T; both L tiles are formed
         # before either inverse, so that q, k, Q K^T and K K^T are dead during the inverses (register pressure)
         hv1 = hv0 + 1
-        gf1, gc1, bf1 = _v3_head_rows(gam, g_base0 + s_gh, b_base0 + s_bh, rows64, mrow, s_gt, s_bt, hv1, HV, TOTAL_T,
-                                      rg, r64, t0, eos, BETA_SIGMOID, NEG_EIGVAL, STORE_FAC, FOLD_NORM)
+        if EARLY_LOADS:
+            gf1, gc1, bf1 = _v3_head_rows_of(g_raw1, b_raw1, gam, mrow, hv1, HV, TOTAL_T, rg, r64, t0, eos,
+                                             BETA_SIGMOID, NEG_EIGVAL, STORE_FAC, FOLD_NORM)
+        else:
+            gf1, gc1, bf1 = _v3_head_rows(gam, g_base0 + s_gh, b_base0 + s_bh, rows64, mrow, s_gt, s_bt, hv1, HV,
+                                          TOTAL_T, rg, r64, t0, eos, BETA_SIGMOID, NEG_EIGVAL, STORE_FAC, FOLD_NORM)
         e1 = _exp_tile(tl.where(causal, gc1[:, None] - gc1[None, :], 0.0), FAST_EXP)
         if FOLD_NORM:
             _store_row_factors_fold(gam, gc1, bf1, rq, rk, hv1, HV, TOTAL_T, rg, mrow, r64, t0, eos)

@@ -124,6 +124,16 @@ INTRA_V3_MASK_OUT = "gs2"
 # INTRA_V3_FAST_EXP (round 11): the v3 decay tile with ex2.approx.ftz (not under the interpreter). H200 r28-r29
 # (GS = 1 both): intra T=8192/16/32 0.127 vs 0.135 ms (tl.exp), T=32768 0.490 vs 0.506; varlen 16x1024 0.261 vs 0.262.
 INTRA_V3_FAST_EXP = True
+# INTRA_V3_EARLY_LOADS (round 14): the v3 program issues all of its global loads (g and beta of each value head, q, k)
+# before using any, instead of g, then its cumsum, then beta, then q and k. Nsight Compute (r44, round 13's binary) had
+# the program waiting on the g load (the cumsum's first shuffle) in 1.8% / 4.2% of its stall samples and on the q / k
+# loads in ~5.7% / ~3.3% (T=32768/16/32 / varlen 16x1024), one after the other.
+INTRA_V3_EARLY_LOADS = True
+# INTRA_SLOT_MAP (round 14; varlen, intra v3): a small kernel (``atrex_sm90_gdn_slot_seq``) writes each chunk slot's
+# sequence once, after the chunk offsets; a v3 program reads it with one load. Without it every v3 program (HV per
+# slot) binary-searches the chunk offsets, log2(N) + 1 dependent loads before its first tile load: 7.5% of the
+# intra kernel's stall samples at varlen 16x1024 (r44).
+INTRA_SLOT_MAP = True
 # Since round 5 (H200, BENCH_H200.md) "auto": the tma kernel when the state pass has at most ~2 programs per SM (the
 # 3-stage configuration: T=8192/16/32 0.194 vs 0.209 ms, T=32768 0.746 vs 0.809 ms) and v2 otherwise (varlen
 # 16x1024, 1024 programs: tma 0.370 vs v2 0.340 ms, the in-kernel descriptor set-up is paid per program).
@@ -356,12 +366,18 @@ def _state_cfg(n_programs, V, v2=False, sm_count=132):
     return (bv,) + cfg[1:]
 
 
-def _chunk_slots(launches, cu_seqlens, q, B, T, N):
-    """(cu, co, n_slots, n_search) of the intra grid; for varlen, appends the chunk-offsets launch."""
+def _chunk_slots(launches, cu_seqlens, q, B, T, N, slot_map=False):
+    """(cu, co, n_slots, n_search) of the intra grid; for varlen, appends the chunk-offsets launch and, with
+    ``slot_map``, the slot-map launch (``co`` then holds the N + 1 chunk offsets followed by the n_slots map)."""
     if cu_seqlens is not None:
-        co = torch.empty((N + 1,), dtype=torch.int32, device=q.device)
+        n_slots = T // 64 + N
+        n_search = max(1, math.ceil(math.log2(N + 1)) + 1)
+        co = torch.empty((N + 1 + (n_slots if slot_map else 0),), dtype=torch.int32, device=q.device)
         launches.append((_k.atrex_sm90_gdn_chunk_offsets, (1,), (cu_seqlens, co, N), dict(BLOCK=1024, num_warps=4)))
-        return cu_seqlens, co, T // 64 + N, max(1, math.ceil(math.log2(N + 1)) + 1)
+        if slot_map:
+            launches.append((_k.atrex_sm90_gdn_slot_seq, (triton.cdiv(n_slots, 1024),), (co, N, n_slots, n_search),
+                             dict(BLOCK=1024, num_warps=4)))
+        return cu_seqlens, co, n_slots, n_search
     return q, q, B * triton.cdiv(T, 64), 0  # q: unused placeholder pointers
 
 
@@ -468,7 +484,8 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     gam = fac[0]
 
     launches = []  # (kernel, grid, args, meta), all keyed and checked before the first launch
-    cu, co, n_slots, n_search = _chunk_slots(launches, cu_seqlens, q, B, T, N)
+    slot_map = bool(INTRA_SLOT_MAP) and intra_per_hv and INTRA_IMPL == "v3"
+    cu, co, n_slots, n_search = _chunk_slots(launches, cu_seqlens, q, B, T, N, slot_map)
 
     iw, ist, inv_product = INTRA_CFG_OVERRIDE or _INTRA_CFG
     inv_product = bool(inv_product) and fast
@@ -490,6 +507,10 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
                 extra["FAST_EXP"] = True
             if INTRA_V3_MASK_OUT is True or (INTRA_V3_MASK_OUT == "gs2" and gs == 2):
                 extra["MASK_OUT"] = True
+            if slot_map and is_varlen:
+                extra["SLOT_MAP"] = True
+            if INTRA_V3_EARLY_LOADS:
+                extra["EARLY_LOADS"] = True
         else:
             kern, extra = _k.atrex_sm90_gdn_intra_chunk_v2, dict(DOT_PREC=str(INTRA_V2_PREC))
         launches.append((kern, (n_slots * HV // extra.get("GS", 1),), (
@@ -697,7 +718,8 @@ def _knobs():
             SPLIT_MIN_T, SPLIT_PIECES, _STATE_CFG_FEW,
             _STATE_CFG_MANY, _STATE_V2_FEW_CFG, _INTRA_CFG, GL_WS_OUT_REGS, STATE_AUTO_GL_WS, INTRA_V3_INV_FP16,
             INTRA_V3_FP16_FALLBACK, GL_RC_STAGES, GL_RC_PERSISTENT, STATE_AUTO_GL_RC, FOLD_QK_NORM, INTRA_V3_GVA_SHARE,
-            INTRA_V3_FAST_EXP, INTRA_V3_GS2_MAXNREG, INTRA_V3_MASK_OUT, STATE_SPLIT_XU, GL_WS_FAC_SMEM)
+            INTRA_V3_FAST_EXP, INTRA_V3_GS2_MAXNREG, INTRA_V3_MASK_OUT, STATE_SPLIT_XU, GL_WS_FAC_SMEM,
+            INTRA_V3_EARLY_LOADS, INTRA_SLOT_MAP)
 
 
 def _call_signature(dev, tensors, flags):
