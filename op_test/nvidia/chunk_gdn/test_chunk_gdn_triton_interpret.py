@@ -178,7 +178,7 @@ _SCRIPT = textwrap.dedent(r'''
     res.update(C.fp16_inverse_guard(launch))
     res.update(C.gva_share_check(launch))
     res.update(C.mask_out_check(launch))
-    res.update(C.early_loads_check(launch))
+    res.update(C.slot_map_output_check(launch))
     res.update(C.slot_map_check(launch))
     res.update(C.split_xu_check(launch))
     print("RESULT " + json.dumps(res))
@@ -199,9 +199,9 @@ def test_interpreter_env_did_not_leak():
     assert os.environ.get("TRITON_INTERPRET") in (None, "", "0")
 
 
-def test_early_loads_and_slot_map_rows_ran(interpreted_results):
-    """The round-14 checks (``early_loads_check``, ``slot_map_check``) produced their rows: their bounds are asserted
-    above with every other row, so a missing row would pass silently."""
-    want = {f"early_loads_{c}" for c in ("T63", "T130_B2_gva_bf16h0", "varlen_0_1", "varlen_i64_noh0")}
+def test_slot_map_rows_ran(interpreted_results):
+    """The round-14 checks (``slot_map_output_check``, ``slot_map_check``) produced their rows: their bounds are
+    asserted above with every other row, so a missing row would pass silently."""
+    want = {f"slot_map_out_{c}" for c in ("varlen_0_1", "varlen_i64_noh0")}
     want |= {f"slot_map_{n}" for n in ("mixed", "long", "one")}
     assert want <= set(interpreted_results), sorted(want - set(interpreted_results))

@@ -372,11 +372,10 @@ def test_intra_v3_mask_out_knob(plan, monkeypatch):
     assert meta["MASK_OUT"] is True and meta["maxnreg"] == 128
 
 
-def test_intra_early_loads_and_slot_map_reach_the_launch(plan, monkeypatch):
-    """Round 14: ``INTRA_V3_EARLY_LOADS`` becomes the v3 launch's EARLY_LOADS constexpr (fixed-length and varlen);
-    ``INTRA_SLOT_MAP`` adds the slot-map launch after the chunk offsets (varlen only), sizes ``co`` for the map
-    (N + 1 offsets, then one entry per slot) and sets SLOT_MAP on the v3 launch. Off, the plan is round 13's. Both are
-    part of the call signature; the v2 intra kernel never gets the map."""
+def test_intra_slot_map_reaches_the_launch(plan, monkeypatch):
+    """Round 14: ``INTRA_SLOT_MAP`` adds the slot-map launch after the chunk offsets (varlen only), sizes ``co`` for
+    the map (N + 1 offsets, then one entry per slot) and sets SLOT_MAP on the v3 launch. Off, the plan is round 13's.
+    The knob is part of the call signature; the v2 intra kernel never gets the map."""
     cu = [0, 0, 1, 65, 200]
     names = lambda seen: [n for n, *_ in seen["launches"]]
 
@@ -389,18 +388,15 @@ def test_intra_early_loads_and_slot_map_reach_the_launch(plan, monkeypatch):
     _, grid, args, meta = seen["launches"][1]
     assert grid == (1,) and args[1:] == (4, n_slots, 4) and meta["BLOCK"] == 1024
     a, m = intra(seen)
-    assert a[11] is args[0] and a[11].shape == (4 + 1 + n_slots,)
-    assert m["SLOT_MAP"] is True and m["EARLY_LOADS"] is True
-    a, m = intra(plan(T=200, H=2, HV=4, K=64))
-    assert "SLOT_MAP" not in m and m["EARLY_LOADS"] is True
+    assert a[11] is args[0] and a[11].shape == (4 + 1 + n_slots,) and m["SLOT_MAP"] is True
+    assert "SLOT_MAP" not in intra(plan(T=200, H=2, HV=4, K=64))[1]
     sig0 = L._knobs()
     monkeypatch.setattr(L, "INTRA_SLOT_MAP", False)
-    monkeypatch.setattr(L, "INTRA_V3_EARLY_LOADS", False)
     assert L._knobs() != sig0
     seen = plan(T=200, H=2, HV=4, K=64, cu_seqlens=cu)
     assert names(seen)[:2] == ["atrex_sm90_gdn_chunk_offsets", "atrex_sm90_gdn_intra_chunk_v3"]
     a, m = intra(seen)
-    assert a[11].shape == (4 + 1,) and "SLOT_MAP" not in m and "EARLY_LOADS" not in m
+    assert a[11].shape == (4 + 1,) and "SLOT_MAP" not in m
     monkeypatch.setattr(L, "INTRA_SLOT_MAP", True)
     monkeypatch.setattr(L, "INTRA_IMPL", "v2")
     seen = plan(T=200, H=2, HV=4, K=64, cu_seqlens=cu)

@@ -224,12 +224,10 @@ VARIANTS = [
     ("v2_split", dict(state_impl="v2", split_xu="always")),
     ("split8_rc", dict(split=True, pieces=8, split_min_t=128, state_impl="gl_rc")),
     ("split4_rc_prio0", dict(split=True, pieces=4, split_min_t=128, state_impl="gl_rc", prio=0)),
-    # round 14: intra v3 with all global loads issued first (INTRA_V3_EARLY_LOADS) and, varlen, the slot map
-    # (INTRA_SLOT_MAP); i3_r13 is round 13's intra (neither)
-    ("i3_r13", dict(early_loads=False, slot_map=False)),
-    ("i3_early", dict(early_loads=True, slot_map=False)),
-    ("i3_map", dict(early_loads=False, slot_map=True)),
-    ("i3_early_map", dict(early_loads=True, slot_map=True)),
+    # round 14: the varlen slot map (INTRA_SLOT_MAP, default); i3_r13 is round 13's intra pass (r45 also measured
+    # INTRA_V3_EARLY_LOADS, since removed: launch.py)
+    ("i3_r13", dict(slot_map=False)),
+    ("i3_map", dict(slot_map=True)),
 ]
 
 # launch-module attributes a variant may set (key in VARIANTS -> attribute of launch.py)
@@ -241,8 +239,7 @@ _HOOKS = dict(state="STATE_CFG_OVERRIDE", intra="INTRA_CFG_OVERRIDE", wy="USE_WY
               inv_fp16="INTRA_V3_INV_FP16", fp16_fallback="INTRA_V3_FP16_FALLBACK", rc_stages="GL_RC_STAGES",
               rc_persistent="GL_RC_PERSISTENT", fold_qk_norm="FOLD_QK_NORM", gva_share="INTRA_V3_GVA_SHARE",
               fast_exp="INTRA_V3_FAST_EXP", gs2_maxnreg="INTRA_V3_GS2_MAXNREG", mask_out="INTRA_V3_MASK_OUT",
-              split_xu="STATE_SPLIT_XU", ws_fac_smem="GL_WS_FAC_SMEM", early_loads="INTRA_V3_EARLY_LOADS",
-              slot_map="INTRA_SLOT_MAP")
+              split_xu="STATE_SPLIT_XU", ws_fac_smem="GL_WS_FAC_SMEM", slot_map="INTRA_SLOT_MAP")
 
 
 def _select_variants(spec):

@@ -76,14 +76,9 @@ def atrex_sm90_gdn_slot_seq(co, N, n_slots, n_search, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def _load_raw_tile(ptr, rows, mrow, offs_k, mk, s_t):
-    """[len(rows), BK] tile of q or k as stored (zero in masked rows and columns)."""
-    return tl.load(ptr + rows[:, None] * s_t + offs_k[None, :], mask=mrow[:, None] & mk[None, :], other=0.0)
-
-
-@triton.jit
-def _qk_normalise(x, USE_L2NORM: tl.constexpr):
-    """``x`` optionally L2-normalised by rows in fp32, then rounded back to its dtype."""
+def _load_qk_tile(ptr, rows, mrow, offs_k, mk, s_t, USE_L2NORM: tl.constexpr):
+    """[len(rows), BK] tile in the input dtype, optionally L2-normalised in fp32 then rounded."""
+    x = tl.load(ptr + rows[:, None] * s_t + offs_k[None, :], mask=mrow[:, None] & mk[None, :], other=0.0)
     if USE_L2NORM:
         xf = x.to(tl.float32)
         inv = tl.rsqrt(tl.sum(xf * xf, 1) + 1e-6)
@@ -92,34 +87,17 @@ def _qk_normalise(x, USE_L2NORM: tl.constexpr):
 
 
 @triton.jit
-def _qk_normalise_inv(x):
-    """``_qk_normalise`` with L2 norm, also returning the fp32 inverse norms ``1 / sqrt(|x|^2 + 1e-6)`` of the rows."""
+def _load_qk_tile_inv(ptr, rows, mrow, offs_k, mk, s_t):
+    """``_load_qk_tile`` with L2 norm, also returning the fp32 inverse norms ``1 / sqrt(|x|^2 + 1e-6)`` of the rows."""
+    x = tl.load(ptr + rows[:, None] * s_t + offs_k[None, :], mask=mrow[:, None] & mk[None, :], other=0.0)
     xf = x.to(tl.float32)
     inv = tl.rsqrt(tl.sum(xf * xf, 1) + 1e-6)
     return (xf * inv[:, None]).to(x.dtype), inv
 
 
 @triton.jit
-def _load_qk_tile(ptr, rows, mrow, offs_k, mk, s_t, USE_L2NORM: tl.constexpr):
-    """[len(rows), BK] tile in the input dtype, optionally L2-normalised in fp32 then rounded."""
-    return _qk_normalise(_load_raw_tile(ptr, rows, mrow, offs_k, mk, s_t), USE_L2NORM)
-
-
-@triton.jit
-def _load_qk_tile_inv(ptr, rows, mrow, offs_k, mk, s_t):
-    """``_load_qk_tile`` with L2 norm, also returning the fp32 inverse norms ``1 / sqrt(|x|^2 + 1e-6)`` of the rows."""
-    return _qk_normalise_inv(_load_raw_tile(ptr, rows, mrow, offs_k, mk, s_t))
-
-
-@triton.jit
 def _load_beta(ptr, rows, mrow, s_t, BETA_SIGMOID: tl.constexpr, NEG_EIGVAL: tl.constexpr):
-    return _beta_of(tl.load(ptr + rows * s_t, mask=mrow, other=0.0), mrow, BETA_SIGMOID, NEG_EIGVAL)
-
-
-@triton.jit
-def _beta_of(b, mrow, BETA_SIGMOID: tl.constexpr, NEG_EIGVAL: tl.constexpr):
-    """fp32 beta rows from the loaded ones (sigmoid, times 2 with NEG_EIGVAL, when the caller asked for it)."""
-    b = b.to(tl.float32)
+    b = tl.load(ptr + rows * s_t, mask=mrow, other=0.0).to(tl.float32)
     if BETA_SIGMOID:
         b = tl.sigmoid(b)
         if NEG_EIGVAL:
@@ -1015,18 +993,6 @@ def _v3_head_rows(gam, g_base, b_base, rows64, mrow, s_gt, s_bt, hv, HV, TOTAL_T
 
 
 @triton.jit
-def _v3_head_rows_of(g_raw, b_raw, gam, mrow, hv, HV, TOTAL_T, rg, r64, t0, eos, BETA_SIGMOID: tl.constexpr,
-                     NEG_EIGVAL: tl.constexpr, STORE_FAC: tl.constexpr, FOLD: tl.constexpr):
-    """``_v3_head_rows`` on g and beta rows the caller has loaded (``EARLY_LOADS``)."""
-    gf = g_raw.to(tl.float32)
-    gc = tl.cumsum(gf, 0)
-    bf = _beta_of(b_raw, mrow, BETA_SIGMOID, NEG_EIGVAL)
-    if not FOLD:
-        _store_row_factors(gam, gc, bf, hv, HV, TOTAL_T, rg, mrow, r64, t0, eos, STORE_FAC)
-    return gf, gc, bf
-
-
-@triton.jit
 def _exp_tile(x, FAST: tl.constexpr):
     """``e^x`` of an fp32 tile; with ``FAST``, ``ex2.approx.ftz.f32`` (denormal results flushed to zero)."""
     if FAST:
@@ -1073,7 +1039,6 @@ def atrex_sm90_gdn_intra_chunk_v3(
     STORE_QKN: tl.constexpr, STORE_FAC: tl.constexpr, NEWTON: tl.constexpr, INV_FP16: tl.constexpr = False,
     FP16_FALLBACK: tl.constexpr = 2, FOLD_NORM: tl.constexpr = False, GS: tl.constexpr = 1,
     FAST_EXP: tl.constexpr = False, MASK_OUT: tl.constexpr = False, SLOT_MAP: tl.constexpr = False,
-    EARLY_LOADS: tl.constexpr = False,
 ):
     """Intra-chunk kernel v3, one program per (chunk slot, value head), same outputs as v2; with ``GS > 1``
     (round 11, GVA; only ``GS == 2`` with ``G`` even) one program per (chunk slot, pair of value heads of one q/k head).
@@ -1105,9 +1070,7 @@ def atrex_sm90_gdn_intra_chunk_v3(
     With ``MASK_OUT`` (round 11; the default for GS = 2 programs since round 12: launch.INTRA_V3_MASK_OUT) the merges
     mask the product instead of L (``_merge_level_mask_out``: same bits, L rounded once).
     With ``SLOT_MAP`` (varlen; round 14) the program reads its sequence from the slot map (``atrex_sm90_gdn_slot_seq``)
-    instead of searching ``co``. With ``EARLY_LOADS`` (round 14) every global load of the tile (g and beta of each
-    value head, q, k) is issued before any of them is used, so that their latencies overlap instead of following
-    one another (g, then the cumsum, then q and k); the arithmetic is unchanged.
+    instead of searching ``co``.
     """
     live, c, bos, eos, tg0, t0, h, hv0, q_base, k_base, g_base0, b_base0 = _intra_tile(
         q, k, g, beta, co, cu, N, T, HV, n_search, s_qb, s_qh, s_kb, s_kh, s_gb, s_gh, s_bb, s_bh, IS_VARLEN, G, GS,
@@ -1126,36 +1089,14 @@ def atrex_sm90_gdn_intra_chunk_v3(
     cc = r64[None, :]
     causal = rr >= cc
     tl.static_assert(GS == 1 or (GS == 2 and G % 2 == 0))
-    if EARLY_LOADS:
-        g_raw0 = tl.load(g_base0 + rows64 * s_gt, mask=mrow, other=0.0)
-        b_raw0 = tl.load(b_base0 + rows64 * s_bt, mask=mrow, other=0.0)
-        if GS == 2:
-            g_raw1 = tl.load(g_base0 + s_gh + rows64 * s_gt, mask=mrow, other=0.0)
-            b_raw1 = tl.load(b_base0 + s_bh + rows64 * s_bt, mask=mrow, other=0.0)
-        q_raw = _load_raw_tile(q_base, rows64, mrow, offs_k, mk, s_qt)
-        k_raw = _load_raw_tile(k_base, rows64, mrow, offs_k, mk, s_kt)
-        # q and k (loaded last) are used first: ptxas otherwise places the g cumsum's shuffles, which wait on the g
-        # load, ahead of the q / k loads (Triton 3.6 SASS), which serialises the two latencies again
-        if FOLD_NORM:
-            qf, rq = _qk_normalise_inv(q_raw)
-            kf, rk = _qk_normalise_inv(k_raw)
-        else:
-            qf = _qk_normalise(q_raw, USE_L2NORM)
-            kf = _qk_normalise(k_raw, USE_L2NORM)
-        gf0, gc0, bf0 = _v3_head_rows_of(g_raw0, b_raw0, gam, mrow, hv0, HV, TOTAL_T, rg, r64, t0, eos,
-                                         BETA_SIGMOID, NEG_EIGVAL, STORE_FAC, FOLD_NORM)
-    else:
-        gf0, gc0, bf0 = _v3_head_rows(gam, g_base0, b_base0, rows64, mrow, s_gt, s_bt, hv0, HV, TOTAL_T, rg, r64, t0,
-                                      eos, BETA_SIGMOID, NEG_EIGVAL, STORE_FAC, FOLD_NORM)
+    gf0, gc0, bf0 = _v3_head_rows(gam, g_base0, b_base0, rows64, mrow, s_gt, s_bt, hv0, HV, TOTAL_T, rg, r64, t0, eos,
+                                  BETA_SIGMOID, NEG_EIGVAL, STORE_FAC, FOLD_NORM)
     e0 = _exp_tile(tl.where(causal, gc0[:, None] - gc0[None, :], 0.0), FAST_EXP)
     if FOLD_NORM:
         tl.static_assert(USE_L2NORM and STORE_FAC and not STORE_QKN)
-        if not EARLY_LOADS:
-            qf, rq = _load_qk_tile_inv(q_base, rows64, mrow, offs_k, mk, s_qt)
-            kf, rk = _load_qk_tile_inv(k_base, rows64, mrow, offs_k, mk, s_kt)
+        qf, rq = _load_qk_tile_inv(q_base, rows64, mrow, offs_k, mk, s_qt)
+        kf, rk = _load_qk_tile_inv(k_base, rows64, mrow, offs_k, mk, s_kt)
         _store_row_factors_fold(gam, gc0, bf0, rq, rk, hv0, HV, TOTAL_T, rg, mrow, r64, t0, eos)
-    elif EARLY_LOADS:
-        pass
     else:
         qf = _load_qk_tile(q_base, rows64, mrow, offs_k, mk, s_qt, USE_L2NORM)
         kf = _load_qk_tile(k_base, rows64, mrow, offs_k, mk, s_kt, USE_L2NORM)
@@ -1169,12 +1110,8 @@ def atrex_sm90_gdn_intra_chunk_v3(
         # the group's second value head: its g / beta terms on the same Q K^T and K K^T; both L tiles are formed
         # before either inverse, so that q, k, Q K^T and K K^T are dead during the inverses (register pressure)
         hv1 = hv0 + 1
-        if EARLY_LOADS:
-            gf1, gc1, bf1 = _v3_head_rows_of(g_raw1, b_raw1, gam, mrow, hv1, HV, TOTAL_T, rg, r64, t0, eos,
-                                             BETA_SIGMOID, NEG_EIGVAL, STORE_FAC, FOLD_NORM)
-        else:
-            gf1, gc1, bf1 = _v3_head_rows(gam, g_base0 + s_gh, b_base0 + s_bh, rows64, mrow, s_gt, s_bt, hv1, HV,
-                                          TOTAL_T, rg, r64, t0, eos, BETA_SIGMOID, NEG_EIGVAL, STORE_FAC, FOLD_NORM)
+        gf1, gc1, bf1 = _v3_head_rows(gam, g_base0 + s_gh, b_base0 + s_bh, rows64, mrow, s_gt, s_bt, hv1, HV, TOTAL_T,
+                                      rg, r64, t0, eos, BETA_SIGMOID, NEG_EIGVAL, STORE_FAC, FOLD_NORM)
         e1 = _exp_tile(tl.where(causal, gc1[:, None] - gc1[None, :], 0.0), FAST_EXP)
         if FOLD_NORM:
             _store_row_factors_fold(gam, gc1, bf1, rq, rk, hv1, HV, TOTAL_T, rg, mrow, r64, t0, eos)

@@ -124,15 +124,17 @@ INTRA_V3_MASK_OUT = "gs2"
 # INTRA_V3_FAST_EXP (round 11): the v3 decay tile with ex2.approx.ftz (not under the interpreter). H200 r28-r29
 # (GS = 1 both): intra T=8192/16/32 0.127 vs 0.135 ms (tl.exp), T=32768 0.490 vs 0.506; varlen 16x1024 0.261 vs 0.262.
 INTRA_V3_FAST_EXP = True
-# INTRA_V3_EARLY_LOADS (round 14): the v3 program issues all of its global loads (g and beta of each value head, q, k)
-# before using any, instead of g, then its cumsum, then beta, then q and k. Nsight Compute (r44, round 13's binary) had
-# the program waiting on the g load (the cumsum's first shuffle) in 1.8% / 4.2% of its stall samples and on the q / k
-# loads in ~5.7% / ~3.3% (T=32768/16/32 / varlen 16x1024), one after the other.
-INTRA_V3_EARLY_LOADS = True
+# Round 14, built, measured on the H200 and removed: "INTRA_V3_EARLY_LOADS", the v3 program issuing all of its global
+# loads (g and beta of each value head, q, k) before using any. Nsight Compute (r44) had the program waiting on the g
+# load (the cumsum's first shuffle) in 1.8% / 4.2% of its stall samples and on the q / k loads in ~5.7% / ~3.3%
+# (T=32768/16/32 / varlen 16x1024), one after the other. Reordered, ptxas held the raw tiles longer and spilled more
+# (GS = 2 programs: 304 bytes of stack against 176): intra (r45, bench_gdn sweep, ms) T=8192/16/32 0.137 vs 0.110,
+# T=32768 0.498 vs 0.413, varlen 16x1024 0.273 vs 0.260.
 # INTRA_SLOT_MAP (round 14; varlen, intra v3): a small kernel (``atrex_sm90_gdn_slot_seq``) writes each chunk slot's
 # sequence once, after the chunk offsets; a v3 program reads it with one load. Without it every v3 program (HV per
 # slot) binary-searches the chunk offsets, log2(N) + 1 dependent loads before its first tile load: 7.5% of the
-# intra kernel's stall samples at varlen 16x1024 (r44).
+# intra kernel's stall samples at varlen 16x1024 (r44). r45 (bench_gdn sweep, same process): varlen 16x1024 intra
+# 0.252 vs 0.260 ms, plus 0.003 ms for the map kernel; whole call 0.489 vs 0.492 ms.
 INTRA_SLOT_MAP = True
 # Since round 5 (H200, BENCH_H200.md) "auto": the tma kernel when the state pass has at most ~2 programs per SM (the
 # 3-stage configuration: T=8192/16/32 0.194 vs 0.209 ms, T=32768 0.746 vs 0.809 ms) and v2 otherwise (varlen
@@ -509,8 +511,6 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
                 extra["MASK_OUT"] = True
             if slot_map and is_varlen:
                 extra["SLOT_MAP"] = True
-            if INTRA_V3_EARLY_LOADS:
-                extra["EARLY_LOADS"] = True
         else:
             kern, extra = _k.atrex_sm90_gdn_intra_chunk_v2, dict(DOT_PREC=str(INTRA_V2_PREC))
         launches.append((kern, (n_slots * HV // extra.get("GS", 1),), (
@@ -719,7 +719,7 @@ def _knobs():
             _STATE_CFG_MANY, _STATE_V2_FEW_CFG, _INTRA_CFG, GL_WS_OUT_REGS, STATE_AUTO_GL_WS, INTRA_V3_INV_FP16,
             INTRA_V3_FP16_FALLBACK, GL_RC_STAGES, GL_RC_PERSISTENT, STATE_AUTO_GL_RC, FOLD_QK_NORM, INTRA_V3_GVA_SHARE,
             INTRA_V3_FAST_EXP, INTRA_V3_GS2_MAXNREG, INTRA_V3_MASK_OUT, STATE_SPLIT_XU, GL_WS_FAC_SMEM,
-            INTRA_V3_EARLY_LOADS, INTRA_SLOT_MAP)
+            INTRA_SLOT_MAP)
 
 
 def _call_signature(dev, tensors, flags):
