@@ -195,7 +195,7 @@ def test_launchers_request_every_kernel(compiled):
     names = {name.split("|", 1)[0] for name in compiled}
     want = {"atrex_sm90_gdn_intra_chunk", "atrex_sm90_gdn_intra_chunk_v2", "atrex_sm90_gdn_intra_chunk_v3",
             "atrex_sm90_gdn_state_output",
-            "atrex_sm90_gdn_state_output_v2", "atrex_sm90_gdn_chunk_offsets",
+            "atrex_sm90_gdn_state_output_v2", "atrex_sm90_gdn_chunk_offsets", "atrex_sm90_gdn_slot_seq",
             "atrex_sm90_gdn_state_output_tma", "atrex_sm90_gdn_state_output_gl_ws", "atrex_sm90_gdn_state_output_gl_rc",
             "atrex_sm90_decode_splitkv", "atrex_sm90_decode_combine"}
     assert want <= names, f"not requested: {sorted(want - names)}"
@@ -214,7 +214,10 @@ def test_no_specialisation_reads_a_uniform_register_nothing_writes(compiled):
     if not compiled["nvdisasm"]["path"]:
         pytest.skip(f"Triton {compiled['nvdisasm']['triton']} ships no nvdisasm")
     kernels = {name: r for name, r in compiled.items() if "insns" in r}
-    assert len(kernels) > 20 and all(r["insns"] > 100 for r in kernels.values()), len(kernels)
+    # (a sanity floor on each disassembly: the varlen bookkeeping kernels are small, the slot map at N = 1 has 64)
+    small = ("atrex_sm90_gdn_chunk_offsets|", "atrex_sm90_gdn_slot_seq|")
+    short = {n: r["insns"] for n, r in kernels.items() if r["insns"] <= (20 if n.startswith(small) else 100)}
+    assert len(kernels) > 20 and not short, (len(kernels), short)
     bad = {name: r["unwritten_ur"] for name, r in kernels.items() if r["unwritten_ur"]}
     assert not bad, json.dumps(bad, indent=1)[:6000]
 
