@@ -764,13 +764,32 @@ def _paired_vs_unpaired(launch, device, tag, q, k, v, g, beta, h0, cu):
     return rows
 
 
+def _knob_pair_error(launch, x, device, first, second):
+    """``gdn_fwd`` on inputs ``x`` with the launcher knobs set as in ``first``, then as in ``second`` (dicts; the
+    caller restores them), and how far apart the two results are: under the interpreter 0.0 if output and final
+    state are equal bit for bit, else 1.0; on a GPU the larger rrmse of the two."""
+    import torch
+    outs = []
+    for knobs in (first, second):
+        for name, val in knobs.items():
+            setattr(launch, name, val)
+        outs.append(launch.gdn_fwd(
+            x["q"], x["k"], x["v"], x["g"], x["beta"], scale=x["scale"],
+            initial_state=x["initial_state"], output_final_state=True,
+            use_qk_l2norm_in_kernel=x["use_qk_l2norm_in_kernel"], state_v_first=x["state_v_first"],
+            cu_seqlens=x["cu_seqlens"]))
+    (o0, h0), (o1, h1) = outs
+    if device == "cpu":
+        return 0.0 if torch.equal(o0, o1) and torch.equal(h0, h1) else 1.0
+    return max(rrmse(o0, o1), rrmse(h0, h1))
+
+
 def mask_out_check(launch, device="cpu", cases=("T63", "T130_B2_gva_bf16h0", "varlen_0_1", "g_strong", "T65_noL2")):
     """``INTRA_V3_MASK_OUT`` (round 11: the inverse's merges mask ``L X_b`` instead of ``L``) against the default, on
     the fp16 merges and on the bf16 merges + Newton step. The two are the same arithmetic on the same values (see
     ``kernels._merge_level_mask_out``): bit for bit under the interpreter; on a GPU, another binary, to 1e-3 rrmse
     (as the other two-binary checks: rounding flips of single bf16 outputs; a wrong mask is off by O(1)).
     Rows ``[err, 0, bound]``."""
-    import torch
     names = ("INTRA_V3_MASK_OUT", "INTRA_V3_INV_FP16")
     saved = {n: getattr(launch, n) for n in names}
     rows = {}
@@ -780,19 +799,8 @@ def mask_out_check(launch, device="cpu", cases=("T63", "T130_B2_gva_bf16h0", "va
                 continue
             x = make_inputs(device=device, **kw)
             for fp16 in (True, False):
-                outs = []
-                for mo in (False, True):
-                    launch.INTRA_V3_MASK_OUT, launch.INTRA_V3_INV_FP16 = mo, fp16
-                    outs.append(launch.gdn_fwd(
-                        x["q"], x["k"], x["v"], x["g"], x["beta"], scale=x["scale"],
-                        initial_state=x["initial_state"], output_final_state=True,
-                        use_qk_l2norm_in_kernel=x["use_qk_l2norm_in_kernel"], state_v_first=x["state_v_first"],
-                        cu_seqlens=x["cu_seqlens"]))
-                (o0, h0), (o1, h1) = outs
-                if device == "cpu":
-                    err = 0.0 if torch.equal(o0, o1) and torch.equal(h0, h1) else 1.0
-                else:
-                    err = max(rrmse(o0, o1), rrmse(h0, h1))
+                err = _knob_pair_error(launch, x, device, dict(INTRA_V3_MASK_OUT=False, INTRA_V3_INV_FP16=fp16),
+                                       dict(INTRA_V3_MASK_OUT=True, INTRA_V3_INV_FP16=fp16))
                 rows[f"mask_out_{cid}_{'fp16' if fp16 else 'bf16_newton'}"] = [err, 0.0, 0.0 if device == "cpu"
                                                                               else 1e-3]
     finally:
@@ -807,28 +815,14 @@ def slot_map_output_check(launch, device="cpu", cases=("varlen_0_1", "varlen_i64
     for bit under the interpreter; on a GPU (another binary) to 1e-3 rrmse, as the other two-binary checks (a wrong
     sequence or chunk for a slot is off by O(1)). The cases: varlen with empty, 1-token, 64- and 65-token sequences,
     int64 offsets, GVA pairs (and on the GPU a mixed batch at K = 128). Rows ``[err, 0, bound]``."""
-    import torch
     saved = launch.INTRA_SLOT_MAP
     rows = {}
     try:
         for cid, kw in (SMALL_CASES if device == "cpu" else GPU_CASES):
-            if cid not in cases:
-                continue
-            x = make_inputs(device=device, **kw)
-            outs = []
-            for on in (False, True):
-                launch.INTRA_SLOT_MAP = on
-                outs.append(launch.gdn_fwd(
-                    x["q"], x["k"], x["v"], x["g"], x["beta"], scale=x["scale"],
-                    initial_state=x["initial_state"], output_final_state=True,
-                    use_qk_l2norm_in_kernel=x["use_qk_l2norm_in_kernel"], state_v_first=x["state_v_first"],
-                    cu_seqlens=x["cu_seqlens"]))
-            (o0, h0), (o1, h1) = outs
-            if device == "cpu":
-                err = 0.0 if torch.equal(o0, o1) and torch.equal(h0, h1) else 1.0
-            else:
-                err = max(rrmse(o0, o1), rrmse(h0, h1))
-            rows[f"slot_map_out_{cid}"] = [err, 0.0, 0.0 if device == "cpu" else 1e-3]
+            if cid in cases:
+                err = _knob_pair_error(launch, make_inputs(device=device, **kw), device, dict(INTRA_SLOT_MAP=False),
+                                       dict(INTRA_SLOT_MAP=True))
+                rows[f"slot_map_out_{cid}"] = [err, 0.0, 0.0 if device == "cpu" else 1e-3]
     finally:
         launch.INTRA_SLOT_MAP = saved
     return rows

@@ -65,14 +65,21 @@ def atrex_sm90_gdn_slot_seq(co, N, n_slots, n_search, BLOCK: tl.constexpr):
     (no chunk). Run after ``atrex_sm90_gdn_chunk_offsets``, so that each intra program reads its sequence with one
     load instead of a binary search of dependent loads (one per value head of the slot)."""
     s = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    lo = tl.zeros([BLOCK], dtype=tl.int32)
+    n = _search_chunk_offsets(co, s, N, n_search)
+    tl.store(co + N + 1 + s, tl.where(s < tl.load(co + N), n, N), mask=s < n_slots)
+
+
+@triton.jit
+def _search_chunk_offsets(co, slot, N, n_search):
+    """The largest n < N with ``co[n] <= slot`` (elementwise over ``slot``, int32), by ``n_search`` halvings."""
+    lo = tl.zeros_like(slot)
     hi = lo + N - 1
     for _ in range(n_search):
         mid = (lo + hi + 1) // 2
-        ok = tl.load(co + mid) <= s
+        ok = tl.load(co + mid) <= slot
         lo = tl.where(ok, mid, lo)
         hi = tl.where(ok, hi, mid - 1)
-    tl.store(co + N + 1 + s, tl.where(s < tl.load(co + N), lo, N), mask=s < n_slots)
+    return lo
 
 
 @triton.jit
@@ -156,14 +163,7 @@ def _chunk_of_slot(slot, co, cu, N, T, n_search, IS_VARLEN: tl.constexpr, SLOT_M
         if SLOT_MAP:
             n = tl.minimum(tl.load(co + N + 1 + slot), N - 1)
         else:
-            lo = tl.zeros([], dtype=tl.int32)
-            hi = lo + N - 1
-            for _ in range(n_search):
-                mid = (lo + hi + 1) // 2
-                ok = tl.load(co + mid) <= slot
-                lo = tl.where(ok, mid, lo)
-                hi = tl.where(ok, hi, mid - 1)
-            n = lo
+            n = _search_chunk_offsets(co, slot, N, n_search)
         c = slot - tl.load(co + n)
         bos = tl.load(cu + n).to(tl.int32)
         eos = tl.load(cu + n + 1).to(tl.int32)
