@@ -828,6 +828,26 @@ def slot_map_output_check(launch, device="cpu", cases=("varlen_0_1", "varlen_i64
     return rows
 
 
+def acc_merge_check(launch, device="cpu", cases=("T63", "T130_B2_gva_bf16h0", "varlen_0_1", "g_strong")):
+    """``INTRA_V3_ACC_MERGE`` (round 14, on by default: each merge of the fp16 inverse accumulates onto X in its
+    second dot, on -L) against round 13's merges (the dot's result subtracted from X). The interpreter forms a dot
+    with an accumulator as the accumulator plus the rounded product, so there the two are the same bits; on a GPU
+    the tensor cores round the sum once instead of twice, so to 1e-3 rrmse (as the other two-binary checks; a sign
+    error is off by O(1)). ``g_strong`` has tiles with positive g, which take the bf16 fallback (not accumulated).
+    Rows ``[err, 0, bound]``."""
+    saved = launch.INTRA_V3_ACC_MERGE
+    rows = {}
+    try:
+        for cid, kw in SMALL_CASES:
+            if cid in cases:
+                err = _knob_pair_error(launch, make_inputs(device=device, **kw), device, dict(INTRA_V3_ACC_MERGE=False),
+                                       dict(INTRA_V3_ACC_MERGE=True))
+                rows[f"acc_merge_{cid}"] = [err, 0.0, 0.0 if device == "cpu" else 1e-3]
+    finally:
+        launch.INTRA_V3_ACC_MERGE = saved
+    return rows
+
+
 def slot_map_check(launch, device="cpu"):
     """The slot map of ``INTRA_SLOT_MAP`` (``kernels.atrex_sm90_gdn_slot_seq``) against a Python count: for each
     chunk slot of the intra grid the sequence whose chunk it is, ``N`` for the slots past the last chunk, over offsets
@@ -936,6 +956,24 @@ def test_intra_slot_map():
     assert not bad, bad
 
 
+def test_ut_inverse_accuracy_and_acc_merge():
+    """The intra kernel's UT inverse against the float64 inverse on clustered keys on the GPU (``ut_inverse_accuracy``:
+    Newton path within 1.25x of rounding the exact inverse to bf16, fp16 merges within 3x), with the default merges
+    (``INTRA_V3_ACC_MERGE``) and with round 13's; and whole calls with and without it (``acc_merge_check``)."""
+    from atrex_nvidia.chunk_gdn.sm90 import launch
+    rows = ut_inverse_accuracy(launch, device="cuda")
+    saved = launch.INTRA_V3_ACC_MERGE
+    try:
+        launch.INTRA_V3_ACC_MERGE = False
+        rows.update({k + "_round13": v for k, v in ut_inverse_accuracy(launch, device="cuda").items()})
+    finally:
+        launch.INTRA_V3_ACC_MERGE = saved
+    rows.update(acc_merge_check(launch, "cuda"))
+    print(rows)
+    bad = {k: v for k, v in rows.items() if not v[0] <= v[2]}
+    assert not bad, bad
+
+
 def test_intra_gva_share():
     """Two value heads of one q/k head per intra program on the GPU (see ``gva_share_check``)."""
     from atrex_nvidia.chunk_gdn.sm90 import launch
@@ -943,7 +981,7 @@ def test_intra_gva_share():
     assert not bad, bad
 
 
-def ut_inverse_accuracy(launch, T=128, K=128):
+def ut_inverse_accuracy(launch, T=128, K=128, device="cpu"):
     """Relative Frobenius error of the intra kernel's bf16 UT inverse ``A`` against the float64 inverse of
     ``I + tril(beta_r e^(gamma_r - gamma_c) k_r.k_c, -1)`` on keys clustered around one direction (the hard
     case for low-precision inverses), for intra v3 with and without its Newton step, and with fp16 merges
@@ -977,12 +1015,13 @@ def ut_inverse_accuracy(launch, T=128, K=128):
             v = rn(1, T, 1, 64).bfloat16()
             kn = (k.float() / torch.sqrt((k.float() ** 2).sum(-1, keepdim=True) + 1e-6)).bfloat16().double()[0, :, 0]
             errs = {}
+            on = [t.to(device) for t in (q, k, v, g, beta)]
             for tag, newton, fp16 in (("v3", True, False), ("v3_merges_only", False, False), ("v3_fp16", True, True)):
                 launch.INTRA_IMPL, launch.INTRA_V3_NEWTON, launch.INTRA_V3_INV_FP16 = "v3", newton, fp16
-                launch.gdn_fwd(q, k, v, g, beta, scale=0.1, initial_state=None, output_final_state=False,
+                launch.gdn_fwd(*on, scale=0.1, initial_state=None, output_final_state=False,
                                use_qk_l2norm_in_kernel=True, state_v_first=False, cu_seqlens=None,
                                allow_neg_eigval=bscale > 1)
-                A = captured["A"][0].double()
+                A = captured["A"][0].double().cpu()
                 e = eb = 0.0
                 for c in range(T // 64):
                     sl = slice(64 * c, 64 * c + 64)

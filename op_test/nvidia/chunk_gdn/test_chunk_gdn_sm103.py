@@ -18,4 +18,5 @@ from _gdn_cases import (  # noqa: E402,F401
                          test_state_split_xu_decay0_probe,
                          test_t1_replay_of_the_faulting_order,
                          test_t1_shapes_between_other_kernels,
+                         test_ut_inverse_accuracy_and_acc_merge,
 )

@@ -179,6 +179,7 @@ _SCRIPT = textwrap.dedent(r'''
     res.update(C.gva_share_check(launch))
     res.update(C.mask_out_check(launch))
     res.update(C.slot_map_output_check(launch))
+    res.update(C.acc_merge_check(launch))
     res.update(C.slot_map_check(launch))
     res.update(C.split_xu_check(launch))
     print("RESULT " + json.dumps(res))
@@ -204,4 +205,5 @@ def test_slot_map_rows_ran(interpreted_results):
     asserted above with every other row, so a missing row would pass silently."""
     want = {f"slot_map_out_{c}" for c in ("varlen_0_1", "varlen_i64_noh0")}
     want |= {f"slot_map_{n}" for n in ("mixed", "long", "one")}
+    want |= {f"acc_merge_{c}" for c in ("T63", "T130_B2_gva_bf16h0", "varlen_0_1", "g_strong")}
     assert want <= set(interpreted_results), sorted(want - set(interpreted_results))

@@ -402,3 +402,14 @@ def test_intra_slot_map_reaches_the_launch(plan, monkeypatch):
     seen = plan(T=200, H=2, HV=4, K=64, cu_seqlens=cu)
     assert "atrex_sm90_gdn_slot_seq" not in names(seen)
     assert "SLOT_MAP" not in intra(seen)[1]
+
+
+def test_intra_v3_acc_merge_knob(plan, monkeypatch):
+    """``INTRA_V3_ACC_MERGE`` (round 14, default on) becomes the v3 launch's ACC_MERGE constexpr, for one- and
+    two-head programs; off, the launch is round 13's. Part of the call signature."""
+    for H in (16, 32):
+        assert plan(T=130, H=H, HV=32, K=64)["launches"][0][3]["ACC_MERGE"] is True
+    sig0 = L._knobs()
+    monkeypatch.setattr(L, "INTRA_V3_ACC_MERGE", False)
+    assert L._knobs() != sig0
+    assert "ACC_MERGE" not in plan(T=130, H=16, HV=32, K=64)["launches"][0][3]

@@ -228,6 +228,9 @@ VARIANTS = [
     # INTRA_V3_EARLY_LOADS, since removed: launch.py)
     ("i3_r13", dict(slot_map=False)),
     ("i3_map", dict(slot_map=True)),
+    # round 14: the v3 merges accumulating onto X (INTRA_V3_ACC_MERGE) or subtracting (round 13)
+    ("i3_acc", dict(acc_merge=True)),
+    ("i3_sub", dict(acc_merge=False)),
 ]
 
 # launch-module attributes a variant may set (key in VARIANTS -> attribute of launch.py)
@@ -239,7 +242,8 @@ _HOOKS = dict(state="STATE_CFG_OVERRIDE", intra="INTRA_CFG_OVERRIDE", wy="USE_WY
               inv_fp16="INTRA_V3_INV_FP16", fp16_fallback="INTRA_V3_FP16_FALLBACK", rc_stages="GL_RC_STAGES",
               rc_persistent="GL_RC_PERSISTENT", fold_qk_norm="FOLD_QK_NORM", gva_share="INTRA_V3_GVA_SHARE",
               fast_exp="INTRA_V3_FAST_EXP", gs2_maxnreg="INTRA_V3_GS2_MAXNREG", mask_out="INTRA_V3_MASK_OUT",
-              split_xu="STATE_SPLIT_XU", ws_fac_smem="GL_WS_FAC_SMEM", slot_map="INTRA_SLOT_MAP")
+              split_xu="STATE_SPLIT_XU", ws_fac_smem="GL_WS_FAC_SMEM", slot_map="INTRA_SLOT_MAP",
+              acc_merge="INTRA_V3_ACC_MERGE")
 
 
 def _select_variants(spec):

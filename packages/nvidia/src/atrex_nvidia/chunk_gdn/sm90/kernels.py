@@ -912,23 +912,22 @@ def atrex_sm90_gdn_state_output_v2(
 
 
 @triton.jit
-def _merge_level(X, Lm, rr, cc, B: tl.constexpr, INV_FP16: tl.constexpr):
+def _merge_level(X, Lm, rr, cc, B: tl.constexpr, INV_FP16: tl.constexpr, ACC: tl.constexpr = False):
     """X_2B = X_B - X_B M_B X_B: the inverse of the block diagonal of size 2B from that of size B (bf16 dots,
-    or with ``INV_FP16`` fp16 dots: same tensor-core rate, 3 more mantissa bits; fp32 accumulation either way)."""
+    or with ``INV_FP16`` fp16 dots: same tensor-core rate, 3 more mantissa bits; fp32 accumulation either way).
+    With ``ACC`` the caller passes ``-L``, so the first dot gives ``-M_B X_B`` and the second accumulates
+    ``X_B + X_B (-M_B X_B)`` onto ``X_B`` in the tensor cores (no separate subtraction, no second fp32 tile)."""
     M = tl.where(((rr // (2 * B)) == (cc // (2 * B))) & ((rr // B) != (cc // B)), Lm, 0.0)
-    if INV_FP16:
-        Xh = X.to(tl.float16)
-        MX = tl.dot(M.to(tl.float16), Xh)
-        X = X - tl.dot(Xh, MX.to(tl.float16))
-    else:
-        Xb = X.to(tl.bfloat16)
-        MX = tl.dot(M.to(tl.bfloat16), Xb)
-        X = X - tl.dot(Xb, MX.to(tl.bfloat16))
-    return X
+    dt: tl.constexpr = tl.float16 if INV_FP16 else tl.bfloat16
+    Xh = X.to(dt)
+    MX = tl.dot(M.to(dt), Xh)
+    if ACC:
+        return tl.dot(Xh, MX.to(dt), X)
+    return X - tl.dot(Xh, MX.to(dt))
 
 
 @triton.jit
-def _merge_level_mask_out(X, Lh, rr, cc, B: tl.constexpr):
+def _merge_level_mask_out(X, Lh, rr, cc, B: tl.constexpr, ACC: tl.constexpr = False):
     """``_merge_level`` with the level mask on the product instead of on ``L`` (round 11, ``MASK_OUT``; measured in
     round 12, the default for GS = 2 programs): ``M_B X_B == mask_B(L X_B)`` with the same bits. ``X_B`` is block
     diagonal in blocks of B with exact zeros elsewhere, so the (r, c) entry of ``L X_B`` sums ``L[r, j] X_B[j, c]``
@@ -936,38 +935,44 @@ def _merge_level_mask_out(X, Lh, rr, cc, B: tl.constexpr):
     ``L[r, j]`` are exactly the entries of ``M_B``, and the other products added are exact zeros, which leave an fp32
     sum unchanged; at the upper-right positions the strictly lower L gives exact zeros, as ``M_B X_B`` does. So the left
     operand ``Lh`` (L rounded to the merge dtype once) is the same tile at every level and the fp32 ``L`` need not
-    stay live through the merges."""
+    stay live through the merges. ``ACC``: as in ``_merge_level`` (``Lh`` is then ``-L`` rounded)."""
     lvl = ((rr // (2 * B)) == (cc // (2 * B))) & ((rr // B) != (cc // B))
     Xh = X.to(Lh.dtype)
     MX = tl.where(lvl, tl.dot(Lh, Xh), 0.0)
+    if ACC:
+        return tl.dot(Xh, MX.to(Lh.dtype), X)
     return X - tl.dot(Xh, MX.to(Lh.dtype))
 
 
 @triton.jit
-def _ut_inverse(Lm, rr, cc, NEWTON: tl.constexpr, INV_FP16: tl.constexpr, MASK_OUT: tl.constexpr = False):
+def _ut_inverse(Lm, rr, cc, NEWTON: tl.constexpr, INV_FP16: tl.constexpr, MASK_OUT: tl.constexpr = False,
+                ACC: tl.constexpr = False):
     """``(I + Lm)^-1`` (fp32) of a strictly lower 64x64 tile: recursive block merges b = 2..32 with bf16 dots,
     then, with ``NEWTON``, one refinement step with ``Lm`` split into bf16 hi + lo (see the v3 kernel).
     With ``INV_FP16`` the merge dots take fp16 operands instead and the Newton step is skipped. fp16's range
     suffices only where every operand stays small: with L2-normalised keys and beta in [0, 2], each entry of the
     inverse of a diagonal block is -beta_i k_i^T (a product of contractions I - beta_m k_m k_m^T) k_j, about 2
     in magnitude at most (3.3 with bf16-rounded keys), when every decay factor is <= 1 (g <= 0). So the launcher
-    takes it only with in-kernel L2 norm, and the v3 kernel only for tiles whose g are all <= 0."""
+    takes it only with in-kernel L2 norm, and the v3 kernel only for tiles whose g are all <= 0.
+    With ``ACC`` (launch.INTRA_V3_ACC_MERGE) each merge's second dot accumulates onto X (``_merge_level``), on ``-L``
+    (negated once; rounding is symmetric, so ``-L`` rounds to exactly ``-(L rounded)``)."""
     # X_2 = I - (L inside the 2x2 diagonal blocks); then merges b = 2, 4, 8, 16, 32
     eye = tl.where(rr == cc, 1.0, 0.0)
     X = eye - tl.where((rr // 2) == (cc // 2), Lm, 0.0)
+    Ls = -Lm if ACC else Lm
     if MASK_OUT:
-        Lh = Lm.to(tl.float16 if INV_FP16 else tl.bfloat16)
-        X = _merge_level_mask_out(X, Lh, rr, cc, 2)
-        X = _merge_level_mask_out(X, Lh, rr, cc, 4)
-        X = _merge_level_mask_out(X, Lh, rr, cc, 8)
-        X = _merge_level_mask_out(X, Lh, rr, cc, 16)
-        X = _merge_level_mask_out(X, Lh, rr, cc, 32)
+        Lh = Ls.to(tl.float16 if INV_FP16 else tl.bfloat16)
+        X = _merge_level_mask_out(X, Lh, rr, cc, 2, ACC)
+        X = _merge_level_mask_out(X, Lh, rr, cc, 4, ACC)
+        X = _merge_level_mask_out(X, Lh, rr, cc, 8, ACC)
+        X = _merge_level_mask_out(X, Lh, rr, cc, 16, ACC)
+        X = _merge_level_mask_out(X, Lh, rr, cc, 32, ACC)
     else:
-        X = _merge_level(X, Lm, rr, cc, 2, INV_FP16)
-        X = _merge_level(X, Lm, rr, cc, 4, INV_FP16)
-        X = _merge_level(X, Lm, rr, cc, 8, INV_FP16)
-        X = _merge_level(X, Lm, rr, cc, 16, INV_FP16)
-        X = _merge_level(X, Lm, rr, cc, 32, INV_FP16)
+        X = _merge_level(X, Ls, rr, cc, 2, INV_FP16, ACC)
+        X = _merge_level(X, Ls, rr, cc, 4, INV_FP16, ACC)
+        X = _merge_level(X, Ls, rr, cc, 8, INV_FP16, ACC)
+        X = _merge_level(X, Ls, rr, cc, 16, INV_FP16, ACC)
+        X = _merge_level(X, Ls, rr, cc, 32, INV_FP16, ACC)
     if NEWTON and not INV_FP16:
         Xb = X.to(tl.bfloat16)
         Lh = Lm.to(tl.bfloat16)
@@ -1011,16 +1016,16 @@ def _store_tile64(ws, hv, TOTAL_T, rg, r64, mrow, x):
 
 @triton.jit
 def _v3_tile_inverse(Lm, gf, rr, cc, NEWTON: tl.constexpr, INV_FP16: tl.constexpr, FP16_FALLBACK: tl.constexpr,
-                     MASK_OUT: tl.constexpr):
+                     MASK_OUT: tl.constexpr, ACC: tl.constexpr = False):
     """``(I + Lm)^-1`` of one intra v3 tile. With ``INV_FP16``, fp16 merges only where the bound on their operands
     holds: gamma non-increasing in the chunk (every g <= 0, so every decay factor e^(gamma_r - gamma_c) <= 1); a tile
     with some g > 0 takes bf16 merges, with the Newton step if FP16_FALLBACK == 2 (FP16_FALLBACK == 0: no guard, only
     to show in a test that such a tile overflows fp16, and to time the guard)."""
     if INV_FP16:
         if FP16_FALLBACK == 0:
-            X = _ut_inverse(Lm, rr, cc, False, True, MASK_OUT)
+            X = _ut_inverse(Lm, rr, cc, False, True, MASK_OUT, ACC)
         elif tl.max(gf, 0) <= 0.0:
-            X = _ut_inverse(Lm, rr, cc, False, True, MASK_OUT)
+            X = _ut_inverse(Lm, rr, cc, False, True, MASK_OUT, ACC)
         else:
             X = _ut_inverse(Lm, rr, cc, FP16_FALLBACK == 2, False, MASK_OUT)
     else:
@@ -1039,6 +1044,7 @@ def atrex_sm90_gdn_intra_chunk_v3(
     STORE_QKN: tl.constexpr, STORE_FAC: tl.constexpr, NEWTON: tl.constexpr, INV_FP16: tl.constexpr = False,
     FP16_FALLBACK: tl.constexpr = 2, FOLD_NORM: tl.constexpr = False, GS: tl.constexpr = 1,
     FAST_EXP: tl.constexpr = False, MASK_OUT: tl.constexpr = False, SLOT_MAP: tl.constexpr = False,
+    ACC_MERGE: tl.constexpr = False,
 ):
     """Intra-chunk kernel v3, one program per (chunk slot, value head), same outputs as v2; with ``GS > 1``
     (round 11, GVA; only ``GS == 2`` with ``G`` even) one program per (chunk slot, pair of value heads of one q/k head).
@@ -1070,7 +1076,8 @@ def atrex_sm90_gdn_intra_chunk_v3(
     With ``MASK_OUT`` (round 11; the default for GS = 2 programs since round 12: launch.INTRA_V3_MASK_OUT) the merges
     mask the product instead of L (``_merge_level_mask_out``: same bits, L rounded once).
     With ``SLOT_MAP`` (varlen; round 14) the program reads its sequence from the slot map (``atrex_sm90_gdn_slot_seq``)
-    instead of searching ``co``.
+    instead of searching ``co``. With ``ACC_MERGE`` (round 14) each merge's second dot accumulates onto X
+    (``_merge_level``).
     """
     live, c, bos, eos, tg0, t0, h, hv0, q_base, k_base, g_base0, b_base0 = _intra_tile(
         q, k, g, beta, co, cu, N, T, HV, n_search, s_qb, s_qh, s_kb, s_kh, s_gb, s_gh, s_bb, s_bh, IS_VARLEN, G, GS,
@@ -1118,10 +1125,10 @@ def atrex_sm90_gdn_intra_chunk_v3(
         _store_tile64(Aqk, hv1, TOTAL_T, rg, r64, mrow, tl.where(causal, qk * e1, 0.0))
         Lm1 = tl.where(rr > cc, bf1[:, None] * e1 * kk, 0.0)
     _store_tile64(A, hv0, TOTAL_T, rg, r64, mrow, _v3_tile_inverse(Lm0, gf0, rr, cc, NEWTON, INV_FP16, FP16_FALLBACK,
-                                                                   MASK_OUT))
+                                                                   MASK_OUT, ACC_MERGE))
     if GS == 2:
         _store_tile64(A, hv1, TOTAL_T, rg, r64, mrow, _v3_tile_inverse(Lm1, gf1, rr, cc, NEWTON, INV_FP16,
-                                                                       FP16_FALLBACK, MASK_OUT))
+                                                                       FP16_FALLBACK, MASK_OUT, ACC_MERGE))
 
 
 @triton.jit

@@ -136,6 +136,12 @@ INTRA_V3_FAST_EXP = True
 # intra kernel's stall samples at varlen 16x1024 (r44). r45 (bench_gdn sweep, same process): varlen 16x1024 intra
 # 0.252 vs 0.260 ms, plus 0.003 ms for the map kernel; whole call 0.489 vs 0.492 ms.
 INTRA_SLOT_MAP = True
+# INTRA_V3_ACC_MERGE (round 14): each merge of the v3 fp16 inverse (L2-norm calls, tiles with g <= 0) accumulates
+# X_B + X_B (-M_B X_B) onto X_B in its second dot (on -L, negated once) instead of subtracting the dot's result from X_B
+# afterwards: no 32 subtractions per thread per level, and the sum is rounded once in the tensor cores instead of twice.
+# The bf16 merges (+ Newton) keep round 13's form. Triton 3.6 SASS of the fp16-only build (INTRA_V3_FP16_FALLBACK=0):
+# 2672 -> 2568 instructions (one head per program), 4448 -> 4264 (two heads; stack 136 -> 248 bytes).
+INTRA_V3_ACC_MERGE = True
 # Since round 5 (H200, BENCH_H200.md) "auto": the tma kernel when the state pass has at most ~2 programs per SM (the
 # 3-stage configuration: T=8192/16/32 0.194 vs 0.209 ms, T=32768 0.746 vs 0.809 ms) and v2 otherwise (varlen
 # 16x1024, 1024 programs: tma 0.370 vs v2 0.340 ms, the in-kernel descriptor set-up is paid per program).
@@ -511,6 +517,8 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
                 extra["MASK_OUT"] = True
             if slot_map and is_varlen:
                 extra["SLOT_MAP"] = True
+            if INTRA_V3_ACC_MERGE:
+                extra["ACC_MERGE"] = True
         else:
             kern, extra = _k.atrex_sm90_gdn_intra_chunk_v2, dict(DOT_PREC=str(INTRA_V2_PREC))
         launches.append((kern, (n_slots * HV // extra.get("GS", 1),), (
@@ -719,7 +727,7 @@ def _knobs():
             _STATE_CFG_MANY, _STATE_V2_FEW_CFG, _INTRA_CFG, GL_WS_OUT_REGS, STATE_AUTO_GL_WS, INTRA_V3_INV_FP16,
             INTRA_V3_FP16_FALLBACK, GL_RC_STAGES, GL_RC_PERSISTENT, STATE_AUTO_GL_RC, FOLD_QK_NORM, INTRA_V3_GVA_SHARE,
             INTRA_V3_FAST_EXP, INTRA_V3_GS2_MAXNREG, INTRA_V3_MASK_OUT, STATE_SPLIT_XU, GL_WS_FAC_SMEM,
-            INTRA_SLOT_MAP)
+            INTRA_SLOT_MAP, INTRA_V3_ACC_MERGE)
 
 
 def _call_signature(dev, tensors, flags):
