@@ -231,6 +231,7 @@ VARIANTS = [
     # round 14: the v3 merges accumulating onto X (INTRA_V3_ACC_MERGE) or subtracting (round 13)
     ("i3_acc", dict(acc_merge=True)),
     ("i3_sub", dict(acc_merge=False)),
+    ("i3_acc_gs2", dict(acc_merge="gs2")),
 ]
 
 # launch-module attributes a variant may set (key in VARIANTS -> attribute of launch.py)

@@ -141,6 +141,7 @@ INTRA_SLOT_MAP = True
 # afterwards: no 32 subtractions per thread per level, and the sum is rounded once in the tensor cores instead of twice.
 # The bf16 merges (+ Newton) keep round 13's form. Triton 3.6 SASS of the fp16-only build (INTRA_V3_FP16_FALLBACK=0):
 # 2672 -> 2568 instructions (one head per program), 4448 -> 4264 (two heads; stack 136 -> 248 bytes).
+# True: every v3 program; "gs2": the two-head programs only; False: none.
 INTRA_V3_ACC_MERGE = True
 # Since round 5 (H200, BENCH_H200.md) "auto": the tma kernel when the state pass has at most ~2 programs per SM (the
 # 3-stage configuration: T=8192/16/32 0.194 vs 0.209 ms, T=32768 0.746 vs 0.809 ms) and v2 otherwise (varlen
@@ -517,7 +518,7 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
                 extra["MASK_OUT"] = True
             if slot_map and is_varlen:
                 extra["SLOT_MAP"] = True
-            if INTRA_V3_ACC_MERGE:
+            if INTRA_V3_ACC_MERGE is True or (INTRA_V3_ACC_MERGE == "gs2" and gs == 2):
                 extra["ACC_MERGE"] = True
         else:
             kern, extra = _k.atrex_sm90_gdn_intra_chunk_v2, dict(DOT_PREC=str(INTRA_V2_PREC))
