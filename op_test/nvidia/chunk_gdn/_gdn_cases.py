@@ -829,8 +829,8 @@ def slot_map_output_check(launch, device="cpu", cases=("varlen_0_1", "varlen_i64
 
 
 def acc_merge_check(launch, device="cpu", cases=("T63", "T130_B2_gva_bf16h0", "varlen_0_1", "g_strong")):
-    """``INTRA_V3_ACC_MERGE`` (round 14, on by default: each merge of the fp16 inverse accumulates onto X in its
-    second dot, on -L) against round 13's merges (the dot's result subtracted from X). The interpreter forms a dot
+    """``INTRA_V3_ACC_MERGE`` (round 14, forced on here for every program; the default takes it for two-head programs:
+    each merge of the fp16 inverse accumulates onto X in its second dot, on -L) against round 13's merges (the dot's result subtracted from X). The interpreter forms a dot
     with an accumulator as the accumulator plus the rounded product, so there the two are the same bits; on a GPU
     the tensor cores round the sum once instead of twice, so to 1e-3 rrmse (as the other two-binary checks; a sign
     error is off by O(1)). ``g_strong`` has tiles with positive g, which take the bf16 fallback (not accumulated).
@@ -958,12 +958,14 @@ def test_intra_slot_map():
 
 def test_ut_inverse_accuracy_and_acc_merge():
     """The intra kernel's UT inverse against the float64 inverse on clustered keys on the GPU (``ut_inverse_accuracy``:
-    Newton path within 1.25x of rounding the exact inverse to bf16, fp16 merges within 3x), with the default merges
-    (``INTRA_V3_ACC_MERGE``) and with round 13's; and whole calls with and without it (``acc_merge_check``)."""
+    Newton path within 1.25x of rounding the exact inverse to bf16, fp16 merges within 3x), with the accumulating
+    merges (``INTRA_V3_ACC_MERGE`` forced on: the check's one-head programs do not take it by default) and with round
+    13's; and whole calls with and without it (``acc_merge_check``)."""
     from atrex_nvidia.chunk_gdn.sm90 import launch
-    rows = ut_inverse_accuracy(launch, device="cuda")
     saved = launch.INTRA_V3_ACC_MERGE
     try:
+        launch.INTRA_V3_ACC_MERGE = True
+        rows = ut_inverse_accuracy(launch, device="cuda")
         launch.INTRA_V3_ACC_MERGE = False
         rows.update({k + "_round13": v for k, v in ut_inverse_accuracy(launch, device="cuda").items()})
     finally:

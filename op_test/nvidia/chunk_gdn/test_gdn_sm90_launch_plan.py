@@ -405,11 +405,17 @@ def test_intra_slot_map_reaches_the_launch(plan, monkeypatch):
 
 
 def test_intra_v3_acc_merge_knob(plan, monkeypatch):
-    """``INTRA_V3_ACC_MERGE`` (round 14, default on) becomes the v3 launch's ACC_MERGE constexpr, for one- and
-    two-head programs; off, the launch is round 13's. Part of the call signature."""
-    for H in (16, 32):
-        assert plan(T=130, H=H, HV=32, K=64)["launches"][0][3]["ACC_MERGE"] is True
+    """``INTRA_V3_ACC_MERGE`` (round 14, default "gs2") becomes the v3 launch's ACC_MERGE constexpr for two-head
+    programs only (one-head fixed-length programs measured slower with it); True reaches one-head programs too, False
+    none (round 13's launch). Part of the call signature."""
+    def acc(H, **kw):
+        return plan(T=130, H=H, HV=32, K=64, **kw)["launches"][0][3].get("ACC_MERGE", False)
+    assert L.INTRA_V3_ACC_MERGE == "gs2"
+    assert acc(16) is True and acc(32) is False
+    assert acc(32, cu_seqlens=[0, 1, 65, 130]) is False
     sig0 = L._knobs()
-    monkeypatch.setattr(L, "INTRA_V3_ACC_MERGE", False)
+    monkeypatch.setattr(L, "INTRA_V3_ACC_MERGE", True)
     assert L._knobs() != sig0
-    assert "ACC_MERGE" not in plan(T=130, H=16, HV=32, K=64)["launches"][0][3]
+    assert acc(16) is True and acc(32) is True
+    monkeypatch.setattr(L, "INTRA_V3_ACC_MERGE", False)
+    assert acc(16) is False and acc(32) is False
