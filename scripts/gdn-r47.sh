@@ -1,4 +1,6 @@
-# Round 14, call r47: INTRA_V3_ACC_MERGE (the fp16 merges accumulating onto X; the new default): bench_gdn sweep
+# Round 14, call r47 (as run at b0c987d, where INTRA_V3_ACC_MERGE was True; after r48 the default is "gs2", so its
+# graph bench now runs the accumulating merges in two-head programs only): INTRA_V3_ACC_MERGE (the fp16 merges
+# accumulating onto X): bench_gdn sweep
 # against round 13's merges (fla-core 0.6 in the process), the GPU cases that exercise the intra kernel (inverse
 # accuracy with and without it, its whole-call check, the contract cases), then `atrex bench run chunk_gdn --size perf
 # --graph` at this commit.   bash .gpuhost/g/install.sh; ATREX_BENCH_COMMIT=<sha> bash scripts/gdn-r47.sh

@@ -101,6 +101,11 @@ _SCRIPT = textwrap.dedent(r'''
     gdn(dict(T=256, H=16, HV=32, K=128), FOLD_QK_NORM=True)  # few programs: state v2, folded
     # intra v3 with masked products in the inverse (round 11, off), at the 128-register cap it is meant for
     gdn(dict(T=256, H=32, HV=32, K=128), INTRA_V3_MASK_OUT=True, INTRA_V3_MAXNREG=128)
+    # round 14: the accumulating merges in one-head programs (the GPU checks force them there), round 13's merges in
+    # two-head programs, and varlen without the slot map (round 13's search)
+    gdn(dict(T=256, H=32, HV=32, K=128), INTRA_V3_ACC_MERGE=True)
+    gdn(dict(T=256, H=16, HV=32, K=128), INTRA_V3_ACC_MERGE=False)
+    gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=[64 * i for i in range(11)]), INTRA_SLOT_MAP=False)
 
     # ---- nvidia.decode_splitkv: head dims, pages, split / no split, fp8, sinks and LSE
     from atrex.api.flash_attn import normalize_flash_attn_call
