@@ -809,43 +809,39 @@ def mask_out_check(launch, device="cpu", cases=("T63", "T130_B2_gva_bf16h0", "va
     return rows
 
 
+def _knob_toggle_rows(launch, knob, tag, device, cases, case_list):
+    """Rows ``{tag}_{case}: [err, 0, bound]`` of whole calls with launcher knob ``knob`` False against True
+    (``_knob_pair_error``) over ``cases`` of ``case_list``: bit for bit under the interpreter, 1e-3 rrmse on a GPU."""
+    saved = getattr(launch, knob)
+    rows = {}
+    try:
+        for cid, kw in case_list:
+            if cid in cases:
+                err = _knob_pair_error(launch, make_inputs(device=device, **kw), device, {knob: False}, {knob: True})
+                rows[f"{tag}_{cid}"] = [err, 0.0, 0.0 if device == "cpu" else 1e-3]
+    finally:
+        setattr(launch, knob, saved)
+    return rows
+
+
 def slot_map_output_check(launch, device="cpu", cases=("varlen_0_1", "varlen_i64_noh0")):
     """``INTRA_SLOT_MAP`` (round 14, on by default) against round 13's intra pass (each v3 program binary-searching
     the chunk offsets): the map replaces the search by a table lookup, so output and final state must not change. Bit
     for bit under the interpreter; on a GPU (another binary) to 1e-3 rrmse, as the other two-binary checks (a wrong
     sequence or chunk for a slot is off by O(1)). The cases: varlen with empty, 1-token, 64- and 65-token sequences,
-    int64 offsets, GVA pairs (and on the GPU a mixed batch at K = 128). Rows ``[err, 0, bound]``."""
-    saved = launch.INTRA_SLOT_MAP
-    rows = {}
-    try:
-        for cid, kw in (SMALL_CASES if device == "cpu" else GPU_CASES):
-            if cid in cases:
-                err = _knob_pair_error(launch, make_inputs(device=device, **kw), device, dict(INTRA_SLOT_MAP=False),
-                                       dict(INTRA_SLOT_MAP=True))
-                rows[f"slot_map_out_{cid}"] = [err, 0.0, 0.0 if device == "cpu" else 1e-3]
-    finally:
-        launch.INTRA_SLOT_MAP = saved
-    return rows
+    int64 offsets, GVA pairs (and on the GPU a mixed batch at K = 128)."""
+    return _knob_toggle_rows(launch, "INTRA_SLOT_MAP", "slot_map_out", device, cases,
+                             SMALL_CASES if device == "cpu" else GPU_CASES)
 
 
 def acc_merge_check(launch, device="cpu", cases=("T63", "T130_B2_gva_bf16h0", "varlen_0_1", "g_strong")):
-    """``INTRA_V3_ACC_MERGE`` (round 14, forced on here for every program; the default takes it for two-head programs:
-    each merge of the fp16 inverse accumulates onto X in its second dot, on -L) against round 13's merges (the dot's result subtracted from X). The interpreter forms a dot
-    with an accumulator as the accumulator plus the rounded product, so there the two are the same bits; on a GPU
-    the tensor cores round the sum once instead of twice, so to 1e-3 rrmse (as the other two-binary checks; a sign
-    error is off by O(1)). ``g_strong`` has tiles with positive g, which take the bf16 fallback (not accumulated).
-    Rows ``[err, 0, bound]``."""
-    saved = launch.INTRA_V3_ACC_MERGE
-    rows = {}
-    try:
-        for cid, kw in SMALL_CASES:
-            if cid in cases:
-                err = _knob_pair_error(launch, make_inputs(device=device, **kw), device, dict(INTRA_V3_ACC_MERGE=False),
-                                       dict(INTRA_V3_ACC_MERGE=True))
-                rows[f"acc_merge_{cid}"] = [err, 0.0, 0.0 if device == "cpu" else 1e-3]
-    finally:
-        launch.INTRA_V3_ACC_MERGE = saved
-    return rows
+    """``INTRA_V3_ACC_MERGE`` (round 14; forced on here for every program, the default takes it for two-head
+    programs: each merge of the fp16 inverse accumulates onto X in its second dot, on -L) against round 13's merges
+    (the dot's result subtracted from X). The interpreter forms a dot with an accumulator as the accumulator plus the
+    rounded product, so there the two are the same bits; on a GPU the tensor cores round the sum once instead of
+    twice, so to 1e-3 rrmse (as the other two-binary checks; a sign error is off by O(1)). ``g_strong`` has tiles with
+    positive g, which take the bf16 fallback (not accumulated)."""
+    return _knob_toggle_rows(launch, "INTRA_V3_ACC_MERGE", "acc_merge", device, cases, SMALL_CASES)
 
 
 def slot_map_check(launch, device="cpu"):
