@@ -1020,7 +1020,8 @@ def _v3_tile_inverse(Lm, gf, rr, cc, NEWTON: tl.constexpr, INV_FP16: tl.constexp
     """``(I + Lm)^-1`` of one intra v3 tile. With ``INV_FP16``, fp16 merges only where the bound on their operands
     holds: gamma non-increasing in the chunk (every g <= 0, so every decay factor e^(gamma_r - gamma_c) <= 1); a tile
     with some g > 0 takes bf16 merges, with the Newton step if FP16_FALLBACK == 2 (FP16_FALLBACK == 0: no guard, only
-    to show in a test that such a tile overflows fp16, and to time the guard)."""
+    to show in a test that such a tile overflows fp16, and to time the guard). ``ACC`` (the accumulating merges)
+    reaches the fp16 merges only; the bf16 merges keep the subtracting form."""
     if INV_FP16:
         if FP16_FALLBACK == 0:
             X = _ut_inverse(Lm, rr, cc, False, True, MASK_OUT, ACC)
