@@ -146,8 +146,8 @@ INTRA_SLOT_MAP = True
 #   two-head programs (GVA): T=8192/16/32 0.113 -> 0.107 (r47, r48), T=32768/16/32 0.420 -> 0.400 (r47);
 #   one-head programs: varlen 16x1024 (H = HV = 32) 0.255 -> 0.250 (r47, r48), but fixed-length T=8192/32/32
 #   0.128 -> 0.158 (r48; r47's graph bench 0.273 -> 0.301 ms for the whole call): that Triton 3.6 binary grew from
-#   3968 to 5560 instructions (the bf16 fallback's section; its fp16 path is shorter). Hence "gs2"; the one-head
-#   binaries are round 13's.
+#   3968 to 5560 instructions (IMAD +987, MOV +477, WARPGROUP +166: register copies and fences around the accumulator;
+#   an fp16-only build is shorter). Hence "gs2"; the one-head binaries are round 13's.
 INTRA_V3_ACC_MERGE = "gs2"
 # Since round 5 (H200, BENCH_H200.md) "auto": the tma kernel when the state pass has at most ~2 programs per SM (the
 # 3-stage configuration: T=8192/16/32 0.194 vs 0.209 ms, T=32768 0.746 vs 0.809 ms) and v2 otherwise (varlen
