@@ -201,8 +201,8 @@ def test_interpreter_env_did_not_leak():
 
 
 def test_slot_map_rows_ran(interpreted_results):
-    """The round-14 checks (``slot_map_output_check``, ``slot_map_check``) produced their rows: their bounds are
-    asserted above with every other row, so a missing row would pass silently."""
+    """The round-14 checks (``slot_map_output_check``, ``slot_map_check``, ``acc_merge_check``) produced their rows:
+    their bounds are asserted above with every other row, so a missing row would pass silently."""
     want = {f"slot_map_out_{c}" for c in ("varlen_0_1", "varlen_i64_noh0")}
     want |= {f"slot_map_{n}" for n in ("mixed", "long", "one")}
     want |= {f"acc_merge_{c}" for c in ("T63", "T130_B2_gva_bf16h0", "varlen_0_1", "g_strong")}
