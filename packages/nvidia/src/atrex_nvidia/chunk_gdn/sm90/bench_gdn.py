@@ -232,6 +232,11 @@ VARIANTS = [
     ("i3_acc", dict(acc_merge=True)),
     ("i3_sub", dict(acc_merge=False)),
     ("i3_acc_gs2", dict(acc_merge="gs2")),
+    # round 15: gl_ws's chain with the next K S product looked ahead (GL_WS_LOOKAHEAD; + atrex_sm90_gdn_kk_prev), and
+    # the accumulating merges with masked products in every intra program (one-head programs included)
+    ("ws_la", dict(ws_lookahead=True)),
+    ("ws_nola", dict(ws_lookahead=False)),
+    ("i3_acc_mo", dict(acc_merge=True, mask_out=True)),
 ]
 
 # launch-module attributes a variant may set (key in VARIANTS -> attribute of launch.py)
@@ -244,7 +249,7 @@ _HOOKS = dict(state="STATE_CFG_OVERRIDE", intra="INTRA_CFG_OVERRIDE", wy="USE_WY
               rc_persistent="GL_RC_PERSISTENT", fold_qk_norm="FOLD_QK_NORM", gva_share="INTRA_V3_GVA_SHARE",
               fast_exp="INTRA_V3_FAST_EXP", gs2_maxnreg="INTRA_V3_GS2_MAXNREG", mask_out="INTRA_V3_MASK_OUT",
               split_xu="STATE_SPLIT_XU", ws_fac_smem="GL_WS_FAC_SMEM", slot_map="INTRA_SLOT_MAP",
-              acc_merge="INTRA_V3_ACC_MERGE")
+              acc_merge="INTRA_V3_ACC_MERGE", ws_lookahead="GL_WS_LOOKAHEAD")
 
 
 def _select_variants(spec):
