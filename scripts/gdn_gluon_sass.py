@@ -36,6 +36,7 @@ def main(argv=None):
     ap.add_argument("--hook", action="append", default=[], metavar="NAME=VALUE",
                     help="a launch.py knob for every call (Python literal), repeatable")
     ap.add_argument("--ir", action="store_true", help="also write each specialisation's TTGIR and PTX")
+    ap.add_argument("--match", default=None, help="dump the kernels whose name contains this instead (e.g. kk_prev)")
     a = ap.parse_args(argv)
     import ast
     knobs_set = {n: ast.literal_eval(v) for n, v in (h.split("=", 1) for h in a.hook)}
@@ -70,12 +71,13 @@ def main(argv=None):
     from triton.experimental.gluon._runtime import GluonASTSource
     os.makedirs(a.out, exist_ok=True)
     for i, (name, (jit_fn, c)) in enumerate(sorted(specs.items())):
-        if ("_intra_chunk_v3" if a.intra else "_gl_") not in name.split("|")[0]:
+        if (a.match or ("_intra_chunk_v3" if a.intra else "_gl_")) not in name.split("|")[0]:
             continue
         opts = dict(num_warps=c["num_warps"], num_stages=c["num_stages"])
         if c.get("maxnreg"):
             opts["maxnreg"] = c["maxnreg"]
-        src = (ASTSource if a.intra else GluonASTSource)(jit_fn, c["signature"], c["constants"], c["configs"][0])
+        is_gluon = getattr(jit_fn, "is_gluon", lambda: False)()
+        src = (GluonASTSource if is_gluon else ASTSource)(jit_fn, c["signature"], c["constants"], c["configs"][0])
         k = triton.compile(src, target=SM90, options=opts)
         cubin = os.path.join(a.out, "k.cubin")
         with open(cubin, "wb") as f:

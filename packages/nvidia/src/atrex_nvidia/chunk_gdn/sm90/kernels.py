@@ -193,19 +193,19 @@ def atrex_sm90_gdn_kk_prev(k, kp, cu, co, T, N, n_search, s_kb, s_kt, s_kh, K, T
         if slot >= tl.load(co + N):
             return
     c, bos, eos, b_idx, tg0 = _chunk_of_slot(slot, co, cu, N, T, n_search, IS_VARLEN, SLOT_MAP)
-    r = tl.arange(0, BT)
-    rows = c * BT + r
+    r = tl.arange(0, 64)
+    rows = c * 64 + r
     mrow = rows < eos - bos
     offs_k = tl.arange(0, BK)
     mk = offs_k < K
-    p_out = kp + (h.to(tl.int64) * TOTAL_T + tg0 + rows)[:, None] * BT + r[None, :]
+    p_out = kp + (h.to(tl.int64) * TOTAL_T + tg0 + rows)[:, None] * 64 + r[None, :]
     if c == 0:
-        tl.store(p_out, tl.zeros([BT, BT], dtype=kp.dtype.element_ty), mask=mrow[:, None])
+        tl.store(p_out, tl.zeros([64, 64], dtype=kp.dtype.element_ty), mask=mrow[:, None])
     else:
         base = k + b_idx.to(tl.int64) * s_kb + h * s_kh
         kc = tl.load(base + (bos + rows).to(tl.int64)[:, None] * s_kt + offs_k[None, :],
                      mask=mrow[:, None] & mk[None, :], other=0.0)
-        kq = tl.load(base + (bos + rows - BT).to(tl.int64)[:, None] * s_kt + offs_k[None, :], mask=mk[None, :],
+        kq = tl.load(base + (bos + rows - 64).to(tl.int64)[:, None] * s_kt + offs_k[None, :], mask=mk[None, :],
                      other=0.0)
         tl.store(p_out, tl.dot(kc, tl.trans(kq)).to(kp.dtype.element_ty), mask=mrow[:, None])
 
