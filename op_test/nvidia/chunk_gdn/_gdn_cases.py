@@ -427,7 +427,7 @@ GLUON_CASES = [(cid, kw) for cid, kw in GPU_CASES
 ]
 
 
-@pytest.mark.parametrize("impl", ["gl_ws", "gl_rc", "gl_ws_round12", "gl_ws_lookahead"])
+@pytest.mark.parametrize("impl", ["gl_ws", "gl_rc", "gl_ws_round12"])
 @pytest.mark.parametrize("case_id,kw", GLUON_CASES, ids=[c[0] for c in GLUON_CASES])
 def test_gluon_state_kernel(case_id, kw, impl, monkeypatch):
     """STATE_IMPL "gl_ws" (round 9: chain, output and TMA-loader partitions) and "gl_rc" (round 10: the same
@@ -439,10 +439,6 @@ def test_gluon_state_kernel(case_id, kw, impl, monkeypatch):
     if impl == "gl_ws_round12":  # (gl_ws without round 13's factor rows in the load slots)
         impl = "gl_ws"
         monkeypatch.setattr(launch, "GL_WS_FAC_SMEM", False)
-    lookahead = impl == "gl_ws_lookahead"
-    if lookahead:  # (round 15: the chain's next K S product from K_{c+1} S_c and K_{c+1} K_c^T)
-        impl = "gl_ws"
-        monkeypatch.setattr(launch, "GL_WS_LOOKAHEAD", True)
     monkeypatch.setattr(launch, "STATE_IMPL", impl)
     ran, orig = [], launch._launch
 
@@ -456,7 +452,6 @@ def test_gluon_state_kernel(case_id, kw, impl, monkeypatch):
     # gl_rc's domain is whole V blocks of 64 (BV = 64 is its wgmma M); outside it, the call runs the tma kernel
     want = "tma" if impl == "gl_rc" and kw.get("V", kw["K"]) % 64 else impl
     assert "atrex_sm90_gdn_state_output_" + want in ran, ran
-    assert ("atrex_sm90_gdn_kk_prev" in ran) == lookahead, ran
 
 
 def state_impl_outputs(launch, monkeypatch, inp, impls, **kw):
@@ -533,37 +528,6 @@ def test_gluon_ws_fac_smem_same_bits(case_id, kw, stages, monkeypatch):
     monkeypatch.setattr(launch, "GL_WS_FAC_SMEM", True)
     o2, h2 = state_impl_outputs(launch, monkeypatch, inp, ("gl_ws",))[0]["gl_ws"]
     assert _torch.equal(o1, o2) and _torch.equal(h1, h2), (rrmse(o1, o2), rrmse(h1, h2))
-
-
-@pytest.mark.parametrize("stages", [2, 3])
-@pytest.mark.parametrize("case_id,kw", WS_CASES, ids=[c[0] for c in WS_CASES])
-def test_gluon_ws_lookahead(case_id, kw, stages, monkeypatch):
-    """GL_WS_LOOKAHEAD (round 15): gl_ws's chain forms K_{c+1} S_{c+1} as e^gamma_last (K_{c+1} S_c) + (K_{c+1}
-    K_c^T) D_c, with the state update in flight across the loop and one more tile (``kp``) in every load slot. Over
-    the ring-wrapping and empty / 1 / 64 / 65-token cases at 2 and 3 load slots: against gl_ws without it (the same
-    math with other roundings of the K S product: they must agree far more closely than either agrees with float64),
-    against the float64 recurrence, and the call launched ``atrex_sm90_gdn_kk_prev``. A lost hand-off hangs (the
-    caller's timeout); a wrong slot of kp, a stale S or the update read before it completes changes the chunk."""
-    pytest.importorskip("triton.experimental.gluon")
-    from atrex_nvidia.chunk_gdn.sm90 import launch
-    monkeypatch.setattr(launch, "STATE_CFG_OVERRIDE", (32, 4, stages))
-    inp = make_inputs(device="cuda", **kw)
-    o1, h1 = state_impl_outputs(launch, monkeypatch, inp, ("gl_ws",))[0]["gl_ws"]
-    monkeypatch.setattr(launch, "GL_WS_LOOKAHEAD", True)
-    ran, orig = [], launch._launch
-    monkeypatch.setattr(launch, "_launch", lambda kern, *a: (ran.append(kern.__name__), orig(kern, *a)))
-    o2, h2 = state_impl_outputs(launch, monkeypatch, inp, ("gl_ws",))[0]["gl_ws"]
-    assert "atrex_sm90_gdn_kk_prev" in ran, ran
-    assert rrmse(o1, o2) <= 2e-3 and rrmse(h1, h2) <= 2e-3, (rrmse(o1, o2), rrmse(h1, h2))
-    eo, eh, bound = run_case(fwd(), case_id, kw, "cuda")
-    assert eo <= bound and eh <= bound, (case_id, eo, eh, bound)
-
-
-def test_kk_prev_products():
-    """``atrex_sm90_gdn_kk_prev`` on the GPU (see ``kk_prev_check``)."""
-    from atrex_nvidia.chunk_gdn.sm90 import launch
-    bad = {k: v for k, v in kk_prev_check(launch, "cuda").items() if not (v[0] <= v[2] and v[1] <= v[2])}
-    assert not bad, bad
 
 
 @pytest.mark.parametrize("sm_count", [None, 3], ids=["grid_sms", "grid3"])
@@ -905,42 +869,6 @@ def slot_map_check(launch, device="cpu"):
         got = co.cpu().tolist()
         bad = sum(a != b for a, b in zip(got, want_co + want_map)) + abs(len(got) - len(want_co) - len(want_map))
         rows[f"slot_map_{name}"] = [float(bad), 0.0, 0.0]
-    return rows
-
-
-def kk_prev_check(launch, device="cpu"):
-    """``atrex_sm90_gdn_kk_prev`` (GL_WS_LOOKAHEAD's cross-chunk key products, round 15) against torch: kp's rows of
-    chunk c >= 1 of each sequence are k_c k_{c-1}^T (fp32, rounded to k's dtype), a first chunk's rows are zeros, and
-    every row below B*T is written (kp starts as NaN). Fixed length with two batch rows and a partial last chunk, one
-    whole chunk, and varlen with empty, 1-, 64- and 65-token sequences, with and without the slot map; K = 64 and 128
-    (a strided k at K = 64). Rows ``[rrmse against torch, rows left NaN, 2e-3]``."""
-    import torch
-    rows = {}
-    gen = torch.Generator().manual_seed(15)
-    cu_mixed = [0, 0, 1, 65, 129, 200, 200, 330]
-    for name, B, T, cu, smap in (("fixed_B2_T150", 2, 150, None, False), ("fixed_T64", 1, 64, None, False),
-                                 ("varlen_map", 1, 330, cu_mixed, True), ("varlen_search", 1, 330, cu_mixed, False)):
-        for K in (64, 128):
-            H = 2
-            k = (torch.randn(B, T, H, 2 * K, generator=gen) / K ** 0.5).to(torch.bfloat16).to(device)
-            k = k[..., :K] if K == 64 else k[..., K:].contiguous()
-            N = len(cu) - 1 if cu else B
-            cu_t = torch.tensor(cu, dtype=torch.int32, device=device) if cu else None
-            launches = []
-            cu_a, co, n_slots, n_search = launch._chunk_slots(launches, cu_t, k, B, T, N, slot_map=smap)
-            kp = torch.full((H, B * T, 64), float("nan"), dtype=k.dtype, device=device)
-            launches.append(launch._kk_prev_launch(k, kp, cu_a, co, T, N, n_slots, n_search, cu is not None, smap))
-            for lc in launches:
-                launch._launch(*lc)
-            kf = k.float().cpu().reshape(B * T, H, K)
-            want = torch.zeros(H, B * T, 64)
-            for a, e in ([(cu[n], cu[n + 1]) for n in range(N)] if cu else [(b * T, b * T + T) for b in range(B)]):
-                for c0 in range(a + 64, e, 64):
-                    c1 = min(c0 + 64, e)
-                    want[:, c0:c1] = torch.einsum("ihk,jhk->hij", kf[c0:c1], kf[c0 - 64:c0])
-            got = kp.float().cpu()
-            rows[f"kk_prev_{name}_K{K}"] = [rrmse(want.to(k.dtype), got.nan_to_num(1e4)),
-                                           float(torch.isnan(got).sum()), 2e-3]
     return rows
 
 

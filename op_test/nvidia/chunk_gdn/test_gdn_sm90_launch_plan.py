@@ -300,36 +300,6 @@ def test_gluon_ws_fac_smem_reaches_the_launch(plan, monkeypatch):
     assert "FAC_SMEM" not in [m for n, _, _, m in plan(T=256, K=32)["launches"] if "state_output" in n][-1]
 
 
-def test_gluon_ws_lookahead_plans_the_key_products_before_the_state_kernel(plan, monkeypatch):
-    """GL_WS_LOOKAHEAD (round 15, off by default) becomes gl_ws's LOOKAHEAD constexpr, and the plan gains
-    ``atrex_sm90_gdn_kk_prev`` between the intra kernel and gl_ws, writing an [H, B*T, 64] buffer in q's dtype from
-    the k gl_ws reads (the L2-normalised copy), which gl_ws receives as its last argument; over the intra grid's
-    slots, with the varlen slot map. Without FAC_SMEM (round 12's chain) the knob does not apply; off, gl_ws gets A
-    in that argument, unread. The knob is part of the call signature."""
-    pytest.importorskip("triton.experimental.gluon")
-    monkeypatch.setattr(L, "STATE_IMPL", "gl_ws")
-    off = plan(T=256, H=16, HV=32)["launches"]
-    assert "LOOKAHEAD" not in off[-1][3] and "atrex_sm90_gdn_kk_prev" not in [n for n, *_ in off]
-    sig0 = L._knobs()
-    monkeypatch.setattr(L, "GL_WS_LOOKAHEAD", True)
-    assert L._knobs() != sig0
-    for kw, varlen in ((dict(T=200, B=2), False), (dict(T=330, cu_seqlens=[0, 0, 1, 65, 129, 330]), True)):
-        launches = plan(H=16, HV=32, **kw)["launches"]
-        names = [n for n, *_ in launches]
-        i = names.index("atrex_sm90_gdn_kk_prev")
-        assert names[i - 1] == "atrex_sm90_gdn_intra_chunk_v3" and names[i + 1] == GL_WS and i + 2 == len(names)
-        _, kgrid, kargs, kmeta = launches[i]
-        intra_args = launches[i - 1][2]
-        kn, kp = kargs[0], kargs[1]
-        assert kn is intra_args[9] and kp.shape == (16, kn.shape[0] * kn.shape[1], 64) and kp.dtype == kn.dtype
-        assert kgrid == (launches[i - 1][1][0] * 2 // 32, 16)  # (intra: one program per slot and pair of value heads)
-        assert kmeta["IS_VARLEN"] is varlen and kmeta["SLOT_MAP"] is varlen
-        assert launches[-1][3]["LOOKAHEAD"] is True and launches[-1][2][-1] is kp
-    monkeypatch.setattr(L, "GL_WS_FAC_SMEM", False)
-    launches = plan(T=256, H=16, HV=32)["launches"]
-    assert "LOOKAHEAD" not in launches[-1][3] and "atrex_sm90_gdn_kk_prev" not in [n for n, *_ in launches]
-
-
 def test_state_split_xu_for_small_k_calls(plan, monkeypatch):
     """``STATE_SPLIT_XU`` (round 12), default "small" since round 13: the Triton state kernels (tma for K = 16 / 32
     with TMA, v2 for T = 1) get SPLIT_XU for every call with BK <= 32, with or without in-kernel L2 norm; not for K = 64

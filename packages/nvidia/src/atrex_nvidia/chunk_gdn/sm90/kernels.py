@@ -180,37 +180,6 @@ def _chunk_of_slot(slot, co, cu, N, T, n_search, IS_VARLEN: tl.constexpr, SLOT_M
 
 
 @triton.jit
-def atrex_sm90_gdn_kk_prev(k, kp, cu, co, T, N, n_search, s_kb, s_kt, s_kh, K, TOTAL_T,
-                           IS_VARLEN: tl.constexpr, BK: tl.constexpr, SLOT_MAP: tl.constexpr = False):
-    """The cross-chunk key products of gl_ws's LOOKAHEAD chain (launch.GL_WS_LOOKAHEAD, round 15): for chunk c >= 1
-    of every sequence and q/k head h, ``kp[h, tg0 + 64 c + i, j] = k[64 c + i] . k[64 (c - 1) + j]`` (fp32 dot of the
-    tiles the state kernel reads, rounded to kp's dtype); zeros at chunk 0's rows, so that every row of ``kp`` a
-    state kernel can fetch is written. Rows past the sequence end belong to the next sequence's first chunk. Grid
-    (chunk slot, q/k head), the intra kernels' slots."""
-    slot = tl.program_id(0)
-    h = tl.program_id(1)
-    if IS_VARLEN:
-        if slot >= tl.load(co + N):
-            return
-    c, bos, eos, b_idx, tg0 = _chunk_of_slot(slot, co, cu, N, T, n_search, IS_VARLEN, SLOT_MAP)
-    r = tl.arange(0, 64)
-    rows = c * 64 + r
-    mrow = rows < eos - bos
-    offs_k = tl.arange(0, BK)
-    mk = offs_k < K
-    p_out = kp + (h.to(tl.int64) * TOTAL_T + tg0 + rows)[:, None] * 64 + r[None, :]
-    if c == 0:
-        tl.store(p_out, tl.zeros([64, 64], dtype=kp.dtype.element_ty), mask=mrow[:, None])
-    else:
-        base = k + b_idx.to(tl.int64) * s_kb + h * s_kh
-        kc = tl.load(base + (bos + rows).to(tl.int64)[:, None] * s_kt + offs_k[None, :],
-                     mask=mrow[:, None] & mk[None, :], other=0.0)
-        kq = tl.load(base + (bos + rows - 64).to(tl.int64)[:, None] * s_kt + offs_k[None, :], mask=mk[None, :],
-                     other=0.0)
-        tl.store(p_out, tl.dot(kc, tl.trans(kq)).to(kp.dtype.element_ty), mask=mrow[:, None])
-
-
-@triton.jit
 def atrex_sm90_gdn_intra_chunk(
     q, k, v, g, beta, A, Aqk, gam, qn, kn, W, U, cu, co, fac,
     T, N, HV, K, V, n_search,

@@ -26,7 +26,6 @@ from triton.experimental.gluon.language.nvidia.hopper import (
     mbarrier,
     tma,
     warpgroup_mma,
-    warpgroup_mma_init,
     warpgroup_mma_wait,
 )
 
@@ -169,14 +168,11 @@ def _descriptors(kd, qd, vd, ad, aqd, ROWS, QW, VW, s_qr, s_kr, s_vr, HV, TOTAL_
 
 @gluon.jit
 def _load_chunk(descs, bar, slot, k_s, q_s, a_s, aq_s, v_s, row, arow, l0, qcol, vcol, BK: gl.constexpr,
-                BV: gl.constexpr, kpdesc=None, kp_s=None, kprow=0, KP: gl.constexpr = False):
+                BV: gl.constexpr):
     """Chunk rows [row + l0, row + l0 + 64) of k, q, v and rows [arow + l0, arow + l0 + 64) of A, Aqk into ring slot
-    ``slot`` by TMA; ``bar`` expects their bytes. With ``KP`` (gl_ws's LOOKAHEAD) also rows [kprow + l0, +64) of the
-    cross-chunk key products K_c K_{c-1}^T."""
+    ``slot`` by TMA; ``bar`` expects their bytes."""
     kdesc, qdesc, vdesc, adesc, aqdesc = descs
-    mbarrier.expect(bar, (2 * 64 * BK + (3 if KP else 2) * 64 * 64 + 64 * BV) * 2)
-    if KP:
-        _tma_load(kpdesc, [kprow + l0, 0], bar, kp_s.index(slot))
+    mbarrier.expect(bar, (2 * 64 * BK + 2 * 64 * 64 + 64 * BV) * 2)
     _tma_load(kdesc, [row + l0, qcol], bar, k_s.index(slot))
     _tma_load(qdesc, [row + l0, qcol], bar, q_s.index(slot))
     _tma_load(adesc, [arow + l0, 0], bar, a_s.index(slot))
@@ -186,23 +182,16 @@ def _load_chunk(descs, bar, slot, k_s, q_s, a_s, aq_s, v_s, row, arow, l0, qcol,
 
 @gluon.jit
 def _ws_loader(kd, qd, vd, ad, aqd, k_s, q_s, a_s, aq_s, v_s, f_s, el_s, ready, empty, NT, row, arow, qcol, vcol,
-               ROWS, QW, VW, s_qr, s_kr, s_vr, HV, TOTAL_T, f_base, L, kp, kp_s, kprow, KP_ROWS,
-               BK: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr, FAC_SMEM: gl.constexpr,
-               LOOKAHEAD: gl.constexpr):
+               ROWS, QW, VW, s_qr, s_kr, s_vr, HV, TOTAL_T, f_base, L,
+               BK: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr, FAC_SMEM: gl.constexpr):
     """Loader partition (1 warp): chunk c's k, q, A, Aqk and v tiles into slot c % STAGES by TMA, after both
     consumers released the slot's previous chunk (empty barriers start 'phase 1 complete': the first round passes).
     The descriptors are built here, by the only partition that uses them. With ``FAC_SMEM`` the warp also stores the
     chunk's factor planes 1-4 (0 past the sequence end) into ``f_s`` rows 4 slot .. 4 slot + 3 and e^gamma_last (in
     all BK entries) into ``el_s`` row slot, before the slot's ready arrive (which releases them to the consumers). It
     loads them from global memory one chunk ahead, while it waits for the next free slot, so that their latency
-    falls on this warp, not on the chain. With ``LOOKAHEAD`` each slot also gets the chunk's rows of ``kp`` (K_c
-    K_{c-1}^T, ``[KP_ROWS, 64]``, row ``kprow`` = the sequence's first)."""
+    falls on this warp, not on the chain."""
     descs = _descriptors(kd, qd, vd, ad, aqd, ROWS, QW, VW, s_qr, s_kr, s_vr, HV, TOTAL_T, BK, BV)
-    if LOOKAHEAD:
-        SH_A: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, 64], gl.bfloat16)
-        kpdesc = tma.make_tensor_descriptor(kp, [KP_ROWS, 64], [64, 1], [64, 64], SH_A)
-    else:
-        kpdesc = None
     if FAC_SMEM:
         FL: gl.constexpr = gl.BlockedLayout([2], [32], [1], [0])
         EL: gl.constexpr = gl.BlockedLayout([BK // 32], [32], [1], [0])
@@ -226,8 +215,7 @@ def _ws_loader(kd, qd, vd, ad, aqd, k_s, q_s, a_s, aq_s, v_s, f_s, el_s, ready, 
             f_s.index(slot * 4 + 3).store(f4)
             el_s.index(slot).store(fe)
             _cta_barrier()  # every lane's stores precede the (one-thread) ready arrive in _load_chunk's expect
-        _load_chunk(descs, ready.index(slot), slot, k_s, q_s, a_s, aq_s, v_s, row, arow, c * 64, qcol, vcol, BK, BV,
-                    kpdesc, kp_s, kprow, LOOKAHEAD)
+        _load_chunk(descs, ready.index(slot), slot, k_s, q_s, a_s, aq_s, v_s, row, arow, c * 64, qcol, vcol, BK, BV)
         if FAC_SMEM:  # chunk c + 1's factors (masked past the sequence end: nothing is read beyond it)
             l1 = c * 64 + 64
             fm = (l1 + fr) < L
@@ -336,114 +324,16 @@ def _ws_chain(k_s, a_s, v_s, sb_s, x_s, u_s, ud_s, f_s, el_s, ready, empty, su_r
     return (S,)  # a tuple: Triton 3.6 flattens the default partition's result as a sequence
 
 
-# LOOKAHEAD (round 15): the chain's K S product leaves the dependent chain. With S_{c+1} = e^gamma_last S_c + K_c^T D_c
-# (D_c = e^(gamma_last - gamma) U_c, the update's right operand),
-#     P_{c+1} = K_{c+1} S_{c+1} = e^gamma_last (K_{c+1} S_c) + (K_{c+1} K_c^T) D_c.
-# K_{c+1} S_c needs only S_c, so it runs while U_c does; K_{c+1} K_c^T (``kp``, state-free) comes with chunk c + 1's
-# tiles. Per chunk the chain then waits on two dots (U_c = A_c X_c, then P_{c+1} = kp D_c + e^gamma_last P'_{c+1},
-# both 64 deep) and two shared-memory hand-offs, instead of three of each; the state update runs beside the next
-# chunk's X (its accumulator is carried in flight across the loop and waited where S is next stored).
-
-
-@gluon.jit
-def _la_x(P, v_s, f_s, slot, MMA: gl.constexpr):
-    """X_c = beta V_c - (beta e^gamma) P_c of the lookahead chain (factor rows from the slot)."""
-    ROW: gl.constexpr = gl.SliceLayout(1, MMA)
-    vt = v_s.index(slot).load(MMA).to(gl.float32)
-    bt = f_s.index(slot * 4).load(ROW)
-    be = f_s.index(slot * 4 + 1).load(ROW)
-    return gl.expand_dims(bt, 1) * vt - gl.expand_dims(be, 1) * P
-
-
-@gluon.jit
-def _la_front(P, S, c, k_s, a_s, v_s, sb_s, x_s, f_s, empty, su_empty, zero, STAGES: gl.constexpr,
-              MMA: gl.constexpr):
-    """First half of lookahead chunk c: X_c, S_c complete and stored for the output partition (and for K_{c+1} S_c),
-    chunk c - 1's slot released, U_c = A_c X_c issued. Returns (S_c, U_c in flight)."""
-    slot = c % STAGES
-    b = c % 2
-    dt: gl.constexpr = sb_s.dtype
-    # X_c first: its store keeps it ahead of the wait for chunk c - 1's update (in flight since the P wait)
-    x_s.store(_la_x(P, v_s, f_s, slot, MMA).to(dt))
-    S = warpgroup_mma_wait(0, deps=[S])
-    mbarrier.wait(su_empty.index(b), ((c // 2) & 1) ^ 1)  # the output partition is done with chunk c - 2
-    sb_s.index(b).store(S.to(dt))
-    fence_async_shared()
-    _cta_barrier()
-    # every warp is past chunk c - 1's update (the last reader of its k tile): release that slot
-    mbarrier.arrive(empty.index((c + STAGES - 1) % STAGES), count=1, pred=c > 0)
-    u = warpgroup_mma(a_s.index(slot), x_s, zero, use_acc=False, is_async=True)
-    return S, u
-
-
-@gluon.jit
-def _la_handoff(u, c, u_s, ud_s, f_s, su_ready, STAGES: gl.constexpr, MMA: gl.constexpr):
-    """U_c (complete) to the output partition's buffer and D_c = e^(gamma_last - gamma) U_c to ``ud_s``."""
-    ROW: gl.constexpr = gl.SliceLayout(1, MMA)
-    dt: gl.constexpr = u_s.dtype
-    b = c % 2
-    dk = f_s.index((c % STAGES) * 4 + 3).load(ROW)
-    u_s.index(b).store(u.to(dt))
-    ud_s.store((u * gl.expand_dims(dk, 1)).to(dt))
-    fence_async_shared()
-    _cta_barrier()
-    mbarrier.arrive(su_ready.index(b), count=1)
-
-
-@gluon.jit
-def _ws_chain_la(k_s, a_s, v_s, kp_s, sb_s, x_s, u_s, ud_s, f_s, el_s, ready, empty, su_ready, su_empty, S, NT,
-                 BV: gl.constexpr, STAGES: gl.constexpr):
-    """Chain partition with LOOKAHEAD (the comment above; FAC_SMEM's factor rows). Returns ``(final state,)``."""
-    MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BV, 16])
-    ROW: gl.constexpr = gl.SliceLayout(1, MMA)
-    dt: gl.constexpr = sb_s.dtype
-    zero = gl.zeros([64, BV], gl.float32, MMA)
-    if NT > 0:
-        # P_0 = K_0 S_0 (chunk 0 stores S_0 into buffer 0 again, after its su_empty wait)
-        sb_s.index(0).store(S.to(dt))
-        fence_async_shared()
-        _cta_barrier()
-        mbarrier.wait(ready.index(0), 0)
-        P = warpgroup_mma(k_s.index(0), sb_s.index(0), zero, use_acc=False, is_async=True)
-        P = warpgroup_mma_wait(0, deps=[P])
-        Sa = warpgroup_mma_init(S)  # the loop carries S as an in-flight accumulator
-        for c in range(NT - 1):
-            slot = c % STAGES
-            nslot = (c + 1) % STAGES
-            Sc, u = _la_front(P, Sa, c, k_s, a_s, v_s, sb_s, x_s, f_s, empty, su_empty, zero, STAGES, MMA)
-            mbarrier.wait(ready.index(nslot), ((c + 1) // STAGES) & 1)
-            pn = warpgroup_mma(k_s.index(nslot), sb_s.index(c % 2), zero, use_acc=False, is_async=True)
-            u = warpgroup_mma_wait(1, deps=[u])
-            _la_handoff(u, c, u_s, ud_s, f_s, su_ready, STAGES, MMA)
-            egl = el_s.index(slot).load(ROW)  # e^gamma_last in every entry
-            egp = el_s.index(slot).slice(0, 64).load(ROW)
-            pn = warpgroup_mma_wait(0, deps=[pn])
-            P = warpgroup_mma(kp_s.index(nslot), ud_s, pn * gl.expand_dims(egp, 1), is_async=True)
-            Sa = warpgroup_mma(k_s.index(slot).permute((1, 0)), ud_s, Sc * gl.expand_dims(egl, 1), is_async=True)
-            P = warpgroup_mma_wait(1, deps=[P])
-        # the last chunk: nothing to look ahead to
-        c = NT - 1
-        slot = c % STAGES
-        S, u = _la_front(P, Sa, c, k_s, a_s, v_s, sb_s, x_s, f_s, empty, su_empty, zero, STAGES, MMA)
-        u = warpgroup_mma_wait(0, deps=[u])
-        _la_handoff(u, c, u_s, ud_s, f_s, su_ready, STAGES, MMA)
-        egl = el_s.index(slot).load(ROW)
-        S = warpgroup_mma(k_s.index(slot).permute((1, 0)), ud_s, S * gl.expand_dims(egl, 1), is_async=True)
-        S = warpgroup_mma_wait(0, deps=[S])
-    return (S,)
-
-
 @gluon.jit(do_not_specialize=["T", "TOTAL_T"])
 def atrex_sm90_gdn_state_output_gl_ws(
     qd, kd, vd, ad, aqd, fac, h0, o, ht, cu, scale,
     T, HV, K, V,
     s_ob, s_ot, s_oh,
     s_h0n, s_h0h, s_h0k, s_h0v,
-    TOTAL_T, ROWS, QW, VW, s_qr, s_kr, s_vr, N_NH, kp,
+    TOTAL_T, ROWS, QW, VW, s_qr, s_kr, s_vr, N_NH,
     IS_VARLEN: gl.constexpr, G: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr,
     USE_H0: gl.constexpr, STORE_HT: gl.constexpr, STATE_V_FIRST: gl.constexpr, DEVICE_DESC: gl.constexpr,
     PERSISTENT: gl.constexpr, STAGES: gl.constexpr, OUT_REGS: gl.constexpr, FAC_SMEM: gl.constexpr = False,
-    LOOKAHEAD: gl.constexpr = False,
 ):
     """The Triton tma kernel's math, arguments and grid (descriptors built in the kernel: DEVICE_DESC True, PERSISTENT
     False), with the work of a program split over three warp partitions (the block comment above): the 4 chain warps
@@ -453,9 +343,7 @@ def atrex_sm90_gdn_state_output_gl_ws(
     must be 4 (the chain partition); STAGES load slots; OUT_REGS registers per output-partition thread. With
     ``FAC_SMEM`` (round 13) the loader also stores each chunk's row factors into the load slot (loaded one chunk
     ahead, 40 loader registers, 16 fewer for the output partition: the caller's OUT_REGS), so that neither consumer
-    loads from global memory inside its loop. With ``LOOKAHEAD`` (round 15, requires FAC_SMEM) the chain takes
-    ``_ws_chain_la`` and the loader also fetches ``kp`` (``[H * TOTAL_T, 64]``: K_c K_{c-1}^T of each chunk c >= 1 of
-    every sequence, at chunk c's rows, from ``atrex_sm90_gdn_kk_prev``); without it ``kp`` is not read."""
+    loads from global memory inside its loop."""
     MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BV, 16])
     ROW: gl.constexpr = gl.SliceLayout(1, MMA)
     COL: gl.constexpr = gl.SliceLayout(0, MMA)
@@ -463,7 +351,6 @@ def atrex_sm90_gdn_state_output_gl_ws(
     SH_S: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BK, BV], gl.bfloat16)
     dt: gl.constexpr = o.dtype.element_ty
     gl.static_assert(DEVICE_DESC and not PERSISTENT)
-    gl.static_assert(FAC_SMEM or not LOOKAHEAD)
 
     i_v = gl.program_id(0)
     n, hv, h, bos, b_idx, tg0, L = _sequence(cu, T, HV, G, IS_VARLEN)
@@ -491,30 +378,15 @@ def atrex_sm90_gdn_state_output_gl_ws(
     LOADER_REGS: gl.constexpr = 40 if FAC_SMEM else 24  # (the next chunk's factors in the loader's registers)
     f_s = gl.allocate_shared_memory(gl.float32, [FAC_ROWS * 4, 64], gl.SwizzledSharedLayout(1, 1, 1, [0]))
     el_s = gl.allocate_shared_memory(gl.float32, [FAC_ROWS, BK], gl.SwizzledSharedLayout(1, 1, 1, [0]))
-    SH_A: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, 64], gl.bfloat16)
-    kp_s = gl.allocate_shared_memory(dt, [STAGES if LOOKAHEAD else 1, 64, 64], SH_A)
     ready, empty, su_ready, su_empty = _ring_barriers(STAGES)
-    # (two calls: a partition function cannot be held in a variable of a Gluon kernel)
-    if LOOKAHEAD:
-        res = gl.warp_specialize([
-            (_ws_chain_la, (k_s, a_s, v_s, kp_s, sb_s, x_s, u_s, ud_s, f_s, el_s, ready, empty, su_ready, su_empty, S,
-                            NT, BV, STAGES)),
-            (_ws_output, (q_s, aq_s, sb_s, u_s, f_s, ready, empty, su_ready, su_empty, o, fac, NT, row, bos, L, hv,
-                          HV, TOTAL_T, b_idx, s_ob, s_ot, s_oh, offs_vc, V, scale, BV, STAGES, FAC_SMEM)),
-            (_ws_loader, (kd, qd, vd, ad, aqd, k_s, q_s, a_s, aq_s, v_s, f_s, el_s, ready, empty, NT, row, arow, qcol,
-                          vcol, ROWS, QW, VW, s_qr, s_kr, s_vr, HV, TOTAL_T, f_base, L, kp, kp_s, h * TOTAL_T + tg0,
-                          (HV // G) * TOTAL_T, BK, BV, STAGES, FAC_SMEM, LOOKAHEAD)),
-        ], [4, 1], [OUT_REGS, LOADER_REGS])
-    else:
-        res = gl.warp_specialize([
-            (_ws_chain, (k_s, a_s, v_s, sb_s, x_s, u_s, ud_s, f_s, el_s, ready, empty, su_ready, su_empty, S, f_base,
-                         plane, NT, L, BV, STAGES, FAC_SMEM)),
-            (_ws_output, (q_s, aq_s, sb_s, u_s, f_s, ready, empty, su_ready, su_empty, o, fac, NT, row, bos, L, hv,
-                          HV, TOTAL_T, b_idx, s_ob, s_ot, s_oh, offs_vc, V, scale, BV, STAGES, FAC_SMEM)),
-            (_ws_loader, (kd, qd, vd, ad, aqd, k_s, q_s, a_s, aq_s, v_s, f_s, el_s, ready, empty, NT, row, arow, qcol,
-                          vcol, ROWS, QW, VW, s_qr, s_kr, s_vr, HV, TOTAL_T, f_base, L, kp, kp_s, h * TOTAL_T + tg0,
-                          (HV // G) * TOTAL_T, BK, BV, STAGES, FAC_SMEM, LOOKAHEAD)),
-        ], [4, 1], [OUT_REGS, LOADER_REGS])
+    res = gl.warp_specialize([
+        (_ws_chain, (k_s, a_s, v_s, sb_s, x_s, u_s, ud_s, f_s, el_s, ready, empty, su_ready, su_empty, S, f_base,
+                     plane, NT, L, BV, STAGES, FAC_SMEM)),
+        (_ws_output, (q_s, aq_s, sb_s, u_s, f_s, ready, empty, su_ready, su_empty, o, fac, NT, row, bos, L, hv, HV,
+                      TOTAL_T, b_idx, s_ob, s_ot, s_oh, offs_vc, V, scale, BV, STAGES, FAC_SMEM)),
+        (_ws_loader, (kd, qd, vd, ad, aqd, k_s, q_s, a_s, aq_s, v_s, f_s, el_s, ready, empty, NT, row, arow, qcol,
+                      vcol, ROWS, QW, VW, s_qr, s_kr, s_vr, HV, TOTAL_T, f_base, L, BK, BV, STAGES, FAC_SMEM)),
+    ], [4, 1], [OUT_REGS, LOADER_REGS])
     S = res[0]
 
     if STORE_HT:

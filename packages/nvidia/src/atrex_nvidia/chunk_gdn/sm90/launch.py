@@ -184,12 +184,6 @@ GL_WS_OUT_REGS = 128
 # call 1.010 -> 0.968). A first version that fetched the factors with cp.async, tracked by the ready barrier, was
 # slower (r36: 0.161 against 0.156, 0.611 against 0.588).
 GL_WS_FAC_SMEM = True
-# GL_WS_LOOKAHEAD (round 15; with GL_WS_FAC_SMEM): gl_ws's chain forms the next chunk's K S product as
-# e^gamma_last (K_{c+1} S_c) + (K_{c+1} K_c^T) D_c (kernels_gluon, the comment above ``_ws_chain_la``), so that per
-# chunk it waits on two dependent dots instead of three. The state-free products K_c K_{c-1}^T come from a small
-# kernel (``atrex_sm90_gdn_kk_prev``, [H, B*T, 64] in the input dtype) launched after the intra kernel, through the
-# load ring (one more 8 KB tile per slot). Off until measured.
-GL_WS_LOOKAHEAD = False
 # Round 13, built, measured on the H200 and removed (each passed its GPU cases, output and final state equal to the
 # unchanged kernel's bit for bit; state kernel ms, bench_gdn sweeps):
 #   "GL_WS_LATE_U": gl_ws's chain stored U_c for the output partition (store, fence, barrier, arrive) after issuing the
@@ -202,6 +196,18 @@ GL_WS_LOOKAHEAD = False
 #     r39: varlen 16x1024 0.231 vs 0.227.
 # Also measured (r39, a configuration of the kept kernel): gl_ws at BV = 64 (2 slots, 64 CTAs), state T=8192 0.227 vs
 # 0.146, T=32768 0.877 vs 0.547.
+# Round 15, built, measured on the H200 and removed (commit 711cdd2; its 14 GPU cases passed against gl_ws and float64):
+#   "GL_WS_LOOKAHEAD": gl_ws's chain formed the next chunk's K S product as e^gamma_last (K_{c+1} S_c) + (K_{c+1}
+#     K_c^T) D_c (D_c = e^(gamma_last - gamma) U_c, the update's operand), so that per chunk it waited on two dependent
+#     dots (U = A X, then that 64-deep product) and two shared-memory hand-offs instead of three; K_{c+1} S_c ran
+#     beside U_c, and the state-free K_c K_{c-1}^T came from a small Triton kernel (atrex_sm90_gdn_kk_prev, [H, B*T,
+#     64]) through a sixth TMA tile per load slot (222 KB of shared memory at 3 slots). r51 (bench_gdn
+#     sweep, ms): state kernel T=4096 0.092 vs 0.078, T=8192 0.169 vs 0.146, T=32768 0.631 vs 0.547, plus the key
+#     products 0.013 / 0.022 / 0.068 (that kernel reads k and writes 67 MB at T=32768: memory-bound). The tensor pipe
+#     runs a warp group's wgmmas in issue order, so K_{c+1} S_c (128 deep) still sits between U_c and the next P on
+#     the critical path, and the chain now needs chunk c + 1's tiles a step earlier. An order that issued U_c before
+#     waiting for the update (to take the update off the path) made ptxas serialise every wgmma of the kernel (C7514:
+#     accumulator registers read inside a pipeline stage) and was not run.
 # STATE_SPLIT_XU (round 12): the Triton state kernels (v2, tma) pass X (into U = A X) and U (into Aqk U and the state
 # update) to their dots as bf16 high + low pairs instead of one bf16 rounding each: three more dots per chunk step.
 # "small" (default since round 13): every call with BK <= 32; "small_no_l2norm" (round 12's default): those without
@@ -402,15 +408,6 @@ def _chunk_slots(launches, cu_seqlens, q, B, T, N, slot_map=False):
     return q, q, B * triton.cdiv(T, 64), 0  # q: unused placeholder pointers
 
 
-def _kk_prev_launch(kn, kp, cu, co, T, N, n_slots, n_search, is_varlen, slot_map):
-    """The launch of ``atrex_sm90_gdn_kk_prev`` (GL_WS_LOOKAHEAD): ``kp [H, B*T, 64]`` from the k the state kernel
-    reads (``kn [B, T, H, K]``), over the intra grid's chunk slots (``_chunk_slots``)."""
-    H, K = kn.shape[2], kn.shape[3]
-    return (_k.atrex_sm90_gdn_kk_prev, (n_slots, H), (
-        kn, kp, cu, co, T, N, n_search, kn.stride(0), kn.stride(1), kn.stride(2), K, kp.shape[1]), dict(
-        IS_VARLEN=is_varlen, BK=max(16, triton.next_power_of_2(K)), SLOT_MAP=bool(slot_map), num_warps=4))
-
-
 def _h0_args(initial_state, state_v_first, q):
     """(use_h0, h0, (s_n, s_h, s_k, s_v)) of the state kernels."""
     if initial_state is None:
@@ -600,7 +597,6 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
             # where they do not, the second round of CTAs waits, which costs time, not correctness), else one
             grid = (min(grid[0] * grid[1], n_sm * (2 if sst <= 2 else 1)),)
         auto_ws = STATE_IMPL == "auto" and STATE_AUTO_GL_WS and not _interpreting() and _gluon_ws_supported()
-        ws_extra = ()
         if rc:
             kern = _gluon_state_kernel("atrex_sm90_gdn_state_output_gl_rc")
             n_items = grid[0] * grid[1]
@@ -613,12 +609,6 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
             opts = dict(num_warps=4, STAGES=max(2, sst), OUT_REGS=int(GL_WS_OUT_REGS))
             if GL_WS_FAC_SMEM:  # (the loader's 16 more registers per thread come from the output partition's)
                 opts.update(FAC_SMEM=True, OUT_REGS=int(GL_WS_OUT_REGS) - 16)
-                if GL_WS_LOOKAHEAD:
-                    opts["LOOKAHEAD"] = True
-                    kp = torch.empty((H, total_t, 64), dtype=q.dtype, device=dev)
-                    launches.append(_kk_prev_launch(kn, kp, cu, co, T, N, n_slots, n_search, is_varlen,
-                                                    slot_map and is_varlen))
-            ws_extra = (kp if opts.get("LOOKAHEAD") else A,)  # gl_ws's ``kp`` (not read without LOOKAHEAD)
         else:
             kern = _state_kernel(_k.atrex_sm90_gdn_state_output_tma, T)
             opts = dict(num_warps=sw, num_stages=sst)
@@ -629,7 +619,7 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
             T, HV, K, V,
             o.stride(0), o.stride(1), o.stride(2),
             *h0_strides,
-            total_t, *rows_args, N * HV, *ws_extra), dict(
+            total_t, *rows_args, N * HV), dict(
             IS_VARLEN=is_varlen, G=G, BK=BK, BV=BV,
             USE_H0=use_h0, STORE_HT=ht is not None, STATE_V_FIRST=bool(state_v_first), DEVICE_DESC=device_desc,
             PERSISTENT=persistent, **opts,
@@ -756,7 +746,7 @@ def _knobs():
             _STATE_CFG_MANY, _STATE_V2_FEW_CFG, _INTRA_CFG, GL_WS_OUT_REGS, STATE_AUTO_GL_WS, INTRA_V3_INV_FP16,
             INTRA_V3_FP16_FALLBACK, GL_RC_STAGES, GL_RC_PERSISTENT, STATE_AUTO_GL_RC, FOLD_QK_NORM, INTRA_V3_GVA_SHARE,
             INTRA_V3_FAST_EXP, INTRA_V3_GS2_MAXNREG, INTRA_V3_MASK_OUT, STATE_SPLIT_XU, GL_WS_FAC_SMEM,
-            INTRA_SLOT_MAP, INTRA_V3_ACC_MERGE, GL_WS_LOOKAHEAD)
+            INTRA_SLOT_MAP, INTRA_V3_ACC_MERGE)
 
 
 def _call_signature(dev, tensors, flags):
