@@ -12,11 +12,12 @@ for name in base no_output_dots chain_no_fences chain_no_ax no_output_no_fences;
   cp "$ROOT_OUT/kernels_gluon.orig" "$F"
   case $name in
     base) ;;
-    no_output_no_fences) git apply scripts/diag/gl_ws_no_output_dots.patch && git apply scripts/diag/gl_ws_chain_no_fences.patch ;;
-    *) git apply "scripts/diag/gl_ws_$name.patch" ;;
+    no_output_no_fences) patch -p1 -s < scripts/diag/gl_ws_no_output_dots.patch
+                         patch -p1 -s < scripts/diag/gl_ws_chain_no_fences.patch ;;
+    *) patch -p1 -s < "scripts/diag/gl_ws_$name.patch" ;;
   esac
   OUT="$ROOT_OUT/$name"; mkdir -p "$OUT"
-  echo "== $name"
+  echo "== $name ($(grep -c DIAGNOSTIC "$F") patched lines)"
   GDN_CASES=T8192_H16_HV32,T32768_H16_HV32 gdn_sweep 110 default | grep default
 done
 cp "$ROOT_OUT/kernels_gluon.orig" "$F"
