@@ -37,6 +37,8 @@ def main(argv=None):
                     help="a launch.py knob for every call (Python literal), repeatable")
     ap.add_argument("--ir", action="store_true", help="also write each specialisation's TTGIR and PTX")
     ap.add_argument("--match", default=None, help="dump the kernels whose name contains this instead (e.g. kk_prev)")
+    ap.add_argument("--case", default=None, metavar="DICT",
+                    help="one make_inputs case instead of the fixed shapes, e.g. \"dict(T=256, H=2, HV=4, K=64)\"")
     a = ap.parse_args(argv)
     import ast
     knobs_set = {n: ast.literal_eval(v) for n, v in (h.split("=", 1) for h in a.hook)}
@@ -58,7 +60,9 @@ def main(argv=None):
             for n, val in saved.items():
                 setattr(L, n, val)
 
-    if a.intra:
+    if a.case:
+        gdn(eval(a.case, {"dict": dict, "torch": torch}), **knobs_set)  # (a developer's command line)
+    elif a.intra:
         gdn(dict(T=64, H=16, HV=32, K=128), **knobs_set)
         gdn(dict(T=64, H=32, HV=32, K=128), **knobs_set)
         gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=[64 * i for i in range(11)]), **knobs_set)  # varlen

@@ -530,6 +530,26 @@ def test_gluon_ws_fac_smem_same_bits(case_id, kw, stages, monkeypatch):
     assert _torch.equal(o1, o2) and _torch.equal(h1, h2), (rrmse(o1, o2), rrmse(h1, h2))
 
 
+@pytest.mark.parametrize("stages", [2, 3])
+@pytest.mark.parametrize("case_id,kw", WS_CASES, ids=[c[0] for c in WS_CASES])
+def test_gluon_ws_out_split_same_bits(case_id, kw, stages, monkeypatch):
+    """GL_WS_OUT_SPLIT (round 15: gl_ws's output dots as three waited groups of four wgmma steps) changes when the
+    steps are issued, not what they add: the fp32 accumulator takes the same sixteen-deep steps in the same order, so
+    output and final state must equal the unsplit kernel's bit for bit, over the ring-wrapping and empty / 1 / 65-token
+    cases at 2 and 3 load slots. A slice at the wrong offset of the q tile or of S_c changes the bits."""
+    pytest.importorskip("triton.experimental.gluon")
+    import torch as _torch
+
+    from atrex_nvidia.chunk_gdn.sm90 import launch
+    monkeypatch.setattr(launch, "STATE_CFG_OVERRIDE", (32, 4, stages))
+    inp = make_inputs(device="cuda", **kw)
+    monkeypatch.setattr(launch, "GL_WS_OUT_SPLIT", False)
+    o1, h1 = state_impl_outputs(launch, monkeypatch, inp, ("gl_ws",))[0]["gl_ws"]
+    monkeypatch.setattr(launch, "GL_WS_OUT_SPLIT", True)
+    o2, h2 = state_impl_outputs(launch, monkeypatch, inp, ("gl_ws",))[0]["gl_ws"]
+    assert _torch.equal(o1, o2) and _torch.equal(h1, h2), (rrmse(o1, o2), rrmse(h1, h2))
+
+
 @pytest.mark.parametrize("sm_count", [None, 3], ids=["grid_sms", "grid3"])
 @pytest.mark.parametrize("stages", [2, 3])
 @pytest.mark.parametrize("case_id,kw", WS_CASES, ids=[c[0] for c in WS_CASES])

@@ -229,9 +229,12 @@ def _ws_loader(kd, qd, vd, ad, aqd, k_s, q_s, a_s, aq_s, v_s, f_s, el_s, ready, 
 @gluon.jit
 def _ws_output(q_s, aq_s, sb_s, u_s, f_s, ready, empty, su_ready, su_empty, o, fac, NT, row, bos, L, hv, HV, TOTAL_T,
                b_idx, s_ob, s_ot, s_oh, offs_vc, V, scale, BV: gl.constexpr, STAGES: gl.constexpr,
-               FAC_SMEM: gl.constexpr):
+               FAC_SMEM: gl.constexpr, OUT_SPLIT: gl.constexpr = False):
     """Output partition (4 warps): per chunk, both off-chain dots as one asynchronous pair, then the epilogue
-    (e^gamma from the slot's factor rows with ``FAC_SMEM``, else loaded from ``fac`` one chunk ahead)."""
+    (e^gamma from the slot's factor rows with ``FAC_SMEM``, else loaded from ``fac`` one chunk ahead). With
+    ``OUT_SPLIT`` (round 15) the two dots go to the tensor pipe as three groups of four steps, each waited before the
+    next: the chain's wgmmas queue behind at most four of this partition's (r53: without the output dots the state
+    kernel took 0.472 ms instead of 0.551 at T=32768/16/32)."""
     MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BV, 16])
     ROW: gl.constexpr = gl.SliceLayout(1, MMA)
     COL: gl.constexpr = gl.SliceLayout(0, MMA)
@@ -256,9 +259,20 @@ def _ws_output(q_s, aq_s, sb_s, u_s, f_s, ready, empty, su_ready, su_empty, o, f
         if FAC_SMEM:
             eg = f_s.index(slot * 4 + 2).load(ROW)
         mbarrier.wait(su_ready.index(b), (c // 2) & 1)
-        qs = warpgroup_mma(q_s.index(slot), sb_s.index(b), zero, use_acc=False, is_async=True)
-        ot = warpgroup_mma(aq_s.index(slot), u_s.index(b), zero, use_acc=False, is_async=True)
-        qs, ot = warpgroup_mma_wait(0, deps=[qs, ot])
+        if OUT_SPLIT:  # three groups of four 64 x BV x 16 steps, each waited before the next is issued
+            H2: gl.constexpr = q_s.shape[2] // 2
+            qs = warpgroup_mma(q_s.index(slot).slice(0, H2, dim=1), sb_s.index(b).slice(0, H2, dim=0), zero,
+                               use_acc=False, is_async=True)
+            qs = warpgroup_mma_wait(0, deps=[qs])
+            qs = warpgroup_mma(q_s.index(slot).slice(H2, H2, dim=1), sb_s.index(b).slice(H2, H2, dim=0), qs,
+                               is_async=True)
+            qs = warpgroup_mma_wait(0, deps=[qs])
+            ot = warpgroup_mma(aq_s.index(slot), u_s.index(b), zero, use_acc=False, is_async=True)
+            ot = warpgroup_mma_wait(0, deps=[ot])
+        else:
+            qs = warpgroup_mma(q_s.index(slot), sb_s.index(b), zero, use_acc=False, is_async=True)
+            ot = warpgroup_mma(aq_s.index(slot), u_s.index(b), zero, use_acc=False, is_async=True)
+            qs, ot = warpgroup_mma_wait(0, deps=[qs, ot])
         _cta_barrier()  # every warp's wgmma reads of S_c, U_c and the slot are complete
         mbarrier.arrive(su_empty.index(b), count=1)
         mbarrier.arrive(empty.index(slot), count=1)
@@ -334,6 +348,7 @@ def atrex_sm90_gdn_state_output_gl_ws(
     IS_VARLEN: gl.constexpr, G: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr,
     USE_H0: gl.constexpr, STORE_HT: gl.constexpr, STATE_V_FIRST: gl.constexpr, DEVICE_DESC: gl.constexpr,
     PERSISTENT: gl.constexpr, STAGES: gl.constexpr, OUT_REGS: gl.constexpr, FAC_SMEM: gl.constexpr = False,
+    OUT_SPLIT: gl.constexpr = False,
 ):
     """The Triton tma kernel's math, arguments and grid (descriptors built in the kernel: DEVICE_DESC True, PERSISTENT
     False), with the work of a program split over three warp partitions (the block comment above): the 4 chain warps
@@ -383,7 +398,7 @@ def atrex_sm90_gdn_state_output_gl_ws(
         (_ws_chain, (k_s, a_s, v_s, sb_s, x_s, u_s, ud_s, f_s, el_s, ready, empty, su_ready, su_empty, S, f_base,
                      plane, NT, L, BV, STAGES, FAC_SMEM)),
         (_ws_output, (q_s, aq_s, sb_s, u_s, f_s, ready, empty, su_ready, su_empty, o, fac, NT, row, bos, L, hv, HV,
-                      TOTAL_T, b_idx, s_ob, s_ot, s_oh, offs_vc, V, scale, BV, STAGES, FAC_SMEM)),
+                      TOTAL_T, b_idx, s_ob, s_ot, s_oh, offs_vc, V, scale, BV, STAGES, FAC_SMEM, OUT_SPLIT)),
         (_ws_loader, (kd, qd, vd, ad, aqd, k_s, q_s, a_s, aq_s, v_s, f_s, el_s, ready, empty, NT, row, arow, qcol,
                       vcol, ROWS, QW, VW, s_qr, s_kr, s_vr, HV, TOTAL_T, f_base, L, BK, BV, STAGES, FAC_SMEM)),
     ], [4, 1], [OUT_REGS, LOADER_REGS])

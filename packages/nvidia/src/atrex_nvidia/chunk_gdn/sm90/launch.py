@@ -184,6 +184,11 @@ GL_WS_OUT_REGS = 128
 # call 1.010 -> 0.968). A first version that fetched the factors with cp.async, tracked by the ready barrier, was
 # slower (r36: 0.161 against 0.156, 0.611 against 0.588).
 GL_WS_FAC_SMEM = True
+# GL_WS_OUT_SPLIT (round 15): gl_ws's output partition issues its two dots (Q S_c, Aqk U_c: 12 wgmma steps) as three
+# groups of four, each waited before the next, so that a chain wgmma queues behind at most four of them in the tensor
+# pipe (K = 128 only). r53 (diagnostic patches, scripts/diag): the state kernel without the output dots took 0.472 ms instead of 0.551
+# at T=32768/16/32 (0.126 vs 0.145 at T=8192), so the output partition's dots delay the chain by ~14%.
+GL_WS_OUT_SPLIT = False
 # Round 13, built, measured on the H200 and removed (each passed its GPU cases, output and final state equal to the
 # unchanged kernel's bit for bit; state kernel ms, bench_gdn sweeps):
 #   "GL_WS_LATE_U": gl_ws's chain stored U_c for the output partition (store, fence, barrier, arrive) after issuing the
@@ -609,6 +614,8 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
             opts = dict(num_warps=4, STAGES=max(2, sst), OUT_REGS=int(GL_WS_OUT_REGS))
             if GL_WS_FAC_SMEM:  # (the loader's 16 more registers per thread come from the output partition's)
                 opts.update(FAC_SMEM=True, OUT_REGS=int(GL_WS_OUT_REGS) - 16)
+            if GL_WS_OUT_SPLIT and BK == 128:  # (halves of 64 columns: whole 128-byte swizzle atoms of the q tile)
+                opts["OUT_SPLIT"] = True
         else:
             kern = _state_kernel(_k.atrex_sm90_gdn_state_output_tma, T)
             opts = dict(num_warps=sw, num_stages=sst)
@@ -746,7 +753,7 @@ def _knobs():
             _STATE_CFG_MANY, _STATE_V2_FEW_CFG, _INTRA_CFG, GL_WS_OUT_REGS, STATE_AUTO_GL_WS, INTRA_V3_INV_FP16,
             INTRA_V3_FP16_FALLBACK, GL_RC_STAGES, GL_RC_PERSISTENT, STATE_AUTO_GL_RC, FOLD_QK_NORM, INTRA_V3_GVA_SHARE,
             INTRA_V3_FAST_EXP, INTRA_V3_GS2_MAXNREG, INTRA_V3_MASK_OUT, STATE_SPLIT_XU, GL_WS_FAC_SMEM,
-            INTRA_SLOT_MAP, INTRA_V3_ACC_MERGE)
+            INTRA_SLOT_MAP, INTRA_V3_ACC_MERGE, GL_WS_OUT_SPLIT)
 
 
 def _call_signature(dev, tensors, flags):
