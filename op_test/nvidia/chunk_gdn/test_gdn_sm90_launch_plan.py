@@ -313,6 +313,19 @@ def test_gluon_ws_out_split_reaches_the_launch(plan, monkeypatch):
     assert name == GL_WS and meta["OUT_SPLIT"] is True
     name, _, _, meta = plan(T=256, H=2, HV=4, K=64)["launches"][-1]
     assert name == GL_WS and "OUT_SPLIT" not in meta
+
+
+def test_gluon_ws_su_bufs_reaches_the_launch(plan, monkeypatch):
+    """GL_WS_SU_BUFS (round 15; 2, the kernel's default, by default) becomes gl_ws's SU_BUFS constexpr when it is not 2,
+    and is part of the call signature."""
+    pytest.importorskip("triton.experimental.gluon")
+    monkeypatch.setattr(L, "STATE_IMPL", "gl_ws")
+    assert "SU_BUFS" not in plan(T=256, H=16, HV=32)["launches"][-1][3]
+    sig0 = L._knobs()
+    monkeypatch.setattr(L, "GL_WS_SU_BUFS", 3)
+    assert L._knobs() != sig0
+    name, _, _, meta = plan(T=256, H=16, HV=32)["launches"][-1]
+    assert name == GL_WS and meta["SU_BUFS"] == 3
     assert "OUT_SPLIT" not in [m for n, _, _, m in plan(T=256, K=32)["launches"] if "state_output" in n][-1]
 
 

@@ -189,6 +189,9 @@ GL_WS_FAC_SMEM = True
 # pipe (K = 128 only). r53 (diagnostic patches, scripts/diag): the state kernel without the output dots took 0.472 ms instead of 0.551
 # at T=32768/16/32 (0.126 vs 0.145 at T=8192), so the output partition's dots delay the chain by ~14%.
 GL_WS_OUT_SPLIT = False
+# GL_WS_SU_BUFS (round 15): depth of gl_ws's S_c / U_c hand-off ring from chain to output partition (2 since round 9;
+# 3 lets the chain run one more chunk ahead of the output partition: 12 KB more shared memory at K = 128, BV = 32).
+GL_WS_SU_BUFS = 2
 # Round 13, built, measured on the H200 and removed (each passed its GPU cases, output and final state equal to the
 # unchanged kernel's bit for bit; state kernel ms, bench_gdn sweeps):
 #   "GL_WS_LATE_U": gl_ws's chain stored U_c for the output partition (store, fence, barrier, arrive) after issuing the
@@ -614,6 +617,8 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
             opts = dict(num_warps=4, STAGES=max(2, sst), OUT_REGS=int(GL_WS_OUT_REGS))
             if GL_WS_FAC_SMEM:  # (the loader's 16 more registers per thread come from the output partition's)
                 opts.update(FAC_SMEM=True, OUT_REGS=int(GL_WS_OUT_REGS) - 16)
+            if int(GL_WS_SU_BUFS) != 2:
+                opts["SU_BUFS"] = int(GL_WS_SU_BUFS)
             if GL_WS_OUT_SPLIT and BK == 128:  # (halves of 64 columns: whole 128-byte swizzle atoms of the q tile)
                 opts["OUT_SPLIT"] = True
         else:
@@ -753,7 +758,7 @@ def _knobs():
             _STATE_CFG_MANY, _STATE_V2_FEW_CFG, _INTRA_CFG, GL_WS_OUT_REGS, STATE_AUTO_GL_WS, INTRA_V3_INV_FP16,
             INTRA_V3_FP16_FALLBACK, GL_RC_STAGES, GL_RC_PERSISTENT, STATE_AUTO_GL_RC, FOLD_QK_NORM, INTRA_V3_GVA_SHARE,
             INTRA_V3_FAST_EXP, INTRA_V3_GS2_MAXNREG, INTRA_V3_MASK_OUT, STATE_SPLIT_XU, GL_WS_FAC_SMEM,
-            INTRA_SLOT_MAP, INTRA_V3_ACC_MERGE, GL_WS_OUT_SPLIT)
+            INTRA_SLOT_MAP, INTRA_V3_ACC_MERGE, GL_WS_OUT_SPLIT, GL_WS_SU_BUFS)
 
 
 def _call_signature(dev, tensors, flags):
