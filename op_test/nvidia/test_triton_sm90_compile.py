@@ -106,12 +106,6 @@ _SCRIPT = textwrap.dedent(r'''
     gdn(dict(T=256, H=32, HV=32, K=128), INTRA_V3_ACC_MERGE=True)
     gdn(dict(T=256, H=16, HV=32, K=128), INTRA_V3_ACC_MERGE=False)
     gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=[64 * i for i in range(11)]), INTRA_SLOT_MAP=False)
-    # round 15: gl_ws's output dots in three waited groups (K = 128: 3 slots fixed length; 2 slots varlen)
-    gdn(dict(T=64, H=16, HV=32, K=128), STATE_IMPL="gl_ws", GL_WS_OUT_SPLIT=True)
-    gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=[64 * i for i in range(11)]), STATE_IMPL="gl_ws",
-        GL_WS_OUT_SPLIT=True)
-    # round 15: gl_ws's hand-off ring three deep (3 load slots: 205 KB of shared memory)
-    gdn(dict(T=64, H=16, HV=32, K=128), STATE_IMPL="gl_ws", GL_WS_SU_BUFS=3)
 
     # ---- nvidia.decode_splitkv: head dims, pages, split / no split, fp8, sinks and LSE
     from atrex.api.flash_attn import normalize_flash_attn_call

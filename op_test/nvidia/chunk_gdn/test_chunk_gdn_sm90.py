@@ -14,7 +14,6 @@ from _gdn_cases import (  # noqa: E402,F401
                          test_gluon_rc_rings_across_items,
                          test_gluon_state_kernel,
                          test_gluon_ws_fac_smem_same_bits,
-                         test_gluon_ws_schedule_knobs_same_bits,
                          test_gluon_ws_rings_and_empty_sequences,
                          test_graph_capture_replay_changed_cu_seqlens,
                          test_intra_gva_share,

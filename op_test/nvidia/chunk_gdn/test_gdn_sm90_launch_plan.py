@@ -300,35 +300,6 @@ def test_gluon_ws_fac_smem_reaches_the_launch(plan, monkeypatch):
     assert "FAC_SMEM" not in [m for n, _, _, m in plan(T=256, K=32)["launches"] if "state_output" in n][-1]
 
 
-def test_gluon_ws_out_split_reaches_the_launch(plan, monkeypatch):
-    """GL_WS_OUT_SPLIT (round 15, off by default) becomes gl_ws's OUT_SPLIT constexpr at K = 128 (halves of the q tile
-    on whole swizzle atoms), not at K = 64; it is part of the call signature and does not reach other state kernels."""
-    pytest.importorskip("triton.experimental.gluon")
-    monkeypatch.setattr(L, "STATE_IMPL", "gl_ws")
-    assert "OUT_SPLIT" not in plan(T=256, H=16, HV=32)["launches"][-1][3]
-    sig0 = L._knobs()
-    monkeypatch.setattr(L, "GL_WS_OUT_SPLIT", True)
-    assert L._knobs() != sig0
-    name, _, _, meta = plan(T=256, H=16, HV=32)["launches"][-1]
-    assert name == GL_WS and meta["OUT_SPLIT"] is True
-    name, _, _, meta = plan(T=256, H=2, HV=4, K=64)["launches"][-1]
-    assert name == GL_WS and "OUT_SPLIT" not in meta
-
-
-def test_gluon_ws_su_bufs_reaches_the_launch(plan, monkeypatch):
-    """GL_WS_SU_BUFS (round 15; 2, the kernel's default, by default) becomes gl_ws's SU_BUFS constexpr when it is not 2,
-    and is part of the call signature."""
-    pytest.importorskip("triton.experimental.gluon")
-    monkeypatch.setattr(L, "STATE_IMPL", "gl_ws")
-    assert "SU_BUFS" not in plan(T=256, H=16, HV=32)["launches"][-1][3]
-    sig0 = L._knobs()
-    monkeypatch.setattr(L, "GL_WS_SU_BUFS", 3)
-    assert L._knobs() != sig0
-    name, _, _, meta = plan(T=256, H=16, HV=32)["launches"][-1]
-    assert name == GL_WS and meta["SU_BUFS"] == 3
-    assert "OUT_SPLIT" not in [m for n, _, _, m in plan(T=256, K=32)["launches"] if "state_output" in n][-1]
-
-
 def test_state_split_xu_for_small_k_calls(plan, monkeypatch):
     """``STATE_SPLIT_XU`` (round 12), default "small" since round 13: the Triton state kernels (tma for K = 16 / 32
     with TMA, v2 for T = 1) get SPLIT_XU for every call with BK <= 32, with or without in-kernel L2 norm; not for K = 64

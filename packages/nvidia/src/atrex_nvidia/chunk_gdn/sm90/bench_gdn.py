@@ -235,10 +235,6 @@ VARIANTS = [
     # round 15 (r50): the accumulating merges with masked products in every intra program, one-head ones included
     # (round 14's Triton 3.6 SASS: no blow-up there); intra varlen 16x1024 0.253 vs 0.255 ms, two-head cases equal
     ("i3_acc_mo", dict(acc_merge=True, mask_out=True)),
-    # round 15: gl_ws's output dots in three groups of four steps (GL_WS_OUT_SPLIT)
-    ("ws_osplit", dict(ws_out_split=True)),
-    # round 15: gl_ws's S_c / U_c hand-off ring three deep (GL_WS_SU_BUFS)
-    ("ws_su3", dict(ws_su_bufs=3)),
 ]
 
 # launch-module attributes a variant may set (key in VARIANTS -> attribute of launch.py)
@@ -251,8 +247,7 @@ _HOOKS = dict(state="STATE_CFG_OVERRIDE", intra="INTRA_CFG_OVERRIDE", wy="USE_WY
               rc_persistent="GL_RC_PERSISTENT", fold_qk_norm="FOLD_QK_NORM", gva_share="INTRA_V3_GVA_SHARE",
               fast_exp="INTRA_V3_FAST_EXP", gs2_maxnreg="INTRA_V3_GS2_MAXNREG", mask_out="INTRA_V3_MASK_OUT",
               split_xu="STATE_SPLIT_XU", ws_fac_smem="GL_WS_FAC_SMEM", slot_map="INTRA_SLOT_MAP",
-              acc_merge="INTRA_V3_ACC_MERGE", ws_out_split="GL_WS_OUT_SPLIT",
-              ws_su_bufs="GL_WS_SU_BUFS")
+              acc_merge="INTRA_V3_ACC_MERGE")
 
 
 def _select_variants(spec):

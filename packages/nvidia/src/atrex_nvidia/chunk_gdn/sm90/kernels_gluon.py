@@ -132,18 +132,18 @@ def _ring_tiles(dt: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr, STAGES: gl
 
 
 @gluon.jit
-def _ring_barriers(STAGES: gl.constexpr, NB: gl.constexpr = 2):
+def _ring_barriers(STAGES: gl.constexpr):
     """(ready, empty, su_ready, su_empty), initialised: ready[s] (TMA bytes, and in gl_rc the cp.async factors, of slot
     s landed), empty[s] (count 2: chain and output partition are done with slot s), su_ready[b] / su_empty[b] (the
     double-buffered S_c / U_c hand-off from chain to output partition)."""
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    su_ready = gl.allocate_shared_memory(gl.int64, [NB, 1], mbarrier.MBarrierLayout())
-    su_empty = gl.allocate_shared_memory(gl.int64, [NB, 1], mbarrier.MBarrierLayout())
+    su_ready = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    su_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
     for i in gl.static_range(STAGES):
         mbarrier.init(ready.index(i), count=1)
         mbarrier.init(empty.index(i), count=2)
-    for i in gl.static_range(NB):
+    for i in gl.static_range(2):
         mbarrier.init(su_ready.index(i), count=1)
         mbarrier.init(su_empty.index(i), count=1)
     fence_async_shared()  # the initialised barriers, visible to the TMA unit and to every warp
@@ -229,12 +229,9 @@ def _ws_loader(kd, qd, vd, ad, aqd, k_s, q_s, a_s, aq_s, v_s, f_s, el_s, ready, 
 @gluon.jit
 def _ws_output(q_s, aq_s, sb_s, u_s, f_s, ready, empty, su_ready, su_empty, o, fac, NT, row, bos, L, hv, HV, TOTAL_T,
                b_idx, s_ob, s_ot, s_oh, offs_vc, V, scale, BV: gl.constexpr, STAGES: gl.constexpr,
-               FAC_SMEM: gl.constexpr, OUT_SPLIT: gl.constexpr = False, NB: gl.constexpr = 2):
+               FAC_SMEM: gl.constexpr):
     """Output partition (4 warps): per chunk, both off-chain dots as one asynchronous pair, then the epilogue
-    (e^gamma from the slot's factor rows with ``FAC_SMEM``, else loaded from ``fac`` one chunk ahead). With
-    ``OUT_SPLIT`` (round 15) the two dots go to the tensor pipe as three groups of four steps, each waited before the
-    next: the chain's wgmmas queue behind at most four of this partition's (r53: without the output dots the state
-    kernel took 0.472 ms instead of 0.551 at T=32768/16/32)."""
+    (e^gamma from the slot's factor rows with ``FAC_SMEM``, else loaded from ``fac`` one chunk ahead)."""
     MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BV, 16])
     ROW: gl.constexpr = gl.SliceLayout(1, MMA)
     COL: gl.constexpr = gl.SliceLayout(0, MMA)
@@ -252,27 +249,16 @@ def _ws_output(q_s, aq_s, sb_s, u_s, f_s, ready, empty, su_ready, su_empty, o, f
     for c in range(NT):
         l0 = c * 64
         slot = c % STAGES
-        b = c % NB
+        b = c % 2
         if not FAC_SMEM:
             eg_n = gl.load(p_eg + l0 + 64 + ro, mask=(l0 + 64 + ro) < L, other=0.0)
         mbarrier.wait(ready.index(slot), (c // STAGES) & 1)
         if FAC_SMEM:
             eg = f_s.index(slot * 4 + 2).load(ROW)
-        mbarrier.wait(su_ready.index(b), (c // NB) & 1)
-        if OUT_SPLIT:  # three groups of four 64 x BV x 16 steps, each waited before the next is issued
-            H2: gl.constexpr = q_s.shape[2] // 2
-            qs = warpgroup_mma(q_s.index(slot).slice(0, H2, dim=1), sb_s.index(b).slice(0, H2, dim=0), zero,
-                               use_acc=False, is_async=True)
-            qs = warpgroup_mma_wait(0, deps=[qs])
-            qs = warpgroup_mma(q_s.index(slot).slice(H2, H2, dim=1), sb_s.index(b).slice(H2, H2, dim=0), qs,
-                               is_async=True)
-            qs = warpgroup_mma_wait(0, deps=[qs])
-            ot = warpgroup_mma(aq_s.index(slot), u_s.index(b), zero, use_acc=False, is_async=True)
-            ot = warpgroup_mma_wait(0, deps=[ot])
-        else:
-            qs = warpgroup_mma(q_s.index(slot), sb_s.index(b), zero, use_acc=False, is_async=True)
-            ot = warpgroup_mma(aq_s.index(slot), u_s.index(b), zero, use_acc=False, is_async=True)
-            qs, ot = warpgroup_mma_wait(0, deps=[qs, ot])
+        mbarrier.wait(su_ready.index(b), (c // 2) & 1)
+        qs = warpgroup_mma(q_s.index(slot), sb_s.index(b), zero, use_acc=False, is_async=True)
+        ot = warpgroup_mma(aq_s.index(slot), u_s.index(b), zero, use_acc=False, is_async=True)
+        qs, ot = warpgroup_mma_wait(0, deps=[qs, ot])
         _cta_barrier()  # every warp's wgmma reads of S_c, U_c and the slot are complete
         mbarrier.arrive(su_empty.index(b), count=1)
         mbarrier.arrive(empty.index(slot), count=1)
@@ -286,8 +272,7 @@ def _ws_output(q_s, aq_s, sb_s, u_s, f_s, ready, empty, su_ready, su_empty, o, f
 
 @gluon.jit
 def _ws_chain(k_s, a_s, v_s, sb_s, x_s, u_s, ud_s, f_s, el_s, ready, empty, su_ready, su_empty, S, f_base, plane, NT,
-              L, BV: gl.constexpr, STAGES: gl.constexpr, FAC_SMEM: gl.constexpr,
-              NB: gl.constexpr = 2):
+              L, BV: gl.constexpr, STAGES: gl.constexpr, FAC_SMEM: gl.constexpr):
     """Chain partition (default, 4 warps): the state recurrence; returns ``(final state,)``. The row factors come
     from the slot's factor rows with ``FAC_SMEM`` (no global load in the loop), else from ``fac`` one chunk ahead."""
     MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BV, 16])
@@ -299,11 +284,11 @@ def _ws_chain(k_s, a_s, v_s, sb_s, x_s, u_s, ud_s, f_s, el_s, ready, empty, su_r
     for c in range(NT):
         l0 = c * 64
         slot = c % STAGES
-        b = c % NB
+        b = c % 2
         if not FAC_SMEM:
             bt_n, be_n, _eg_n, dk_n, egl_n = _row_factors(f_base, plane, l0 + 64, L, ROW)
         sb = sb_s.index(b)
-        mbarrier.wait(su_empty.index(b), ((c // NB) & 1) ^ 1)  # the output partition is done with chunk c - NB
+        mbarrier.wait(su_empty.index(b), ((c // 2) & 1) ^ 1)  # the output partition is done with chunk c - 2
         sb.store(S.to(dt))
         fence_async_shared()
         _cta_barrier()
@@ -349,7 +334,6 @@ def atrex_sm90_gdn_state_output_gl_ws(
     IS_VARLEN: gl.constexpr, G: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr,
     USE_H0: gl.constexpr, STORE_HT: gl.constexpr, STATE_V_FIRST: gl.constexpr, DEVICE_DESC: gl.constexpr,
     PERSISTENT: gl.constexpr, STAGES: gl.constexpr, OUT_REGS: gl.constexpr, FAC_SMEM: gl.constexpr = False,
-    OUT_SPLIT: gl.constexpr = False, SU_BUFS: gl.constexpr = 2,
 ):
     """The Triton tma kernel's math, arguments and grid (descriptors built in the kernel: DEVICE_DESC True, PERSISTENT
     False), with the work of a program split over three warp partitions (the block comment above): the 4 chain warps
@@ -386,21 +370,20 @@ def atrex_sm90_gdn_state_output_gl_ws(
     S = _initial_state(h0, n64, hv, s_h0n, s_h0h, s_h0k, s_h0v, rs, cs, ms, BK, BV, USE_H0, MMA)
 
     k_s, q_s, a_s, aq_s, v_s = _ring_tiles(dt, BK, BV, STAGES)
-    sb_s = gl.allocate_shared_memory(dt, [SU_BUFS, BK, BV], SH_S)
-    u_s = gl.allocate_shared_memory(dt, [SU_BUFS, 64, BV], SH_V)
+    sb_s = gl.allocate_shared_memory(dt, [2, BK, BV], SH_S)
+    u_s = gl.allocate_shared_memory(dt, [2, 64, BV], SH_V)
     x_s = gl.allocate_shared_memory(dt, [64, BV], SH_V)
     ud_s = gl.allocate_shared_memory(dt, [64, BV], SH_V)
     FAC_ROWS: gl.constexpr = STAGES if FAC_SMEM else 1
     LOADER_REGS: gl.constexpr = 40 if FAC_SMEM else 24  # (the next chunk's factors in the loader's registers)
     f_s = gl.allocate_shared_memory(gl.float32, [FAC_ROWS * 4, 64], gl.SwizzledSharedLayout(1, 1, 1, [0]))
     el_s = gl.allocate_shared_memory(gl.float32, [FAC_ROWS, BK], gl.SwizzledSharedLayout(1, 1, 1, [0]))
-    ready, empty, su_ready, su_empty = _ring_barriers(STAGES, SU_BUFS)
+    ready, empty, su_ready, su_empty = _ring_barriers(STAGES)
     res = gl.warp_specialize([
         (_ws_chain, (k_s, a_s, v_s, sb_s, x_s, u_s, ud_s, f_s, el_s, ready, empty, su_ready, su_empty, S, f_base,
-                     plane, NT, L, BV, STAGES, FAC_SMEM, SU_BUFS)),
+                     plane, NT, L, BV, STAGES, FAC_SMEM)),
         (_ws_output, (q_s, aq_s, sb_s, u_s, f_s, ready, empty, su_ready, su_empty, o, fac, NT, row, bos, L, hv, HV,
-                      TOTAL_T, b_idx, s_ob, s_ot, s_oh, offs_vc, V, scale, BV, STAGES, FAC_SMEM, OUT_SPLIT,
-                      SU_BUFS)),
+                      TOTAL_T, b_idx, s_ob, s_ot, s_oh, offs_vc, V, scale, BV, STAGES, FAC_SMEM)),
         (_ws_loader, (kd, qd, vd, ad, aqd, k_s, q_s, a_s, aq_s, v_s, f_s, el_s, ready, empty, NT, row, arow, qcol,
                       vcol, ROWS, QW, VW, s_qr, s_kr, s_vr, HV, TOTAL_T, f_base, L, BK, BV, STAGES, FAC_SMEM)),
     ], [4, 1], [OUT_REGS, LOADER_REGS])

@@ -184,14 +184,6 @@ GL_WS_OUT_REGS = 128
 # call 1.010 -> 0.968). A first version that fetched the factors with cp.async, tracked by the ready barrier, was
 # slower (r36: 0.161 against 0.156, 0.611 against 0.588).
 GL_WS_FAC_SMEM = True
-# GL_WS_OUT_SPLIT (round 15): gl_ws's output partition issues its two dots (Q S_c, Aqk U_c: 12 wgmma steps) as three
-# groups of four, each waited before the next, so that a chain wgmma queues behind at most four of them in the tensor
-# pipe (K = 128 only). r53 (diagnostic patches, scripts/diag): the state kernel without the output dots took 0.472 ms instead of 0.551
-# at T=32768/16/32 (0.126 vs 0.145 at T=8192), so the output partition's dots delay the chain by ~14%.
-GL_WS_OUT_SPLIT = False
-# GL_WS_SU_BUFS (round 15): depth of gl_ws's S_c / U_c hand-off ring from chain to output partition (2 since round 9;
-# 3 lets the chain run one more chunk ahead of the output partition: 12 KB more shared memory at K = 128, BV = 32).
-GL_WS_SU_BUFS = 2
 # Round 13, built, measured on the H200 and removed (each passed its GPU cases, output and final state equal to the
 # unchanged kernel's bit for bit; state kernel ms, bench_gdn sweeps):
 #   "GL_WS_LATE_U": gl_ws's chain stored U_c for the output partition (store, fence, barrier, arrive) after issuing the
@@ -216,6 +208,17 @@ GL_WS_SU_BUFS = 2
 #     the critical path, and the chain now needs chunk c + 1's tiles a step earlier. An order that issued U_c before
 #     waiting for the update (to take the update off the path) made ptxas serialise every wgmma of the kernel (C7514:
 #     accumulator registers read inside a pipeline stage) and was not run.
+#   Where gl_ws's chain step goes (r53, timing-only patches in scripts/diag, state kernel ms at T=8192 / T=32768/16/32):
+#     as is 0.145 / 0.551; without the output partition's two dots 0.126 / 0.472; without the chain's three proxy
+#     fences 0.139 / 0.524; without the chain's U = A X round trip (store, fence, barrier, dot, wait) 0.133 / 0.496;
+#     without output dots and fences 0.119 / 0.432. Two schedule changes aimed at the output dots' share, both the same
+#     bits as the default (GPU cases passed), neither faster:
+#   "GL_WS_OUT_SPLIT": the output dots as three waited groups of four wgmma steps (a chain wgmma then queues behind
+#     at most four). r54: 0.080 / 0.150 / 0.567 against 0.078 / 0.145 / 0.546 (T=4096 / 8192 / 32768).
+#   "GL_WS_SU_BUFS" = 3: the S_c / U_c hand-off ring three deep instead of two (the chain may run one more chunk
+#     ahead of the output partition). r55: 0.079 / 0.147 / 0.550 against 0.078 / 0.146 / 0.547.
+#   So the output dots cost the chain through the SM's shared tensor pipe and shared-memory reads, not through the
+#   hand-off or the order in which groups are queued.
 # STATE_SPLIT_XU (round 12): the Triton state kernels (v2, tma) pass X (into U = A X) and U (into Aqk U and the state
 # update) to their dots as bf16 high + low pairs instead of one bf16 rounding each: three more dots per chunk step.
 # "small" (default since round 13): every call with BK <= 32; "small_no_l2norm" (round 12's default): those without
@@ -617,10 +620,6 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
             opts = dict(num_warps=4, STAGES=max(2, sst), OUT_REGS=int(GL_WS_OUT_REGS))
             if GL_WS_FAC_SMEM:  # (the loader's 16 more registers per thread come from the output partition's)
                 opts.update(FAC_SMEM=True, OUT_REGS=int(GL_WS_OUT_REGS) - 16)
-            if int(GL_WS_SU_BUFS) != 2:
-                opts["SU_BUFS"] = int(GL_WS_SU_BUFS)
-            if GL_WS_OUT_SPLIT and BK == 128:  # (halves of 64 columns: whole 128-byte swizzle atoms of the q tile)
-                opts["OUT_SPLIT"] = True
         else:
             kern = _state_kernel(_k.atrex_sm90_gdn_state_output_tma, T)
             opts = dict(num_warps=sw, num_stages=sst)
@@ -758,7 +757,7 @@ def _knobs():
             _STATE_CFG_MANY, _STATE_V2_FEW_CFG, _INTRA_CFG, GL_WS_OUT_REGS, STATE_AUTO_GL_WS, INTRA_V3_INV_FP16,
             INTRA_V3_FP16_FALLBACK, GL_RC_STAGES, GL_RC_PERSISTENT, STATE_AUTO_GL_RC, FOLD_QK_NORM, INTRA_V3_GVA_SHARE,
             INTRA_V3_FAST_EXP, INTRA_V3_GS2_MAXNREG, INTRA_V3_MASK_OUT, STATE_SPLIT_XU, GL_WS_FAC_SMEM,
-            INTRA_SLOT_MAP, INTRA_V3_ACC_MERGE, GL_WS_OUT_SPLIT, GL_WS_SU_BUFS)
+            INTRA_SLOT_MAP, INTRA_V3_ACC_MERGE)
 
 
 def _call_signature(dev, tensors, flags):
