@@ -291,6 +291,9 @@ VARIANT_HOOKS = {  # launcher variants measured by bench_gdn's sweep besides the
     # masked products in the inverse for every program at a 128-register cap (four CTAs per SM; measured in round 12,
     # not taken: the default uses them for the pairs only, at 168)
     "intra_v3_mask_out_r128": dict(INTRA_V3_MASK_OUT=True, INTRA_V3_MAXNREG=128),
+    # round 15 (bench_gdn "i3_acc_mo", r50): the accumulating merges with masked products in every program, one-head
+    # programs included (the default takes both in two-head programs only)
+    "intra_v3_acc_mask_out": dict(INTRA_V3_ACC_MERGE=True, INTRA_V3_MASK_OUT=True),
     "split_state_pass": dict(SPLIT_STATE_PASS=True, SPLIT_MIN_T=128, SPLIT_PIECES=2),
     "split_state_pass_p3": dict(SPLIT_STATE_PASS=True, SPLIT_MIN_T=128, SPLIT_PIECES=3),
     "split_state_pass_p4_prio0": dict(SPLIT_STATE_PASS=True, SPLIT_MIN_T=128, SPLIT_PIECES=4, SPLIT_SIDE_PRIORITY=0),
