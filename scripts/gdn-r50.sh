@@ -1,3 +1,4 @@
+# Ran at commit b5f3310; the knob it measures was removed afterwards (launch.py notes), so check out b5f3310 to rerun it.
 # Round 15, call r50: GL_WS_LOOKAHEAD (gl_ws's chain with the next chunk's K S product looked ahead, plus the
 # atrex_sm90_gdn_kk_prev kernel): its GPU target cases first (against gl_ws without it and float64; the key-product
 # kernel against torch), then, if they passed, a bench_gdn sweep of it against the default on the goal cases; and the

@@ -1,3 +1,4 @@
+# Ran at commit 711cdd2; the knob it measures was removed afterwards (launch.py notes), so check out 711cdd2 to rerun it.
 # Round 15, call r51: r50 again after its fix (r50's lookahead cases failed to compile under Triton 3.6: the key-product
 # kernel read the module's BT global; its sweep measured i3_acc_mo). GL_WS_LOOKAHEAD's GPU target cases, then, if they
 # passed, a bench_gdn sweep of it against the default on the goal cases (fla-core 0.6 in the process).

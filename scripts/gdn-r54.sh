@@ -1,3 +1,4 @@
+# Ran at commit 11847bc; the knob it measures was removed afterwards (launch.py notes), so check out 11847bc to rerun it.
 # Round 15, call r54: GL_WS_OUT_SPLIT (gl_ws's output dots as three waited groups of four wgmma steps, so that the
 # chain's wgmmas queue behind at most four of them): its GPU cases (same bits as the unsplit kernel), then a bench_gdn
 # sweep against the default on the gl_ws shapes (fla-core 0.6 in the process).
