@@ -72,7 +72,7 @@ _SCRIPT = textwrap.dedent(r'''
     GL._launch_all = recording_launch_all
     gdn_cases = dict(C.GPU_CASES)
     for cid in ("T1", "T64", "varlen_0_1", "varlen_i64_noh0", "K60_V100_fp16", "T65_noL2", "hv48_T127",
-                "K256_bf16", "K256_varlen"):
+                "K256_bf16", "K256_varlen", "T130_B2_gva_fp16", "varlen_fp16_noL2_vfirst"):
         gdn(gdn_cases[cid])
     # T = 1 with more batch rows, GVA, an initial state, varlen; T = 1 and 2 at the perf head shapes
     for kw in (dict(B=2, T=1, H=2, HV=4, K=64, h0=torch.float32),
@@ -86,6 +86,11 @@ _SCRIPT = textwrap.dedent(r'''
     # the perf shapes' configurations (few programs: 3-stage state kernel; many: 2 stages), small T
     gdn(dict(T=64, H=16, HV=32, K=128))
     gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=[64 * i for i in range(11)]))
+    # round 16: fp16 inputs on the fast path (intra v3 with fp16 tiles; gl_ws, gl_rc, tma and v2 with fp16 operands)
+    gdn(dict(T=64, H=16, HV=32, K=128, dtype=torch.float16))
+    gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=[64 * i for i in range(11)], dtype=torch.float16))
+    for hooks in (dict(STATE_IMPL="tma"), dict(STATE_IMPL="v2")):
+        gdn(dict(T=64, H=16, HV=32, K=128, dtype=torch.float16), **hooks)
     for hooks in C.VARIANT_HOOKS.values():
         gdn(gdn_cases["T64"], **hooks)
     gdn(gdn_cases["varlen_0_1"], USE_WY=True)

@@ -128,6 +128,11 @@ SMALL_CASES = [
                            h0=torch.float32)),
     ("g_zero", dict(T=130, H=1, K=32, g_mode="zero", h0=torch.float32)),
     ("g_strong", dict(T=100, H=1, K=32, g_mode="strong", h0=torch.float32)),
+    # fp16 in the fast path's domain (K, V multiples of 16; the same kernels as bf16 since round 16): GVA with two
+    # batch rows, then varlen without L2 norm (bf16 merges + Newton), fp16 g, both initial-state layouts
+    ("T130_B2_gva_fp16", dict(B=2, T=130, H=1, HV=2, K=64, V=32, dtype=torch.float16, h0=torch.float32)),
+    ("varlen_fp16_noL2_vfirst", dict(T=200, H=2, HV=4, K=32, cu_seqlens=[0, 1, 65, 129, 200], dtype=torch.float16,
+                                     g_dtype=torch.float16, l2norm=False, h0=torch.float32, state_v_first=True)),
 ]
 
 GPU_CASES = SMALL_CASES + [
@@ -143,6 +148,10 @@ GPU_CASES = SMALL_CASES + [
     ("K256_varlen", dict(T=200, H=2, HV=2, K=256, V=128, cu_seqlens=[0, 1, 129, 200])),
     ("g_tiny_long", dict(T=2048, H=2, HV=4, K=128, g_mode="tiny", h0=torch.float32)),
     ("beta_sigmoid_neg", dict(T=200, H=2, HV=4, K=64, h0=torch.float32)),
+    # fp16 at the Qwen3-Next head shapes (round 16: the fast path; the Gluon state kernels, gl_ws and gl_rc)
+    ("qwen3next_T1000_fp16", dict(T=1000, H=16, HV=32, K=128, dtype=torch.float16, h0=torch.float32)),
+    ("qwen_varlen_fp16_vfirst", dict(T=3000, H=4, HV=8, K=128, cu_seqlens=[0, 1, 65, 1000, 1063, 2999, 3000],
+                                     dtype=torch.float16, h0=torch.float32, state_v_first=True)),
 ]
 
 
@@ -418,7 +427,7 @@ def test_t1_shapes_between_other_kernels(state_impl, monkeypatch):
 
 GLUON_CASES = [(cid, kw) for cid, kw in GPU_CASES
                if cid in ("qwen3next_T4224_vfirst", "qwen3next_T1000_bf16h0", "qwen_varlen_mixed", "T130_B2_gva_bf16h0",
-                          "hv64_T128_noL2")] + [
+                          "hv64_T128_noL2", "qwen3next_T1000_fp16", "qwen_varlen_fp16_vfirst")] + [
     ("K64_strong_h0", dict(T=200, H=2, HV=4, K=64, g_mode="strong", h0=torch.float32)),
     ("K128_varlen_short", dict(T=300, H=2, HV=4, K=128, cu_seqlens=[0, 1, 64, 65, 200, 300], h0=torch.float32,
                                state_v_first=True)),

@@ -132,10 +132,40 @@ def test_misaligned_or_unmergeable_q_keeps_state_v2(plan):
     assert state_kernel(plan(T=T, B=2, q=q, l2norm=False)) == "atrex_sm90_gdn_state_output_v2"
 
 
-def test_forced_v2_and_fp16_do_not_take_tma(plan, monkeypatch):
-    assert state_kernel(plan(dtype=torch.float16)) == "atrex_sm90_gdn_state_output"  # the v1 pair
+def test_forced_v2_does_not_take_tma(plan, monkeypatch):
     monkeypatch.setattr(L, "STATE_IMPL", "v2")
     assert state_kernel(plan()) == "atrex_sm90_gdn_state_output_v2"
+    assert state_kernel(plan(dtype=torch.float16)) == "atrex_sm90_gdn_state_output_v2"
+
+
+V1_INTRA, V1_STATE = "atrex_sm90_gdn_intra_chunk", "atrex_sm90_gdn_state_output"
+
+
+def kernels(seen):
+    return [n for n, *_ in seen["launches"] if "chunk_offsets" not in n and "slot_seq" not in n]
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_fast_path_for_16_bit_inputs_with_k_and_v_multiples_of_16(plan, monkeypatch, dtype):
+    """Round 16: fp16 calls take the same kernels as bf16 ones (intra v3, then the few- or many-program state kernel)
+    where K and V are multiples of 16; elsewhere, or with FAST_PATH False, both take the operand-scaled v1 pair."""
+    few = plan(T=8192 // 32, H=16, HV=32, dtype=dtype)
+    assert kernels(few) == ["atrex_sm90_gdn_intra_chunk_v3", FEW]
+    assert few["launches"][0][3]["GS"] == 2 and few["launches"][0][3]["INV_FP16"] is True
+    cu = [64 * 4 * i for i in range(17)]
+    many = kernels(plan(T=cu[-1], H=32, HV=32, cu_seqlens=cu, dtype=dtype))
+    assert many == ["atrex_sm90_gdn_intra_chunk_v3", GL_RC if L._gluon_ws_supported() else V2]
+    assert kernels(plan(dtype=dtype, l2norm=False))[0] == "atrex_sm90_gdn_intra_chunk_v3"
+    for kw in (dict(K=60), dict(K=64, V=100)):
+        assert kernels(plan(dtype=dtype, **kw)) == [V1_INTRA, V1_STATE], kw
+    monkeypatch.setattr(L, "FAST_PATH", False)
+    assert kernels(plan(dtype=dtype)) == [V1_INTRA, V1_STATE]
+
+
+def test_fast_path_not_for_other_dtypes(plan):
+    assert not L._use_fast(torch.empty(1, dtype=torch.float32), 128, 128)
+    assert L._use_fast(torch.empty(1, dtype=torch.float16), 128, 128)
+    assert not L._use_fast(torch.empty(1, dtype=torch.float16), 120, 128)
 
 
 def test_split_state_pass_off_by_default_and_four_pieces_from_16384_when_on(plan, monkeypatch):

@@ -147,6 +147,9 @@ CHUNK_GDN_CASES: tuple[Case, ...] = (
          head_v_dim=128, initial_state=None, state_v_first=True),
     _gdn("perf/varlen-16x1024-H32-HV32", "perf", seq_lens=[1024] * 16, num_heads=32, num_v_heads=32,
          head_k_dim=128, head_v_dim=128, initial_state="fp32", state_v_first=True),
+    # fp16 inputs at the Qwen3-Next shape (the same kernels as bf16 since round 16 of the sm90 GDN issue)
+    _gdn("perf/T8192-H16-HV32-fp16", "perf", batch=1, seq_len=8192, num_heads=16, num_v_heads=32, head_k_dim=128,
+         head_v_dim=128, initial_state=None, state_v_first=True, dtype=torch.float16),
 )
 
 TABLES = {"flash_attn": FLASH_ATTN_CASES, "chunk_gdn": CHUNK_GDN_CASES}

@@ -30,21 +30,25 @@ CASES = [
     ("T32768_H16_HV32", 32768, 16, 32),
     ("T8192_H32_HV32", 8192, 32, 32),
     ("varlen16x1024_H32_HV32", [1024] * 16, 32, 32),
+    # fp16 inputs (round 16: the bf16 kernels; before, the round-1 pair, which the "slow_path" variant forces)
+    ("T8192_H16_HV32_fp16", 8192, 16, 32, torch.float16),
+    ("varlen16x1024_H32_HV32_fp16", [1024] * 16, 32, 32, torch.float16),
 ]
 K = V = 128
 
 
 def make(case, device="cuda", seed=0):
-    cid, tl_, H, HV = case
+    cid, tl_, H, HV, *rest = case
+    dt = rest[0] if rest else torch.bfloat16
     lens = tl_ if isinstance(tl_, list) else [tl_]
     T = sum(lens)
     gen = torch.Generator(device=device).manual_seed(seed)
     r = lambda *s: torch.randn(*s, device=device, generator=gen)
-    q = r(1, T, H, K).bfloat16()
-    k = r(1, T, H, K).bfloat16()
-    v = r(1, T, HV, V).bfloat16()
+    q = r(1, T, H, K).to(dt)
+    k = r(1, T, H, K).to(dt)
+    v = r(1, T, HV, V).to(dt)
     g = torch.nn.functional.logsigmoid(r(1, T, HV)).float()
-    beta = torch.sigmoid(r(1, T, HV)).bfloat16()
+    beta = torch.sigmoid(r(1, T, HV)).to(dt)
     cu = None
     if isinstance(tl_, list):
         cu = torch.tensor([0] + list(torch.tensor(lens).cumsum(0).tolist()), dtype=torch.int32, device=device)
@@ -235,6 +239,8 @@ VARIANTS = [
     # round 15 (r50): the accumulating merges with masked products in every intra program, one-head ones included
     # (round 14's Triton 3.6 SASS: no blow-up there); intra varlen 16x1024 0.253 vs 0.255 ms, two-head cases equal
     ("i3_acc_mo", dict(acc_merge=True, mask_out=True)),
+    # the operand-scaled round-1 pair for every call: what fp16 inputs took by default until round 16
+    ("slow_path", dict(fast=False)),
 ]
 
 # launch-module attributes a variant may set (key in VARIANTS -> attribute of launch.py)
@@ -247,7 +253,7 @@ _HOOKS = dict(state="STATE_CFG_OVERRIDE", intra="INTRA_CFG_OVERRIDE", wy="USE_WY
               rc_persistent="GL_RC_PERSISTENT", fold_qk_norm="FOLD_QK_NORM", gva_share="INTRA_V3_GVA_SHARE",
               fast_exp="INTRA_V3_FAST_EXP", gs2_maxnreg="INTRA_V3_GS2_MAXNREG", mask_out="INTRA_V3_MASK_OUT",
               split_xu="STATE_SPLIT_XU", ws_fac_smem="GL_WS_FAC_SMEM", slot_map="INTRA_SLOT_MAP",
-              acc_merge="INTRA_V3_ACC_MERGE")
+              acc_merge="INTRA_V3_ACC_MERGE", fast="FAST_PATH")
 
 
 def _select_variants(spec):

@@ -38,14 +38,19 @@ USE_WY = False
 # Fast path (q/k normalised once by the intra kernel, diagonal scalings on [64, BV] results, product-form
 # inverse, optional WY). Measured on the H200 (2026-12-02) for bf16 K = V = 128 and passing the first 7
 # small cases (K 32/64, V 16-64, bf16); one run with K = 60, V = 100, fp16 hit an illegal memory access
-# that was not diagnosed. "auto" therefore takes it only for bf16 with K % 16 == V % 16 == 0 and uses the
-# operand-scaled path (H200-verified on every test case) otherwise. True / False force it.
+# that was not diagnosed (K and V not multiples of 16: outside what "auto" takes). "auto" takes it for bf16 and
+# (since round 16) fp16 inputs with K % 16 == V % 16 == 0, and the operand-scaled path (H200-verified on every
+# test case) otherwise. Until round 16 fp16 inputs always took the operand-scaled path (the round-1 kernels):
+# every kernel after round 1 reads its element type from its operands, and fp16 calls at K, V multiples of 16
+# now run the same kernels as bf16 ones (GPU cases in _gdn_cases: fp16 with and without L2 norm, GVA, varlen,
+# both state layouts, the Gluon state kernels). True / False force it.
 FAST_PATH = "auto"
+_FAST_DTYPES = (torch.bfloat16, torch.float16)
 
 
 def _use_fast(q, K, V):
     if FAST_PATH == "auto":
-        return q.dtype == torch.bfloat16 and K % 16 == 0 and V % 16 == 0
+        return q.dtype in _FAST_DTYPES and K % 16 == 0 and V % 16 == 0
     return bool(FAST_PATH)
 
 # Override hooks for the benchmark sweep only: None or a tuple like the defaults above.
