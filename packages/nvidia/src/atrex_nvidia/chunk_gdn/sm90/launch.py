@@ -226,6 +226,10 @@ GL_WS_FAC_SMEM = True
 #     ahead of the output partition). r55: 0.079 / 0.147 / 0.550 against 0.078 / 0.146 / 0.547.
 #   So the output dots cost the chain through the SM's shared tensor pipe and shared-memory reads, not through the
 #   hand-off or the order in which groups are queued.
+# Round 16 (r60, timing-only patch scripts/diag/gl_ws_no_output_loads.patch): without the q and Aqk TMA loads (36% of
+#   a step's ~52 KB per CTA) the state kernel took 0.141 / 0.537 ms against 0.146 / 0.551 (T=8192 / T=32768/16/32):
+#   the L2 load traffic is not what sets the step, so TMA multicast of the tiles the four V-block CTAs of a head share
+#   (a cluster of four) is worth at most a few percent.
 # STATE_SPLIT_XU (round 12): the Triton state kernels (v2, tma) pass X (into U = A X) and U (into Aqk U and the state
 # update) to their dots as bf16 high + low pairs instead of one bf16 rounding each: three more dots per chunk step.
 # "small" (default since round 13): every call with BK <= 32; "small_no_l2norm" (round 12's default): those without
