@@ -466,6 +466,38 @@ def test_gluon_state_kernel(case_id, kw, impl, monkeypatch):
     assert "atrex_sm90_gdn_state_output_" + want in ran, ran
 
 
+FP16_DEFAULT_CASES = [(cid, kw) for cid, kw in GPU_CASES if cid in ("qwen3next_T1000_fp16", "qwen_varlen_fp16_vfirst")]
+
+
+@pytest.mark.parametrize("case_id,kw", FP16_DEFAULT_CASES, ids=[c[0] for c in FP16_DEFAULT_CASES])
+def test_fp16_default_takes_the_fast_kernels(case_id, kw, monkeypatch):
+    """Round 16: through the public operator, an fp16 call with K and V multiples of 16 runs the kernels bf16 calls run
+    (intra v3 and a state kernel after round 1's; on sm90 gl_ws for the few-program call, gl_rc for the many-program
+    one), not the round-1 pair, and stays within the contract bound of the float64 recurrence."""
+    import atrex
+    from atrex_nvidia.chunk_gdn.sm90 import launch
+    ran, orig = [], launch._launch
+
+    def spy(kern, grid, args, meta):
+        ran.append(kern.__name__)
+        orig(kern, grid, args, meta)
+
+    monkeypatch.setattr(launch, "_launch", spy)
+    inp = make_inputs(device="cuda", **kw)
+    assert inp["q"].dtype == torch.float16
+    o, ht = atrex.chunk_gated_delta_rule(**_api_kwargs(inp))
+    ro, rh = ref_recurrence(inp["q"], inp["k"], inp["v"], inp["g"], inp["beta"], scale=inp["scale"],
+                            initial_state=inp["initial_state"], state_v_first=inp["state_v_first"],
+                            use_qk_l2norm_in_kernel=inp["use_qk_l2norm_in_kernel"], cu_seqlens=inp["cu_seqlens"])
+    assert o.dtype == torch.float16 and rrmse(ro, o) <= RRMSE_BOUND and rrmse(rh, ht) <= RRMSE_BOUND
+    state = [n for n in ran if "state_output" in n]
+    assert "atrex_sm90_gdn_intra_chunk_v3" in ran and "atrex_sm90_gdn_intra_chunk" not in ran, ran
+    assert state and "atrex_sm90_gdn_state_output" not in state, ran
+    if device_capability() == (9, 0) and launch._gluon_ws_supported():
+        want = "gl_ws" if case_id == "qwen3next_T1000_fp16" else "gl_rc"
+        assert state == ["atrex_sm90_gdn_state_output_" + want], ran
+
+
 def state_impl_outputs(launch, monkeypatch, inp, impls, **kw):
     """``launch.gdn_fwd`` on ``inp`` once per STATE_IMPL in ``impls``: ({impl: (o, final state)}, {impl: grid of its
     state launch}); asserts that each call launched that state kernel."""
