@@ -57,3 +57,25 @@ gdn_ncu() {
   grep -E "Duration|Issued Warp Per Scheduler|Warp Cycles Per Issued|L2 Cache Throughput" "$OUT/${name}_details.txt" | head -4
   gzip -f "$OUT/${name}_sass.csv"; rm -f "$OUT/$name.ncu-rep"
 }
+
+# gdn_diag_sweeps TIMEOUT CONFIG...: timing-only diagnostics. Each CONFIG is NAME or NAME:PATCH[+PATCH...] (files
+# scripts/diag/PATCH.patch, applied to kernels_gluon.py in order); the default launch is then timed by gdn_sweep on
+# $GDN_CASES with logs under $OUT/NAME. The kernel file is restored after each CONFIG and at the end.
+gdn_diag_sweeps() {
+  local t=$1; shift
+  local F=packages/nvidia/src/atrex_nvidia/chunk_gdn/sm90/kernels_gluon.py root="$OUT" cfg name p
+  cp "$F" "$root/kernels_gluon.orig"
+  for cfg in "$@"; do
+    name=${cfg%%:*}
+    cp "$root/kernels_gluon.orig" "$F"
+    if [ "$cfg" != "$name" ]; then
+      for p in $(echo "${cfg#*:}" | tr '+' ' '); do
+        patch -p1 -s --no-backup-if-mismatch < "scripts/diag/$p.patch"
+      done
+    fi
+    OUT="$root/$name"; mkdir -p "$OUT"
+    echo "== $name ($(grep -c DIAGNOSTIC "$F") patched lines)"
+    gdn_sweep "$t" default | grep default
+  done
+  cp "$root/kernels_gluon.orig" "$F"; OUT="$root"
+}

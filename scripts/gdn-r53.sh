@@ -5,20 +5,5 @@
 # (their rrmse column shows it); only their state-kernel times mean anything. The tree is restored after each.
 #   bash .gpuhost/g/install.sh; bash scripts/gdn-r53.sh
 . scripts/gdn-call.sh
-F=packages/nvidia/src/atrex_nvidia/chunk_gdn/sm90/kernels_gluon.py
-cp "$F" "$OUT/kernels_gluon.orig"
-ROOT_OUT="$OUT"
-for name in base no_output_dots chain_no_fences chain_no_ax no_output_no_fences; do
-  cp "$ROOT_OUT/kernels_gluon.orig" "$F"
-  case $name in
-    base) ;;
-    no_output_no_fences) patch -p1 -s < scripts/diag/gl_ws_no_output_dots.patch
-                         patch -p1 -s < scripts/diag/gl_ws_chain_no_fences.patch ;;
-    *) patch -p1 -s < "scripts/diag/gl_ws_$name.patch" ;;
-  esac
-  OUT="$ROOT_OUT/$name"; mkdir -p "$OUT"
-  echo "== $name ($(grep -c DIAGNOSTIC "$F") patched lines)"
-  GDN_CASES=T8192_H16_HV32,T32768_H16_HV32 gdn_sweep 110 default | grep default
-done
-cp "$ROOT_OUT/kernels_gluon.orig" "$F"
-OUT="$ROOT_OUT"; gdn_archive r53
+GDN_CASES=T8192_H16_HV32,T32768_H16_HV32 gdn_diag_sweeps 110 base no_output_dots:gl_ws_no_output_dots chain_no_fences:gl_ws_chain_no_fences chain_no_ax:gl_ws_chain_no_ax no_output_no_fences:gl_ws_no_output_dots+gl_ws_chain_no_fences
+gdn_archive r53

@@ -6,20 +6,5 @@
 # too (r53's no-output-dots patch), to set against r53's 0.126 / 0.472 ms with the loads. Wrong outputs: times only.
 #   bash .gpuhost/g/install.sh; bash scripts/gdn-r60.sh
 . scripts/gdn-call.sh
-F=packages/nvidia/src/atrex_nvidia/chunk_gdn/sm90/kernels_gluon.py
-cp "$F" "$OUT/kernels_gluon.orig"
-ROOT_OUT="$OUT"
-for name in base no_output_loads no_output_loads_dots; do
-  cp "$ROOT_OUT/kernels_gluon.orig" "$F"
-  case $name in
-    base) ;;
-    no_output_loads) patch -p1 -s < scripts/diag/gl_ws_no_output_loads.patch ;;
-    no_output_loads_dots) patch -p1 -s < scripts/diag/gl_ws_no_output_loads.patch
-                          patch -p1 -s < scripts/diag/gl_ws_no_output_dots.patch ;;
-  esac
-  OUT="$ROOT_OUT/$name"; mkdir -p "$OUT"
-  echo "== $name ($(grep -c DIAGNOSTIC "$F") patched lines)"
-  GDN_CASES=T8192_H16_HV32,T32768_H16_HV32 gdn_sweep 110 default | grep default
-done
-cp "$ROOT_OUT/kernels_gluon.orig" "$F"
-OUT="$ROOT_OUT"; gdn_archive r60
+GDN_CASES=T8192_H16_HV32,T32768_H16_HV32 gdn_diag_sweeps 110 base no_output_loads:gl_ws_no_output_loads no_output_loads_dots:gl_ws_no_output_loads+gl_ws_no_output_dots
+gdn_archive r60
