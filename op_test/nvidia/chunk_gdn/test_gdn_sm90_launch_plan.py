@@ -162,7 +162,7 @@ def test_fast_path_for_16_bit_inputs_with_k_and_v_multiples_of_16(plan, monkeypa
     assert kernels(plan(dtype=dtype)) == [V1_INTRA, V1_STATE]
 
 
-def test_fast_path_not_for_other_dtypes(plan):
+def test_fast_path_not_for_other_dtypes():
     assert not L._use_fast(torch.empty(1, dtype=torch.float32), 128, 128)
     assert L._use_fast(torch.empty(1, dtype=torch.float16), 128, 128)
     assert not L._use_fast(torch.empty(1, dtype=torch.float16), 120, 128)
