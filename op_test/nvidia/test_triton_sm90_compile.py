@@ -110,6 +110,10 @@ _SCRIPT = textwrap.dedent(r'''
     # two-head programs, and varlen without the slot map (round 13's search)
     gdn(dict(T=256, H=32, HV=32, K=128), INTRA_V3_ACC_MERGE=True)
     gdn(dict(T=256, H=16, HV=32, K=128), INTRA_V3_ACC_MERGE=False)
+    # round 17: the gates kernel and the v3 GATES form (one- and two-head programs, varlen with the slot map, fp16)
+    gdn(dict(T=256, H=16, HV=32, K=128), INTRA_V3_GATES=True)
+    gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=[64 * i for i in range(11)]), INTRA_V3_GATES=True)
+    gdn(dict(T=256, H=16, HV=32, K=128, dtype=torch.float16), INTRA_V3_GATES=True, INTRA_V3_ACC_MERGE=False)
     gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=[64 * i for i in range(11)]), INTRA_SLOT_MAP=False)
 
     # ---- nvidia.decode_splitkv: head dims, pages, split / no split, fp8, sinks and LSE

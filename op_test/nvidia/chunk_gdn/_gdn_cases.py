@@ -303,6 +303,9 @@ VARIANT_HOOKS = {  # launcher variants measured by bench_gdn's sweep besides the
     # round 15 (bench_gdn "i3_acc_mo", r50): the accumulating merges with masked products in every program, one-head
     # programs included (the default takes both in two-head programs only)
     "intra_v3_acc_mask_out": dict(INTRA_V3_ACC_MERGE=True, INTRA_V3_MASK_OUT=True),
+    # round 17: the gate rows from the separate gates kernel (INTRA_V3_GATES), with and without the accumulating merges
+    "intra_v3_gates": dict(INTRA_V3_GATES=True),
+    "intra_v3_gates_sub": dict(INTRA_V3_GATES=True, INTRA_V3_ACC_MERGE=False),
     "split_state_pass": dict(SPLIT_STATE_PASS=True, SPLIT_MIN_T=128, SPLIT_PIECES=2),
     "split_state_pass_p3": dict(SPLIT_STATE_PASS=True, SPLIT_MIN_T=128, SPLIT_PIECES=3),
     "split_state_pass_p4_prio0": dict(SPLIT_STATE_PASS=True, SPLIT_MIN_T=128, SPLIT_PIECES=4, SPLIT_SIDE_PRIORITY=0),
@@ -888,6 +891,44 @@ def acc_merge_check(launch, device="cpu", cases=("T63", "T130_B2_gva_bf16h0", "v
     return _knob_toggle_rows(launch, "INTRA_V3_ACC_MERGE", "acc_merge", device, cases, SMALL_CASES)
 
 
+def gates_check(launch, device="cpu", cases=("T1", "T63", "T130_B2_gva_bf16h0", "varlen_0_1", "g_strong",
+                                              "T130_B2_gva_fp16", "varlen_fp16_noL2_vfirst", "beta_sigmoid_neg")):
+    """``INTRA_V3_GATES`` (round 17: the factor planes from ``atrex_sm90_gdn_gates``, the v3 program loading gamma and
+    beta) against the v3 kernel forming them itself. Same formulas on the same values: bit for bit under the
+    interpreter (its cumsum runs in order either way); on a GPU the two scans may associate differently, so to 1e-3
+    rrmse (as the other two-binary checks; a wrong row or head is off by O(1)). The cases cover padded rows in last
+    chunks (T=63, 130, varlen with empty, 1-, 64- and 65-token sequences), two-head programs, tiles with positive g
+    (the bf16 fallback), fp16 without L2 norm and beta through the in-kernel sigmoid."""
+    saved = launch.INTRA_V3_GATES
+    rows = {}
+    try:
+        pool = dict(SMALL_CASES if device == "cpu" else GLUON_CASES + GPU_CASES)  # first occurrence wins
+        for cid in cases:
+            if cid not in pool:
+                continue
+            x = make_inputs(device=device, **pool[cid])
+            extra = {}
+            if cid == "beta_sigmoid_neg":  # as run_case: logits through the in-kernel sigmoid, times 2
+                x["beta"] = (torch.randn(x["beta"].shape) * 2).to(x["beta"].dtype).to(device)
+                extra = dict(use_beta_sigmoid_in_kernel=True, allow_neg_eigval=True)
+            outs = []
+            for on in (False, True):
+                launch.INTRA_V3_GATES = on
+                outs.append(launch.gdn_fwd(
+                    x["q"], x["k"], x["v"], x["g"], x["beta"], scale=x["scale"], initial_state=x["initial_state"],
+                    output_final_state=True, use_qk_l2norm_in_kernel=x["use_qk_l2norm_in_kernel"],
+                    state_v_first=x["state_v_first"], cu_seqlens=x["cu_seqlens"], **extra))
+            (o0, h0), (o1, h1) = outs
+            if device == "cpu":
+                err = 0.0 if torch.equal(o0, o1) and torch.equal(h0, h1) else 1.0
+            else:
+                err = max(rrmse(o0, o1), rrmse(h0, h1))
+            rows[f"gates_{cid}"] = [err, 0.0, 0.0 if device == "cpu" else 1e-3]
+    finally:
+        launch.INTRA_V3_GATES = saved
+    return rows
+
+
 def slot_map_check(launch, device="cpu"):
     """The slot map of ``INTRA_SLOT_MAP`` (``kernels.atrex_sm90_gdn_slot_seq``) against a Python count: for each
     chunk slot of the intra grid the sequence whose chunk it is, ``N`` for the slots past the last chunk, over offsets
@@ -994,6 +1035,18 @@ def test_intra_slot_map():
     rows.update(slot_map_check(launch, "cuda"))
     bad = {k: v for k, v in rows.items() if not v[0] <= v[2]}
     assert not bad, bad
+
+
+def test_intra_gates():
+    """``INTRA_V3_GATES`` on the GPU (see ``gates_check``), on the CPU cases and Qwen3-Next shapes (two-head fixed
+    length, one-head and two-head varlen, fp16), and that the gates kernel ran."""
+    from atrex_nvidia.chunk_gdn.sm90 import launch
+    rows = gates_check(launch, "cuda", ("T63", "T130_B2_gva_bf16h0", "varlen_0_1", "g_strong", "beta_sigmoid_neg",
+                                        "qwen3next_T1000_bf16h0", "qwen_varlen_mixed", "qwen3next_T1000_fp16",
+                                        "K128_varlen_i64_gva"))
+    bad = {k: v for k, v in rows.items() if not v[0] <= v[2]}
+    assert len(rows) >= 8 and not bad, (rows, bad)
+    assert "atrex_sm90_gdn_gates" in {key[0] for key in launch.WARM.keys()}
 
 
 def test_ut_inverse_accuracy_and_acc_merge():

@@ -180,6 +180,7 @@ _SCRIPT = textwrap.dedent(r'''
     res.update(C.mask_out_check(launch))
     res.update(C.slot_map_output_check(launch))
     res.update(C.acc_merge_check(launch))
+    res.update(C.gates_check(launch))
     res.update(C.slot_map_check(launch))
     res.update(C.split_xu_check(launch))
     print("RESULT " + json.dumps(res))

@@ -449,3 +449,33 @@ def test_intra_v3_acc_merge_knob(plan, monkeypatch):
     assert acc(16) is True and acc(32) is True
     monkeypatch.setattr(L, "INTRA_V3_ACC_MERGE", False)
     assert acc(16) is False and acc(32) is False
+
+
+def test_intra_v3_gates_knob(plan, monkeypatch):
+    """``INTRA_V3_GATES`` (round 17) puts the gates kernel right before the v3 launch, over (chunk slot, block of value
+    heads), writing the same factor buffer the state kernel reads, and sets GATES on the v3 launch; not with
+    FOLD_QK_NORM (whose planes the v3 kernel forms itself) nor for the v2 intra kernel. Part of the call signature."""
+    names = lambda seen: [n for n, *_ in seen["launches"]]
+    off = names(plan(T=200, H=2, HV=4, K=64, cu_seqlens=[0, 0, 1, 65, 200]))  # (plan reuses its dict)
+    sig0 = L._knobs()
+    monkeypatch.setattr(L, "INTRA_V3_GATES", True)
+    assert L._knobs() != sig0
+    for kw, n_slots, heads in ((dict(T=200, H=2, HV=4, K=64, cu_seqlens=[0, 0, 1, 65, 200]), 200 // 64 + 4, 4),
+                               (dict(B=2, T=130, H=16, HV=48, K=128), 2 * 3, 48)):
+        seen = plan(**kw)
+        n = names(seen)
+        i = n.index("atrex_sm90_gdn_gates")
+        assert n[i + 1] == "atrex_sm90_gdn_intra_chunk_v3"
+        _, grid, args, meta = seen["launches"][i]
+        bh = meta["BH"]
+        assert bh == min(32, 1 << (heads - 1).bit_length()) and grid == (n_slots, -(-heads // bh))
+        _, _, iargs, imeta = seen["launches"][i + 1]
+        assert imeta["GATES"] is True and args[2] is iargs[7]  # the factor buffer
+        assert meta["IS_VARLEN"] == ("cu_seqlens" in kw) and meta["SLOT_MAP"] == ("cu_seqlens" in kw)
+    assert [x for x in off if "gates" in x] == []
+    monkeypatch.setattr(L, "FOLD_QK_NORM", True)
+    seen = plan(T=200, H=2, HV=4, K=64, cu_seqlens=[0, 0, 1, 65, 200])
+    assert "atrex_sm90_gdn_gates" not in names(seen)
+    monkeypatch.setattr(L, "FOLD_QK_NORM", False)
+    monkeypatch.setattr(L, "INTRA_IMPL", "v2")
+    assert "atrex_sm90_gdn_gates" not in names(plan(T=200, H=2, HV=4, K=64))

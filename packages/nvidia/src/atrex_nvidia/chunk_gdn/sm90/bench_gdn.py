@@ -241,6 +241,11 @@ VARIANTS = [
     ("i3_acc_mo", dict(acc_merge=True, mask_out=True)),
     # the operand-scaled round-1 pair for every call: what fp16 inputs took by default until round 16
     ("slow_path", dict(fast=False)),
+    # round 17: the gate rows from the separate gates kernel (INTRA_V3_GATES); _sub without the accumulating merges
+    # (with them, the two-head Triton 3.6 binary grows from 4264 to 5528 instructions: register copies)
+    ("i3_gates", dict(gates=True)),
+    ("i3_gates_sub", dict(gates=True, acc_merge=False)),
+    ("i3_nogates", dict(gates=False)),
 ]
 
 # launch-module attributes a variant may set (key in VARIANTS -> attribute of launch.py)
@@ -253,7 +258,7 @@ _HOOKS = dict(state="STATE_CFG_OVERRIDE", intra="INTRA_CFG_OVERRIDE", wy="USE_WY
               rc_persistent="GL_RC_PERSISTENT", fold_qk_norm="FOLD_QK_NORM", gva_share="INTRA_V3_GVA_SHARE",
               fast_exp="INTRA_V3_FAST_EXP", gs2_maxnreg="INTRA_V3_GS2_MAXNREG", mask_out="INTRA_V3_MASK_OUT",
               split_xu="STATE_SPLIT_XU", ws_fac_smem="GL_WS_FAC_SMEM", slot_map="INTRA_SLOT_MAP",
-              acc_merge="INTRA_V3_ACC_MERGE", fast="FAST_PATH")
+              acc_merge="INTRA_V3_ACC_MERGE", fast="FAST_PATH", gates="INTRA_V3_GATES")
 
 
 def _select_variants(spec):

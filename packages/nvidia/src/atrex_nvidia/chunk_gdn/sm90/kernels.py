@@ -1035,6 +1035,76 @@ def _v3_tile_inverse(Lm, gf, rr, cc, NEWTON: tl.constexpr, INV_FP16: tl.constexp
 
 
 @triton.jit
+def atrex_sm90_gdn_gates(
+    g, beta, fac, co, cu,
+    T, N, HV, n_search,
+    s_gb, s_gt, s_gh, s_bb, s_bt, s_bh,
+    TOTAL_T,
+    IS_VARLEN: tl.constexpr, BH: tl.constexpr, BETA_SIGMOID: tl.constexpr, NEG_EIGVAL: tl.constexpr,
+    SLOT_MAP: tl.constexpr = False,
+):
+    """The gate rows of every chunk, for the intra v3 kernel's ``GATES`` form (round 17, ``launch.INTRA_V3_GATES``):
+    one program per (chunk slot, block of BH value heads) writes the factor planes 0-4 of ``fac [5, HV, TOTAL_T]``
+    (chunk-local cumsum gamma, beta, beta e^gamma, e^gamma, e^(gamma_last - gamma)), the values the v3 kernel
+    otherwise forms and stores itself (``_v3_head_rows`` / ``_store_row_factors``, same formulas). The v3 program
+    then loads gamma and beta beside its q / k tiles instead of waiting for g, scanning it and storing the planes
+    before it issues the q / k loads (about a sixth of a varlen v3 program's stall samples, round 14's r44 profile)."""
+    slot = tl.program_id(0)
+    heads = tl.program_id(1) * BH + tl.arange(0, BH)
+    mh = heads < HV
+    if IS_VARLEN:
+        if SLOT_MAP:
+            live = tl.load(co + N + 1 + slot) < N
+        else:
+            live = slot < tl.load(co + N)
+        if not live:
+            return
+    c, bos, eos, b_idx, tg0 = _chunk_of_slot(slot, co, cu, N, T, n_search, IS_VARLEN, SLOT_MAP)
+    r64 = tl.arange(0, 64)
+    t0 = bos + c * 64
+    rows = t0 + r64
+    mrow = rows < eos
+    m2 = mrow[:, None] & mh[None, :]
+    rows64 = rows.to(tl.int64)
+    bi64 = b_idx.to(tl.int64)
+    gf = tl.load(g + bi64 * s_gb + rows64[:, None] * s_gt + heads[None, :] * s_gh, mask=m2, other=0.0).to(tl.float32)
+    gc = tl.cumsum(gf, 0)
+    bf = tl.load(beta + bi64 * s_bb + rows64[:, None] * s_bt + heads[None, :] * s_bh, mask=m2,
+                 other=0.0).to(tl.float32)
+    if BETA_SIGMOID:
+        bf = tl.sigmoid(bf)
+        if NEG_EIGVAL:
+            bf = bf * 2.0
+        bf = tl.where(m2, bf, 0.0)
+    rg = (tg0 + (rows - bos)).to(tl.int64)
+    plane = (tl.program_id(1) * 0 + HV).to(tl.int64) * TOTAL_T  # HV == 1 is specialised to a constexpr int
+    f_base = fac + heads.to(tl.int64)[None, :] * TOTAL_T + rg[:, None]
+    nvalid = tl.minimum(eos - t0, 64)
+    glast = tl.sum(tl.where(r64[:, None] == nvalid - 1, gc, 0.0), 0)
+    eg = tl.exp(gc)
+    tl.store(f_base, gc, mask=m2)
+    tl.store(f_base + plane, bf, mask=m2)
+    tl.store(f_base + 2 * plane, bf * eg, mask=m2)
+    tl.store(f_base + 3 * plane, eg, mask=m2)
+    tl.store(f_base + 4 * plane, tl.where(m2, tl.exp(glast[None, :] - gc), 0.0), mask=m2)
+
+
+@triton.jit
+def _v3_gate_rows(gam, g_base, rows64, mrow, s_gt, hv, HV, TOTAL_T, rg):
+    """One value head's (g, gamma, beta) rows of an intra v3 tile in the ``GATES`` form: gamma and beta from the
+    planes ``atrex_sm90_gdn_gates`` wrote, g itself only for the fp16 inverse's guard. Past the sequence beta reads 0
+    and gamma -1e30 (the v3 kernel's own scan carries the last gamma there): the decay factor of such a row
+    against a row of the sequence is then 0, not e^(0 - gamma_c), which overflows for strong decay and would make
+    that row's 0 * inf a NaN inside the inverse's products; between two such rows it is e^0 = 1 (times beta = 0)."""
+    plane = (hv * 0 + HV).to(tl.int64) * TOTAL_T
+    f_base = gam + hv.to(tl.int64) * TOTAL_T
+    gf = tl.load(g_base + rows64 * s_gt, mask=mrow, other=0.0).to(tl.float32)
+    gc = tl.load(f_base + rg, mask=mrow, other=-1e30)
+    bf = tl.load(f_base + plane + rg, mask=mrow, other=0.0)
+    return gf, gc, bf
+
+
+@triton.jit
 def atrex_sm90_gdn_intra_chunk_v3(
     q, k, g, beta, A, Aqk, gam, fac, qn, kn, cu, co,
     T, N, HV, K, n_search,
@@ -1045,7 +1115,7 @@ def atrex_sm90_gdn_intra_chunk_v3(
     STORE_QKN: tl.constexpr, STORE_FAC: tl.constexpr, NEWTON: tl.constexpr, INV_FP16: tl.constexpr = False,
     FP16_FALLBACK: tl.constexpr = 2, FOLD_NORM: tl.constexpr = False, GS: tl.constexpr = 1,
     FAST_EXP: tl.constexpr = False, MASK_OUT: tl.constexpr = False, SLOT_MAP: tl.constexpr = False,
-    ACC_MERGE: tl.constexpr = False,
+    ACC_MERGE: tl.constexpr = False, GATES: tl.constexpr = False,
 ):
     """Intra-chunk kernel v3, one program per (chunk slot, value head), same outputs as v2; with ``GS > 1``
     (round 11, GVA; only ``GS == 2`` with ``G`` even) one program per (chunk slot, pair of value heads of one q/k head).
@@ -1079,6 +1149,10 @@ def atrex_sm90_gdn_intra_chunk_v3(
     With ``SLOT_MAP`` (varlen; round 14) the program reads its sequence from the slot map (``atrex_sm90_gdn_slot_seq``)
     instead of searching ``co``. With ``ACC_MERGE`` (round 14) each merge's second dot accumulates onto X
     (``_merge_level``).
+    With ``GATES`` (round 17; needs STORE_FAC, not FOLD_NORM) the factor planes come from ``atrex_sm90_gdn_gates``,
+    launched before: the program loads gamma and beta of its value heads (and g, for the fp16 guard) beside q and k,
+    so that no load waits for the g scan, and stores no plane. Rows past the sequence then read gamma = -1e30 instead of
+    the last valid gamma (``_v3_gate_rows``: no decay factor there overflows).
     """
     live, c, bos, eos, tg0, t0, h, hv0, q_base, k_base, g_base0, b_base0 = _intra_tile(
         q, k, g, beta, co, cu, N, T, HV, n_search, s_qb, s_qh, s_kb, s_kh, s_gb, s_gh, s_bb, s_bh, IS_VARLEN, G, GS,
@@ -1097,15 +1171,23 @@ def atrex_sm90_gdn_intra_chunk_v3(
     cc = r64[None, :]
     causal = rr >= cc
     tl.static_assert(GS == 1 or (GS == 2 and G % 2 == 0))
-    gf0, gc0, bf0 = _v3_head_rows(gam, g_base0, b_base0, rows64, mrow, s_gt, s_bt, hv0, HV, TOTAL_T, rg, r64, t0, eos,
-                                  BETA_SIGMOID, NEG_EIGVAL, STORE_FAC, FOLD_NORM)
-    e0 = _exp_tile(tl.where(causal, gc0[:, None] - gc0[None, :], 0.0), FAST_EXP)
+    if GATES:
+        tl.static_assert(STORE_FAC and not FOLD_NORM)
+        # every load of the tile is independent of the others: gate rows first (small), then q and k
+        gf0, gc0, bf0 = _v3_gate_rows(gam, g_base0, rows64, mrow, s_gt, hv0, HV, TOTAL_T, rg)
+        qf = _load_qk_tile(q_base, rows64, mrow, offs_k, mk, s_qt, USE_L2NORM)
+        kf = _load_qk_tile(k_base, rows64, mrow, offs_k, mk, s_kt, USE_L2NORM)
+        e0 = _exp_tile(tl.where(causal, gc0[:, None] - gc0[None, :], 0.0), FAST_EXP)
+    else:
+        gf0, gc0, bf0 = _v3_head_rows(gam, g_base0, b_base0, rows64, mrow, s_gt, s_bt, hv0, HV, TOTAL_T, rg, r64, t0,
+                                      eos, BETA_SIGMOID, NEG_EIGVAL, STORE_FAC, FOLD_NORM)
+        e0 = _exp_tile(tl.where(causal, gc0[:, None] - gc0[None, :], 0.0), FAST_EXP)
     if FOLD_NORM:
         tl.static_assert(USE_L2NORM and STORE_FAC and not STORE_QKN)
         qf, rq = _load_qk_tile_inv(q_base, rows64, mrow, offs_k, mk, s_qt)
         kf, rk = _load_qk_tile_inv(k_base, rows64, mrow, offs_k, mk, s_kt)
         _store_row_factors_fold(gam, gc0, bf0, rq, rk, hv0, HV, TOTAL_T, rg, mrow, r64, t0, eos)
-    else:
+    elif not GATES:
         qf = _load_qk_tile(q_base, rows64, mrow, offs_k, mk, s_qt, USE_L2NORM)
         kf = _load_qk_tile(k_base, rows64, mrow, offs_k, mk, s_kt, USE_L2NORM)
     if STORE_QKN:
@@ -1118,9 +1200,15 @@ def atrex_sm90_gdn_intra_chunk_v3(
         # the group's second value head: its g / beta terms on the same Q K^T and K K^T; both L tiles are formed
         # before either inverse, so that q, k, Q K^T and K K^T are dead during the inverses (register pressure)
         hv1 = hv0 + 1
-        gf1, gc1, bf1 = _v3_head_rows(gam, g_base0 + s_gh, b_base0 + s_bh, rows64, mrow, s_gt, s_bt, hv1, HV, TOTAL_T,
-                                      rg, r64, t0, eos, BETA_SIGMOID, NEG_EIGVAL, STORE_FAC, FOLD_NORM)
-        e1 = _exp_tile(tl.where(causal, gc1[:, None] - gc1[None, :], 0.0), FAST_EXP)
+        if GATES:
+            # loaded here, not with the first head's rows: held across q / k and the dots they cost the two-head
+            # binary ~1200 more instructions (register copies; Triton 3.6 SASS)
+            gf1, gc1, bf1 = _v3_gate_rows(gam, g_base0 + s_gh, rows64, mrow, s_gt, hv1, HV, TOTAL_T, rg)
+            e1 = _exp_tile(tl.where(causal, gc1[:, None] - gc1[None, :], 0.0), FAST_EXP)
+        else:
+            gf1, gc1, bf1 = _v3_head_rows(gam, g_base0 + s_gh, b_base0 + s_bh, rows64, mrow, s_gt, s_bt, hv1, HV,
+                                          TOTAL_T, rg, r64, t0, eos, BETA_SIGMOID, NEG_EIGVAL, STORE_FAC, FOLD_NORM)
+            e1 = _exp_tile(tl.where(causal, gc1[:, None] - gc1[None, :], 0.0), FAST_EXP)
         if FOLD_NORM:
             _store_row_factors_fold(gam, gc1, bf1, rq, rk, hv1, HV, TOTAL_T, rg, mrow, r64, t0, eos)
         _store_tile64(Aqk, hv1, TOTAL_T, rg, r64, mrow, tl.where(causal, qk * e1, 0.0))

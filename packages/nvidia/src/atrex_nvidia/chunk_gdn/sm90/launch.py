@@ -156,6 +156,13 @@ INTRA_SLOT_MAP = True
 #   3968 to 5560 instructions (IMAD +987, MOV +477, WARPGROUP +166: register copies and fences around the accumulator;
 #   an fp16-only build is shorter). Hence "gs2"; the one-head binaries are round 13's.
 INTRA_V3_ACC_MERGE = "gs2"
+# INTRA_V3_GATES (round 17): the gate rows (factor planes 0-4: chunk-local gamma, beta, beta e^gamma, e^gamma,
+# e^(gamma_last - gamma)) are written by a separate small kernel (``atrex_sm90_gdn_gates``, one program per chunk slot
+# and block of value heads) before the v3 kernel, which then loads gamma and beta beside q and k instead of loading g,
+# scanning it across its warps and storing the planes before its q / k loads. That part was about a sixth of a varlen
+# v3 program's stall samples, ahead of the q / k load latency (r44, round 14's profile). Calls that store the planes
+# (the state kernels v2 / tma / gl_ws / gl_rc) without FOLD_QK_NORM.
+INTRA_V3_GATES = False
 # Since round 5 (H200, BENCH_H200.md) "auto": the tma kernel when the state pass has at most ~2 programs per SM (the
 # 3-stage configuration: T=8192/16/32 0.194 vs 0.209 ms, T=32768 0.746 vs 0.809 ms) and v2 otherwise (varlen
 # 16x1024, 1024 programs: tma 0.370 vs v2 0.340 ms, the in-kernel descriptor set-up is paid per program).
@@ -560,6 +567,14 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
                 extra["SLOT_MAP"] = True
             if INTRA_V3_ACC_MERGE is True or (INTRA_V3_ACC_MERGE == "gs2" and gs == 2):
                 extra["ACC_MERGE"] = True
+            if INTRA_V3_GATES and state_v2 and not fold:
+                extra["GATES"] = True
+                bh = min(32, triton.next_power_of_2(HV))
+                launches.append((_k.atrex_sm90_gdn_gates, (n_slots, triton.cdiv(HV, bh)), (
+                    g, beta, fac, co, cu, T, N, HV, n_search,
+                    g.stride(0), g.stride(1), g.stride(2), beta.stride(0), beta.stride(1), beta.stride(2), total_t),
+                    dict(IS_VARLEN=is_varlen, BH=bh, BETA_SIGMOID=bool(use_beta_sigmoid_in_kernel),
+                         NEG_EIGVAL=bool(allow_neg_eigval), SLOT_MAP=bool(slot_map and is_varlen), num_warps=4)))
         else:
             kern, extra = _k.atrex_sm90_gdn_intra_chunk_v2, dict(DOT_PREC=str(INTRA_V2_PREC))
         launches.append((kern, (n_slots * HV // extra.get("GS", 1),), (
@@ -768,7 +783,7 @@ def _knobs():
             _STATE_CFG_MANY, _STATE_V2_FEW_CFG, _INTRA_CFG, GL_WS_OUT_REGS, STATE_AUTO_GL_WS, INTRA_V3_INV_FP16,
             INTRA_V3_FP16_FALLBACK, GL_RC_STAGES, GL_RC_PERSISTENT, STATE_AUTO_GL_RC, FOLD_QK_NORM, INTRA_V3_GVA_SHARE,
             INTRA_V3_FAST_EXP, INTRA_V3_GS2_MAXNREG, INTRA_V3_MASK_OUT, STATE_SPLIT_XU, GL_WS_FAC_SMEM,
-            INTRA_SLOT_MAP, INTRA_V3_ACC_MERGE)
+            INTRA_SLOT_MAP, INTRA_V3_ACC_MERGE, INTRA_V3_GATES)
 
 
 def _call_signature(dev, tensors, flags):
