@@ -161,8 +161,12 @@ INTRA_V3_ACC_MERGE = "gs2"
 # and block of value heads) before the v3 kernel, which then loads gamma and beta beside q and k instead of loading g,
 # scanning it across its warps and storing the planes before its q / k loads. That part was about a sixth of a varlen
 # v3 program's stall samples, ahead of the q / k load latency (r44, round 14's profile). Calls that store the planes
-# (the state kernels v2 / tma / gl_ws / gl_rc) without FOLD_QK_NORM.
-INTRA_V3_GATES = False
+# (the state kernels v2 / tma / gl_ws / gl_rc) without FOLD_QK_NORM. True: every v3 program; "gs1": one-head programs
+# only; False: none. Measured (H200, r62, bench_gdn sweep, intra kernel ms, without -> with, plus the gates kernel):
+#   one-head programs: varlen 16x1024 (H = HV = 32) 0.255 -> 0.240, gates 0.006 (whole call 0.491 -> 0.483);
+#   two-head programs (GVA): T=8192/16/32 0.108 -> 0.134, T=32768/16/32 0.401 -> 0.488; without the accumulating
+#   merges 0.120 / 0.440 (with them the Triton 3.6 binary grows from 4264 to 5528 instructions: register copies).
+INTRA_V3_GATES = "gs1"
 # Since round 5 (H200, BENCH_H200.md) "auto": the tma kernel when the state pass has at most ~2 programs per SM (the
 # 3-stage configuration: T=8192/16/32 0.194 vs 0.209 ms, T=32768 0.746 vs 0.809 ms) and v2 otherwise (varlen
 # 16x1024, 1024 programs: tma 0.370 vs v2 0.340 ms, the in-kernel descriptor set-up is paid per program).
@@ -567,7 +571,7 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
                 extra["SLOT_MAP"] = True
             if INTRA_V3_ACC_MERGE is True or (INTRA_V3_ACC_MERGE == "gs2" and gs == 2):
                 extra["ACC_MERGE"] = True
-            if INTRA_V3_GATES and state_v2 and not fold:
+            if (INTRA_V3_GATES is True or (INTRA_V3_GATES == "gs1" and gs == 1)) and state_v2 and not fold:
                 extra["GATES"] = True
                 bh = min(32, triton.next_power_of_2(HV))
                 launches.append((_k.atrex_sm90_gdn_gates, (n_slots, triton.cdiv(HV, bh)), (
@@ -704,20 +708,21 @@ def _gdn_split(q, k, v, g, beta, o, ht, scale, initial_state, l2norm, state_v_fi
     kw = dict(scale=scale, use_qk_l2norm_in_kernel=l2norm, state_v_first=state_v_first, cu_seqlens=None,
               use_beta_sigmoid_in_kernel=beta_sigmoid, allow_neg_eigval=neg_eigval, sm_count=sm_count,
               _plan_only=True)
-    plans, h_in = [], initial_state
+    plans, sizes, h_in = [], [], initial_state
     for j in range(P):
         a, b = bounds[j], bounds[j + 1]
         last = j == P - 1
         plan = gdn_fwd(q[:, a:b], k[:, a:b], v[:, a:b], g[:, a:b], beta[:, a:b], initial_state=h_in,
                        output_final_state=output_final_state if last else True,
                        _outputs=(o[:, a:b], ht if last else mid[j]), **kw)
-        assert len(plan) == 2  # (intra, state): a non-varlen plan
+        assert len(plan) in (2, 3)  # ([gates,] intra, state): a non-varlen plan
         plans += plan
+        sizes.append(len(plan))
         h_in = None if last else mid[j]
     sig = _call_signature(q.device, (q, k, v, g, beta, initial_state, None), (
         "split", bool(output_final_state), bool(l2norm), bool(state_v_first), bool(beta_sigmoid),
         bool(neg_eigval), sm_count))
-    return _launch_all(q.device, plans, o, ht, sig, split=True)
+    return _launch_all(q.device, plans, o, ht, sig, split=sizes)
 
 
 _SIDE_STREAMS = {}
@@ -793,7 +798,7 @@ def _call_signature(dev, tensors, flags):
     return dev, tuple(_tensor_sig(t) for t in tensors), flags, _knobs()
 
 
-def _launch_all(dev, launches, o, ht, sig=None, split=False):
+def _launch_all(dev, launches, o, ht, sig=None, split=()):
     if sig is not None and WARM.seen(sig):
         missing = ()  # this exact signature launched before, so all of its keys are warm
     else:
@@ -809,16 +814,20 @@ def _launch_all(dev, launches, o, ht, sig=None, split=False):
         token = _allocation._allocator.set(lambda size, alignment, stream: _scratch(size, dev))
     try:
         if split and dev.type == "cuda":
-            # launches = [intra_1, state_1, intra_2, state_2, ...]; intra on the caller's stream, state on the side
+            # split = the pieces' plan sizes; each piece is [gates,] intra, state: the intra part on the caller's
+            # stream, the state kernel on the side stream
             main = torch.cuda.current_stream(dev)
             side = _side_stream(dev)
             side.wait_stream(main)  # (under capture this forks the side stream into the graph)
-            for j in range(0, len(launches), 2):
-                _launch(*launches[j])
+            j = 0
+            for n in split:
+                for launch in launches[j:j + n - 1]:
+                    _launch(*launch)
                 ready = main.record_event()
                 with torch.cuda.stream(side):
                     side.wait_event(ready)
-                    _launch(*launches[j + 1])
+                    _launch(*launches[j + n - 1])
+                j += n
             main.wait_stream(side)
         else:
             for launch in launches:
