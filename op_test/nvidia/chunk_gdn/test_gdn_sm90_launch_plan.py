@@ -176,7 +176,11 @@ def test_split_state_pass_off_by_default_and_four_pieces_from_16384_when_on(plan
     monkeypatch.setattr(L, "SPLIT_STATE_PASS", True)
     assert not plan(T=16383)["split"] and len(plan(T=16383)["launches"]) == 2
     seen = plan(T=16384, H=1, HV=1, K=16)
-    assert seen["split"] == [3] * 4 and len(seen["launches"]) == 8  # ([gates,] intra, state) per piece
+    assert seen["split"] == [2] * 4 and len(seen["launches"]) == 8  # (intra, state) per piece
+    monkeypatch.setattr(L, "INTRA_V3_GATES", True)
+    seen = plan(T=16384, H=1, HV=1, K=16)
+    assert seen["split"] == [3] * 4 and len(seen["all"]) == 12  # (gates, intra, state) per piece
+    monkeypatch.setattr(L, "INTRA_V3_GATES", "varlen1")
     assert not plan(T=16384, H=1, HV=1, K=16, cu_seqlens=[0, 16384])["split"]  # varlen is not split
     monkeypatch.setattr(L, "SPLIT_STATE_PASS", False)
     assert not plan(T=16384, H=1, HV=1, K=16)["split"]
@@ -457,16 +461,16 @@ def test_intra_v3_acc_merge_knob(plan, monkeypatch):
 def test_intra_v3_gates_knob(plan, monkeypatch):
     """``INTRA_V3_GATES`` (round 17) puts the gates kernel right before the v3 launch, over (chunk slot, block of value
     heads), writing the same factor buffer the state kernel reads, and sets GATES on the v3 launch; not with
-    FOLD_QK_NORM (whose planes the v3 kernel forms itself) nor for the v2 intra kernel. The default "gs1" takes it
-    for one-head programs only; False for none. Part of the call signature."""
+    FOLD_QK_NORM (whose planes the v3 kernel forms itself) nor for the v2 intra kernel. The default "varlen1" takes it
+    for varlen calls with one-head programs only; False for none. Part of the call signature."""
     names = lambda seen: [n for n, *_ in seen["all"]]
-    assert L.INTRA_V3_GATES == "gs1"
+    assert L.INTRA_V3_GATES == "varlen1"
     off = names(plan(T=200, H=2, HV=4, K=64, cu_seqlens=[0, 0, 1, 65, 200]))  # two-head programs (plan reuses its dict)
     one = names(plan(T=200, H=4, HV=4, K=64, cu_seqlens=[0, 0, 1, 65, 200]))
     assert one.index("atrex_sm90_gdn_gates") + 1 == one.index("atrex_sm90_gdn_intra_chunk_v3")
-    assert "atrex_sm90_gdn_gates" in names(plan(T=130, H=32, HV=32, K=128))
+    assert "atrex_sm90_gdn_gates" not in names(plan(T=130, H=32, HV=32, K=128))  # fixed length
     monkeypatch.setattr(L, "INTRA_V3_GATES", False)
-    assert "atrex_sm90_gdn_gates" not in names(plan(T=130, H=32, HV=32, K=128))
+    assert "atrex_sm90_gdn_gates" not in names(plan(T=200, H=4, HV=4, K=64, cu_seqlens=[0, 0, 1, 65, 200]))
     sig0 = L._knobs()
     monkeypatch.setattr(L, "INTRA_V3_GATES", True)
     assert L._knobs() != sig0

@@ -161,12 +161,17 @@ INTRA_V3_ACC_MERGE = "gs2"
 # and block of value heads) before the v3 kernel, which then loads gamma and beta beside q and k instead of loading g,
 # scanning it across its warps and storing the planes before its q / k loads. That part was about a sixth of a varlen
 # v3 program's stall samples, ahead of the q / k load latency (r44, round 14's profile). Calls that store the planes
-# (the state kernels v2 / tma / gl_ws / gl_rc) without FOLD_QK_NORM. True: every v3 program; "gs1": one-head programs
-# only; False: none. Measured (H200, r62, bench_gdn sweep, intra kernel ms, without -> with, plus the gates kernel):
-#   one-head programs: varlen 16x1024 (H = HV = 32) 0.255 -> 0.240, gates 0.006 (whole call 0.491 -> 0.483);
-#   two-head programs (GVA): T=8192/16/32 0.108 -> 0.134, T=32768/16/32 0.401 -> 0.488; without the accumulating
+# (the state kernels v2 / tma / gl_ws / gl_rc) without FOLD_QK_NORM. True: every v3 program; "varlen1": varlen calls
+# with one-head programs only; False: none. Measured (H200, bench_gdn sweeps, intra kernel ms, without -> with, plus
+# the gates kernel):
+#   varlen one-head programs: varlen 16x1024 (H = HV = 32) 0.255 -> 0.240, gates 0.006 (r62 and r64; whole call
+#   0.491 -> 0.483 and 0.492 -> 0.484);
+#   fixed-length one-head programs: T=8192/32/32 0.128 -> 0.149, gates 0.004 (r64; graph bench 0.276 -> 0.298 ms);
+#   two-head programs (GVA): T=8192/16/32 0.108 -> 0.134, T=32768/16/32 0.401 -> 0.488 (r62); without the accumulating
 #   merges 0.120 / 0.440 (with them the Triton 3.6 binary grows from 4264 to 5528 instructions: register copies).
-INTRA_V3_GATES = "gs1"
+# A fixed-length program decodes its chunk without a load, so its g load is not behind a chain of dependent loads as
+# a varlen program's is (slot map -> offsets -> g); there the form only adds the plane loads.
+INTRA_V3_GATES = "varlen1"
 # Since round 5 (H200, BENCH_H200.md) "auto": the tma kernel when the state pass has at most ~2 programs per SM (the
 # 3-stage configuration: T=8192/16/32 0.194 vs 0.209 ms, T=32768 0.746 vs 0.809 ms) and v2 otherwise (varlen
 # 16x1024, 1024 programs: tma 0.370 vs v2 0.340 ms, the in-kernel descriptor set-up is paid per program).
@@ -571,7 +576,8 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
                 extra["SLOT_MAP"] = True
             if INTRA_V3_ACC_MERGE is True or (INTRA_V3_ACC_MERGE == "gs2" and gs == 2):
                 extra["ACC_MERGE"] = True
-            if (INTRA_V3_GATES is True or (INTRA_V3_GATES == "gs1" and gs == 1)) and state_v2 and not fold:
+            if ((INTRA_V3_GATES is True or (INTRA_V3_GATES == "varlen1" and gs == 1 and is_varlen)) and state_v2
+                    and not fold):
                 extra["GATES"] = True
                 bh = min(32, triton.next_power_of_2(HV))
                 launches.append((_k.atrex_sm90_gdn_gates, (n_slots, triton.cdiv(HV, bh)), (
