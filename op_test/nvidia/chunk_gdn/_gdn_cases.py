@@ -811,10 +811,11 @@ def _paired_vs_unpaired(launch, device, tag, q, k, v, g, beta, h0, cu):
     return rows
 
 
-def _knob_pair_error(launch, x, device, first, second):
+def _knob_pair_error(launch, x, device, first, second, **call_kw):
     """``gdn_fwd`` on inputs ``x`` with the launcher knobs set as in ``first``, then as in ``second`` (dicts; the
     caller restores them), and how far apart the two results are: under the interpreter 0.0 if output and final
-    state are equal bit for bit, else 1.0; on a GPU the larger rrmse of the two."""
+    state are equal bit for bit, else 1.0; on a GPU the larger rrmse of the two. ``call_kw``: further ``gdn_fwd``
+    arguments of both calls."""
     import torch
     outs = []
     for knobs in (first, second):
@@ -824,7 +825,7 @@ def _knob_pair_error(launch, x, device, first, second):
             x["q"], x["k"], x["v"], x["g"], x["beta"], scale=x["scale"],
             initial_state=x["initial_state"], output_final_state=True,
             use_qk_l2norm_in_kernel=x["use_qk_l2norm_in_kernel"], state_v_first=x["state_v_first"],
-            cu_seqlens=x["cu_seqlens"]))
+            cu_seqlens=x["cu_seqlens"], **call_kw))
     (o0, h0), (o1, h1) = outs
     if device == "cpu":
         return 0.0 if torch.equal(o0, o1) and torch.equal(h0, h1) else 1.0
@@ -898,10 +899,18 @@ def gates_check(launch, device="cpu", cases=("T1", "T63", "T130_B2_gva_bf16h0", 
     interpreter (its cumsum runs in order either way); on a GPU the two scans may associate differently, so to 1e-3
     rrmse (as the other two-binary checks; a wrong row or head is off by O(1)). The cases cover padded rows in last
     chunks (T=63, 130, varlen with empty, 1-, 64- and 65-token sequences), two-head programs, tiles with positive g
-    (the bf16 fallback), fp16 without L2 norm and beta through the in-kernel sigmoid."""
-    saved = launch.INTRA_V3_GATES
+    (the bf16 fallback), fp16 without L2 norm and beta through the in-kernel sigmoid. Each case also has a row that
+    fails unless the gates kernel ran in the call with the knob on and not in the one with it off (else the two calls
+    would be the same kernels and the comparison could not fail)."""
+    saved = (launch.INTRA_V3_GATES, launch._launch_all)
     rows = {}
+    ran = []
+
+    def spy(dev, launches, *a, **kw):
+        ran.append(any(kern.__name__ == "atrex_sm90_gdn_gates" for kern, *_ in launches))
+        return saved[1](dev, launches, *a, **kw)
     try:
+        launch._launch_all = spy
         pool = dict(SMALL_CASES if device == "cpu" else GLUON_CASES + GPU_CASES)  # first occurrence wins
         for cid in cases:
             if cid not in pool:
@@ -911,21 +920,12 @@ def gates_check(launch, device="cpu", cases=("T1", "T63", "T130_B2_gva_bf16h0", 
             if cid == "beta_sigmoid_neg":  # as run_case: logits through the in-kernel sigmoid, times 2
                 x["beta"] = (torch.randn(x["beta"].shape) * 2).to(x["beta"].dtype).to(device)
                 extra = dict(use_beta_sigmoid_in_kernel=True, allow_neg_eigval=True)
-            outs = []
-            for on in (False, True):
-                launch.INTRA_V3_GATES = on
-                outs.append(launch.gdn_fwd(
-                    x["q"], x["k"], x["v"], x["g"], x["beta"], scale=x["scale"], initial_state=x["initial_state"],
-                    output_final_state=True, use_qk_l2norm_in_kernel=x["use_qk_l2norm_in_kernel"],
-                    state_v_first=x["state_v_first"], cu_seqlens=x["cu_seqlens"], **extra))
-            (o0, h0), (o1, h1) = outs
-            if device == "cpu":
-                err = 0.0 if torch.equal(o0, o1) and torch.equal(h0, h1) else 1.0
-            else:
-                err = max(rrmse(o0, o1), rrmse(h0, h1))
+            ran.clear()
+            err = _knob_pair_error(launch, x, device, {"INTRA_V3_GATES": False}, {"INTRA_V3_GATES": True}, **extra)
             rows[f"gates_{cid}"] = [err, 0.0, 0.0 if device == "cpu" else 1e-3]
+            rows[f"gates_{cid}_ran"] = [0.0 if ran == [False, True] else 1.0, 0.0, 0.0]
     finally:
-        launch.INTRA_V3_GATES = saved
+        launch.INTRA_V3_GATES, launch._launch_all = saved
     return rows
 
 
@@ -1039,14 +1039,13 @@ def test_intra_slot_map():
 
 def test_intra_gates():
     """``INTRA_V3_GATES`` on the GPU (see ``gates_check``), on the CPU cases and Qwen3-Next shapes (two-head fixed
-    length, one-head and two-head varlen, fp16), and that the gates kernel ran."""
+    length, one-head and two-head varlen, fp16); each case checks that the gates kernel ran with the knob on only."""
     from atrex_nvidia.chunk_gdn.sm90 import launch
     rows = gates_check(launch, "cuda", ("T63", "T130_B2_gva_bf16h0", "varlen_0_1", "g_strong", "beta_sigmoid_neg",
                                         "qwen3next_T1000_bf16h0", "qwen_varlen_mixed", "qwen3next_T1000_fp16",
                                         "K128_varlen_i64_gva"))
     bad = {k: v for k, v in rows.items() if not v[0] <= v[2]}
-    assert len(rows) >= 8 and not bad, (rows, bad)
-    assert "atrex_sm90_gdn_gates" in {key[0] for key in launch.WARM.keys()}
+    assert len(rows) == 18 and not bad, (rows, bad)
 
 
 def test_ut_inverse_accuracy_and_acc_merge():

@@ -1069,13 +1069,7 @@ def atrex_sm90_gdn_gates(
     bi64 = b_idx.to(tl.int64)
     gf = tl.load(g + bi64 * s_gb + rows64[:, None] * s_gt + heads[None, :] * s_gh, mask=m2, other=0.0).to(tl.float32)
     gc = tl.cumsum(gf, 0)
-    bf = tl.load(beta + bi64 * s_bb + rows64[:, None] * s_bt + heads[None, :] * s_bh, mask=m2,
-                 other=0.0).to(tl.float32)
-    if BETA_SIGMOID:
-        bf = tl.sigmoid(bf)
-        if NEG_EIGVAL:
-            bf = bf * 2.0
-        bf = tl.where(m2, bf, 0.0)
+    bf = _load_beta(beta + bi64 * s_bb + heads[None, :] * s_bh, rows64[:, None], m2, s_bt, BETA_SIGMOID, NEG_EIGVAL)
     rg = (tg0 + (rows - bos)).to(tl.int64)
     plane = (tl.program_id(1) * 0 + HV).to(tl.int64) * TOTAL_T  # HV == 1 is specialised to a constexpr int
     f_base = fac + heads.to(tl.int64)[None, :] * TOTAL_T + rg[:, None]
