@@ -30,6 +30,8 @@ CASES = [
     ("T32768_H16_HV32", 32768, 16, 32),
     ("T8192_H32_HV32", 8192, 32, 32),
     ("varlen16x1024_H32_HV32", [1024] * 16, 32, 32),
+    # round 17: varlen at the Qwen3-Next heads (GVA: two-head intra programs), not a PERFORMANCE.md row
+    ("varlen16x1024_H16_HV32", [1024] * 16, 16, 32),
     # fp16 inputs (round 16: the bf16 kernels; before, the round-1 pair, which the "slow_path" variant forces)
     ("T8192_H16_HV32_fp16", 8192, 16, 32, torch.float16),
     ("varlen16x1024_H32_HV32_fp16", [1024] * 16, 32, 32, torch.float16),
