@@ -493,3 +493,63 @@ def test_intra_v3_gates_knob(plan, monkeypatch):
     monkeypatch.setattr(L, "FOLD_QK_NORM", False)
     monkeypatch.setattr(L, "INTRA_IMPL", "v2")
     assert "atrex_sm90_gdn_gates" not in names(plan(T=200, H=2, HV=4, K=64))
+
+
+def test_fused_knob(plan, monkeypatch):
+    """``FUSED`` (round 18) plans one launch, ``atrex_sm90_gdn_fused`` over (V blocks, sequences x value heads), with
+    no workspace and no chunk bookkeeping (varlen programs read ``cu_seqlens`` itself); True for every fast-path call,
+    "varlen" for varlen calls only, off by default. The inverse, exp and split knobs reach it as they reach the
+    two-kernel path's one-head programs; FUSED_CFG / FUSED_MAXNREG / FUSED_PIPE configure it. Outside the fast path
+    (fp32 inputs, K > 128, USE_WY) the call keeps the two-kernel plan. Part of the call signature."""
+    names = lambda seen: [n for n, *_ in seen["all"]]
+    assert L.FUSED is False
+    assert "atrex_sm90_gdn_fused" not in names(plan(T=200, H=2, HV=4, K=64, cu_seqlens=[0, 0, 1, 65, 200]))
+    sig0 = L._knobs()
+    monkeypatch.setattr(L, "FUSED", True)
+    assert L._knobs() != sig0
+    allocs = []
+    real_empty = torch.empty
+    monkeypatch.setattr(L.torch, "empty", lambda *a, **kw: allocs.append(a) or real_empty(*a, **kw))
+    seen = plan(T=200, H=2, HV=4, K=64, cu_seqlens=[0, 0, 1, 65, 200])
+    monkeypatch.setattr(L.torch, "empty", real_empty)
+    assert names(seen) == ["atrex_sm90_gdn_fused"]
+    assert len(allocs) == 2  # o and the final state only
+    _, grid, args, meta = seen["all"][0]
+    assert grid == (1, 4 * 4) and meta["BV"] == 64 and meta["IS_VARLEN"] and meta["G"] == 2 and meta["BK"] == 64
+    assert args[8].dtype == torch.int32 and args[8].tolist() == [0, 0, 1, 65, 200]  # cu_seqlens
+    assert meta["num_warps"] == L.FUSED_CFG[1] and meta["INV_FP16"] is True and meta["NEWTON"] is True
+    assert "PIPE" not in meta and "maxnreg" not in meta and "MASK_OUT" not in meta and "ACC_MERGE" not in meta
+    # TMA (default): the rows views of q, k ([B*T, H*K]) and v, o ([B*T, HV*V]) with their row strides
+    assert meta["TMA"] is True and meta["LATE_Q"] is True and args[-7:] == (200, 2 * 64, 4 * 64, 128, 128, 256, 256)
+    assert "FAST_EXP" not in meta if L._interpreting() else meta["FAST_EXP"] is True
+    # fixed length, more V blocks, the configuration knobs
+    monkeypatch.setattr(L, "FUSED_CFG", (32, 4, 2))
+    monkeypatch.setattr(L, "FUSED_PIPE", True)
+    monkeypatch.setattr(L, "FUSED_MAXNREG", 128)
+    monkeypatch.setattr(L, "INTRA_V3_ACC_MERGE", True)
+    seen = plan(B=2, T=130, H=16, HV=48, K=128)
+    _, grid, args, meta = seen["all"][0]
+    assert names(seen) == ["atrex_sm90_gdn_fused"] and grid == (4, 2 * 48) and meta["BV"] == 32
+    assert meta["PIPE"] and meta["maxnreg"] == 128 and meta["num_stages"] == 2 and meta["ACC_MERGE"] is True
+    assert not meta["IS_VARLEN"] and meta["G"] == 3
+    assert meta["TMA"] is True and args[-7:] == (260, 16 * 128, 48 * 128, 2048, 2048, 6144, 6144)
+    # no TMA where a box would leave the tensor or the head: B*T < 64, K not a power of two, V not whole V blocks
+    for kw in (dict(T=63, H=2, HV=2, K=64), dict(T=130, H=2, HV=2, K=48), dict(T=130, H=2, HV=2, K=64, V=48)):
+        _, _, args, meta = plan(**kw)["all"][0]
+        assert "TMA" not in meta and args[-7:] == (0,) * 7, kw
+    monkeypatch.setattr(L, "FUSED_TMA", False)
+    assert "TMA" not in plan(T=200, H=2, HV=4, K=64)["all"][0][3]
+    monkeypatch.setattr(L, "FUSED_TMA", True)
+    # without L2 norm: bf16 merges + Newton; small K: the split X / U products
+    meta = plan(T=130, H=2, HV=2, K=32, l2norm=False)["all"][0][3]
+    assert "INV_FP16" not in meta and meta["SPLIT_XU"] is True and meta["USE_L2NORM"] is False
+    # "varlen": fixed-length calls keep the two-kernel plan
+    monkeypatch.setattr(L, "FUSED", "varlen")
+    assert "atrex_sm90_gdn_fused" not in names(plan(T=130, H=2, HV=4, K=64))
+    assert names(plan(T=200, H=2, HV=4, K=64, cu_seqlens=[0, 0, 1, 65, 200])) == ["atrex_sm90_gdn_fused"]
+    # outside the fast path
+    monkeypatch.setattr(L, "FUSED", True)
+    assert "atrex_sm90_gdn_fused" not in names(plan(T=130, H=2, HV=2, K=256))
+    assert "atrex_sm90_gdn_fused" not in names(plan(T=130, H=2, HV=2, K=64, dtype=torch.float32))
+    monkeypatch.setattr(L, "USE_WY", True)
+    assert "atrex_sm90_gdn_fused" not in names(plan(T=130, H=2, HV=2, K=64))
