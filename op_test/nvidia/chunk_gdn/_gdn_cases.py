@@ -938,9 +938,10 @@ FUSED_CASES = ("T1", "T63", "T64", "T65_noL2", "T130_B2_gva_bf16h0", "varlen_0_1
                "g_strong", "T130_B2_gva_fp16", "varlen_fp16_noL2_vfirst", "beta_sigmoid_neg", "g_pos")
 # (tag, knobs) of the fused kernel's configurations checked beside its default (TMA tiles where the shapes allow, q
 # after the inverse): the next chunk's operands formed ahead (PIPE), V blocks of 16 columns (several programs per
-# sequence x head, each forming the intra operands), and pointer loads / stores with q before the inverse
+# sequence x head, each forming the intra operands), and pointer loads / stores with q before the inverse and the
+# unmasked merges
 FUSED_CONFIGS = (("", {}), ("pipe", {"FUSED_PIPE": True}), ("bv16", {"FUSED_CFG": (16, 4, 1)}),
-                 ("ptr", {"FUSED_TMA": False, "FUSED_LATE_Q": False}))
+                 ("ptr", {"FUSED_TMA": False, "FUSED_LATE_Q": False, "FUSED_MASK_OUT": False}))
 
 
 def fused_check(launch, device="cpu", cases=FUSED_CASES, configs=FUSED_CONFIGS):
@@ -960,7 +961,7 @@ def fused_check(launch, device="cpu", cases=FUSED_CASES, configs=FUSED_CONFIGS):
     with positive g (the fp16 inverse's per-tile guard takes the bf16 merges + Newton there) and a second with
     negative g; that case has no float64 row (make_inputs draws no positive g) and its comparison row also requires
     finite results."""
-    names = ("FUSED", "FUSED_PIPE", "FUSED_CFG", "FUSED_TMA", "FUSED_LATE_Q", "STATE_CFG_OVERRIDE")
+    names = ("FUSED", "FUSED_PIPE", "FUSED_CFG", "FUSED_TMA", "FUSED_LATE_Q", "FUSED_MASK_OUT", "STATE_CFG_OVERRIDE")
     saved = {n: getattr(launch, n) for n in names}
     saved_la = launch._launch_all
     rows = {}

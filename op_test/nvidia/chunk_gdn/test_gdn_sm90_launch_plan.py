@@ -518,7 +518,7 @@ def test_fused_knob(plan, monkeypatch):
     assert grid == (1, 4 * 4) and meta["BV"] == 64 and meta["IS_VARLEN"] and meta["G"] == 2 and meta["BK"] == 64
     assert args[8].dtype == torch.int32 and args[8].tolist() == [0, 0, 1, 65, 200]  # cu_seqlens
     assert meta["num_warps"] == L.FUSED_CFG[1] and meta["INV_FP16"] is True and meta["NEWTON"] is True
-    assert "PIPE" not in meta and "maxnreg" not in meta and "MASK_OUT" not in meta and "ACC_MERGE" not in meta
+    assert "PIPE" not in meta and "maxnreg" not in meta and "ACC_MERGE" not in meta and meta["MASK_OUT"] is True
     # TMA (default): the rows views of q, k ([B*T, H*K]) and v, o ([B*T, HV*V]) with their row strides
     assert meta["TMA"] is True and meta["LATE_Q"] is True and args[-7:] == (200, 2 * 64, 4 * 64, 128, 128, 256, 256)
     assert "FAST_EXP" not in meta if L._interpreting() else meta["FAST_EXP"] is True
@@ -540,6 +540,9 @@ def test_fused_knob(plan, monkeypatch):
     monkeypatch.setattr(L, "FUSED_TMA", False)
     assert "TMA" not in plan(T=200, H=2, HV=4, K=64)["all"][0][3]
     monkeypatch.setattr(L, "FUSED_TMA", True)
+    monkeypatch.setattr(L, "FUSED_MASK_OUT", False)
+    assert "MASK_OUT" not in plan(T=200, H=2, HV=4, K=64)["all"][0][3]
+    monkeypatch.setattr(L, "FUSED_MASK_OUT", True)
     # without L2 norm: bf16 merges + Newton; small K: the split X / U products
     meta = plan(T=130, H=2, HV=2, K=32, l2norm=False)["all"][0][3]
     assert "INV_FP16" not in meta and meta["SPLIT_XU"] is True and meta["USE_L2NORM"] is False

@@ -335,7 +335,7 @@ V2_MAX_BK = 128  # the v2 kernels run for padded K <= 128 (larger K: v1 pair)
 # "varlen": varlen calls only; False: none. FUSED_CFG (BV, num_warps, num_stages) and FUSED_MAXNREG configure it;
 # FUSED_PIPE forms chunk c + 1's operands before chunk c's state products (kernels_fused). The same knobs as the
 # two-kernel path choose its inverse (INTRA_V3_NEWTON, INTRA_V3_INV_FP16 with L2 norm, INTRA_V3_FP16_FALLBACK; the
-# masked / accumulating merges only where those knobs are True, as for one-head intra programs), fast exp and
+# accumulating merges only where that knob is True, as for one-head intra programs; FUSED_MASK_OUT below), fast exp and
 # STATE_SPLIT_XU, so that it computes the two-kernel call's values.
 FUSED = False
 FUSED_CFG = (64, 4, 1)
@@ -345,6 +345,10 @@ FUSED_LATE_Q = True
 # FUSED_TMA: the fused kernel's q / k / v tiles by TMA and whole-chunk outputs by TMA store (descriptors built in the
 # kernel), where the tensors allow it (_fused_tma_rows); else masked pointer loads and stores.
 FUSED_TMA = True
+# FUSED_MASK_OUT: the fused kernel's inverse with the masked products (kernels._merge_level_mask_out, the same bits as
+# the default merges): Triton 3.6 SASS at varlen H = HV = 32, (64, 4, 1): 255 registers and 544 bytes of stack against
+# 672 without (the fp32 L is dead during the merges).
+FUSED_MASK_OUT = True
 SPLIT_STATE_PASS = False
 SPLIT_MIN_T = 16384
 SPLIT_PIECES = 4
@@ -735,7 +739,7 @@ def _fused_launch(q, k, v, g, beta, o, ht, scale, initial_state, state_v_first, 
                 num_stages=int(ns))
     if INTRA_V3_INV_FP16 and l2norm:
         meta.update(INV_FP16=True, FP16_FALLBACK=int(INTRA_V3_FP16_FALLBACK))
-    if INTRA_V3_MASK_OUT is True:
+    if INTRA_V3_MASK_OUT is True or FUSED_MASK_OUT:
         meta["MASK_OUT"] = True
     if INTRA_V3_ACC_MERGE is True:
         meta["ACC_MERGE"] = True
@@ -883,7 +887,7 @@ def _knobs():
             INTRA_V3_FP16_FALLBACK, GL_RC_STAGES, GL_RC_PERSISTENT, STATE_AUTO_GL_RC, FOLD_QK_NORM, INTRA_V3_GVA_SHARE,
             INTRA_V3_FAST_EXP, INTRA_V3_GS2_MAXNREG, INTRA_V3_MASK_OUT, STATE_SPLIT_XU, GL_WS_FAC_SMEM,
             INTRA_SLOT_MAP, INTRA_V3_ACC_MERGE, INTRA_V3_GATES, FUSED, FUSED_CFG, FUSED_MAXNREG, FUSED_PIPE,
-            FUSED_LATE_Q, FUSED_TMA)
+            FUSED_LATE_Q, FUSED_TMA, FUSED_MASK_OUT)
 
 
 def _call_signature(dev, tensors, flags):
