@@ -25,8 +25,16 @@ own chunk's operands first.
 import triton
 import triton.language as tl
 
-from .kernels import _exp_tile, _initial_state, _load_beta, _load_qk_tile, _seq_span, _step_products, _store_state
-from .kernels import _v3_tile_inverse
+from .kernels import (
+    _exp_tile,
+    _initial_state,
+    _load_beta,
+    _load_qk_tile,
+    _seq_span,
+    _step_products,
+    _store_state,
+    _v3_tile_inverse,
+)
 
 
 @triton.jit

@@ -336,7 +336,8 @@ V2_MAX_BK = 128  # the v2 kernels run for padded K <= 128 (larger K: v1 pair)
 # FUSED_PIPE forms chunk c + 1's operands before chunk c's state products (kernels_fused). The same knobs as the
 # two-kernel path choose its inverse (INTRA_V3_NEWTON, INTRA_V3_INV_FP16 with L2 norm, INTRA_V3_FP16_FALLBACK; the
 # accumulating merges only where that knob is True, as for one-head intra programs; FUSED_MASK_OUT below), fast exp and
-# STATE_SPLIT_XU, so that it computes the two-kernel call's values.
+# STATE_SPLIT_XU, so that it computes the two-kernel call's values. Triton 3.6 SASS of every configuration: 255
+# registers and 272-1584 bytes of stack per thread (BENCH_H200.md, round 18); scripts/gdn-r66.sh measures it.
 FUSED = False
 FUSED_CFG = (64, 4, 1)
 FUSED_MAXNREG = None
