@@ -14,7 +14,8 @@ Math: the same as ``kernels.atrex_sm90_gdn_intra_chunk_v3`` followed by ``kernel
 with the same roundings: q, k normalised in fp32 and rounded to the input dtype, A and Aqk rounded to the input dtype,
 the factors beta, beta e^gamma, e^gamma, e^(gamma_last - gamma), e^gamma_last in fp32 from the chunk-local cumsum
 gamma. So with the same knobs the fused call computes the two-kernel call's values (bit for bit under the Triton
-interpreter, where every dot is a float32 numpy product; op_test/nvidia/chunk_gdn checks this).
+interpreter when the two-kernel state pass has the same V-block width, since there every dot is a float32 numpy
+product; op_test/nvidia/chunk_gdn/_gdn_cases.fused_check).
 
 With ``PIPE`` the program forms chunk c + 1's operands (loads, norms, dots, inverse) before chunk c's state
 products, carried in registers across the loop step: the two dependency chains, one through the state and one that
