@@ -28,10 +28,9 @@ import triton.language as tl
 
 from .kernels import (
     _exp_tile,
-    _initial_state,
     _load_beta,
     _load_qk_tile,
-    _seq_span,
+    _state_program,
     _step_products,
     _store_state,
     _v3_tile_inverse,
@@ -40,7 +39,9 @@ from .kernels import (
 
 @triton.jit
 def _l2norm_rows(x, USE_L2NORM: tl.constexpr):
-    """``kernels._load_qk_tile``'s normalisation of a loaded tile (same operations, same bits)."""
+    """``kernels._load_qk_tile``'s normalisation of a loaded tile (same operations, same bits). A copy: with
+    ``_load_qk_tile`` calling a shared helper instead, ptxas allocates the measured two-head v3 intra binary differently
+    (Triton 3.6 SASS at T=8192/16/32: same 6992 instructions, 1013 lines changed), which would need a new measurement."""
     if USE_L2NORM:
         xf = x.to(tl.float32)
         inv = tl.rsqrt(tl.sum(xf * xf, 1) + 1e-6)
@@ -133,22 +134,11 @@ def atrex_sm90_gdn_fused(
     overwrite the next sequence's rows). Without it every tile is a [64, BK] / [64, BV] tensor of pointers, whose
     per-element address registers ptxas keeps across the loop (spilled: Triton 3.6 SASS, round 18)."""
     i_v = tl.program_id(0)
-    i_nh = tl.program_id(1)
-    n = i_nh // HV
-    hv = i_nh % HV
-    h = hv // G
-    bos, eos, b_idx, tg0 = _seq_span(n, cu, T, IS_VARLEN)
-    L = eos - bos
-    NT = tl.cdiv(L, 64)
-    offs_k = tl.arange(0, BK)
-    offs_v = i_v * BV + tl.arange(0, BV)
-    mk = offs_k < K
-    mv = offs_v < V
-    r64 = tl.arange(0, 64)
+    hv, h, bos, eos, b_idx, tg0, L, NT, offs_k, offs_v, mk, mv, r64, n64, S = _state_program(
+        i_v, tl.program_id(1), h0, cu, T, HV, K, V, s_h0n, s_h0h, s_h0k, s_h0v, IS_VARLEN, G, BK, BV, USE_H0)
     rr = r64[:, None]
     cc = r64[None, :]
     causal = rr >= cc
-    n64 = n.to(tl.int64)
     bi64 = b_idx.to(tl.int64)
     q_base = q + bi64 * s_qb + h * s_qh
     k_base = k + bi64 * s_kb + h * s_kh
@@ -170,7 +160,6 @@ def atrex_sm90_gdn_fused(
         kd = k
         vd = v
         od = o
-    S = _initial_state(h0, n64, hv, s_h0n, s_h0h, s_h0k, s_h0v, offs_k, offs_v, mk, mv, USE_H0, BK, BV)
 
     if PIPE:
         kt_n, qt_n, vt_n, a_n, aq_n, bt_n, be_n, eg_n, dk_n, egl_n = _fused_chunk(

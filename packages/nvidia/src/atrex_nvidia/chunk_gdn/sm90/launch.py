@@ -545,10 +545,9 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
                                   K, V, G, BK, use_qk_l2norm_in_kernel, use_beta_sigmoid_in_kernel, allow_neg_eigval)]
         if _plan_only:
             return launches
-        sig = _call_signature(dev, (q, k, v, g, beta, initial_state, cu_seqlens), (
-            bool(output_final_state), bool(use_qk_l2norm_in_kernel), bool(state_v_first),
-            bool(use_beta_sigmoid_in_kernel), bool(allow_neg_eigval), sm_count))
-        return _launch_all(dev, launches, o, ht, sig)
+        return _launch_call(dev, launches, o, ht, q, k, v, g, beta, initial_state, cu_seqlens, output_final_state,
+                            use_qk_l2norm_in_kernel, state_v_first, use_beta_sigmoid_in_kernel, allow_neg_eigval,
+                            sm_count)
     if (SPLIT_STATE_PASS and not _plan_only and fast and not is_varlen and T >= max(SPLIT_MIN_T, 128)
             and STATE_IMPL in ("v2", "tma", "auto", "gl_ws", "gl_rc") and not USE_WY and BK <= V2_MAX_BK):
         return _gdn_split(q, k, v, g, beta, o, ht, scale, initial_state, use_qk_l2norm_in_kernel, state_v_first,
@@ -714,9 +713,15 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
             allow_neg_eigval, use_wy, fast, sw, sst))
     if _plan_only:
         return launches
+    return _launch_call(dev, launches, o, ht, q, k, v, g, beta, initial_state, cu_seqlens, output_final_state,
+                        use_qk_l2norm_in_kernel, state_v_first, use_beta_sigmoid_in_kernel, allow_neg_eigval, sm_count)
+
+
+def _launch_call(dev, launches, o, ht, q, k, v, g, beta, initial_state, cu_seqlens, output_final_state, l2norm,
+                 state_v_first, beta_sigmoid, neg_eigval, sm_count):
+    """Launches a (non-split) call's plan under its call signature."""
     sig = _call_signature(dev, (q, k, v, g, beta, initial_state, cu_seqlens), (
-        bool(output_final_state), bool(use_qk_l2norm_in_kernel), bool(state_v_first),
-        bool(use_beta_sigmoid_in_kernel), bool(allow_neg_eigval), sm_count))
+        bool(output_final_state), bool(l2norm), bool(state_v_first), bool(beta_sigmoid), bool(neg_eigval), sm_count))
     return _launch_all(dev, launches, o, ht, sig)
 
 
