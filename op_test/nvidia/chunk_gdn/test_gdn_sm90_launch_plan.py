@@ -520,7 +520,7 @@ def test_fused_knob(plan, monkeypatch):
     assert meta["num_warps"] == L.FUSED_CFG[1] and meta["INV_FP16"] is True and meta["NEWTON"] is True
     assert "PIPE" not in meta and "maxnreg" not in meta and "ACC_MERGE" not in meta and meta["MASK_OUT"] is True
     # TMA (default): the rows views of q, k ([B*T, H*K]) and v, o ([B*T, HV*V]) with their row strides
-    assert meta["TMA"] is True and meta["LATE_Q"] is True and args[-7:] == (200, 2 * 64, 4 * 64, 128, 128, 256, 256)
+    assert meta["DEVICE_DESC"] is True and meta["LATE_Q"] is True and args[-7:] == (200, 2 * 64, 4 * 64, 128, 128, 256, 256)
     assert "FAST_EXP" not in meta if L._interpreting() else meta["FAST_EXP"] is True
     # fixed length, more V blocks, the configuration knobs
     monkeypatch.setattr(L, "FUSED_CFG", (32, 4, 2))
@@ -532,13 +532,13 @@ def test_fused_knob(plan, monkeypatch):
     assert names(seen) == ["atrex_sm90_gdn_fused"] and grid == (4, 2 * 48) and meta["BV"] == 32
     assert meta["PIPE"] and meta["maxnreg"] == 128 and meta["num_stages"] == 2 and meta["ACC_MERGE"] is True
     assert not meta["IS_VARLEN"] and meta["G"] == 3
-    assert meta["TMA"] is True and args[-7:] == (260, 16 * 128, 48 * 128, 2048, 2048, 6144, 6144)
+    assert meta["DEVICE_DESC"] is True and args[-7:] == (260, 16 * 128, 48 * 128, 2048, 2048, 6144, 6144)
     # no TMA where a box would leave the tensor or the head: B*T < 64, K not a power of two, V not whole V blocks
     for kw in (dict(T=63, H=2, HV=2, K=64), dict(T=130, H=2, HV=2, K=48), dict(T=130, H=2, HV=2, K=64, V=48)):
         _, _, args, meta = plan(**kw)["all"][0]
-        assert "TMA" not in meta and args[-7:] == (0,) * 7, kw
+        assert "DEVICE_DESC" not in meta and args[-7:] == (0,) * 7, kw
     monkeypatch.setattr(L, "FUSED_TMA", False)
-    assert "TMA" not in plan(T=200, H=2, HV=4, K=64)["all"][0][3]
+    assert "DEVICE_DESC" not in plan(T=200, H=2, HV=4, K=64)["all"][0][3]
     monkeypatch.setattr(L, "FUSED_TMA", True)
     monkeypatch.setattr(L, "FUSED_MASK_OUT", False)
     assert "MASK_OUT" not in plan(T=200, H=2, HV=4, K=64)["all"][0][3]

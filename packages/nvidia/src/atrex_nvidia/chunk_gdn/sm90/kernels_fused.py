@@ -119,7 +119,7 @@ def atrex_sm90_gdn_fused(
     NEWTON: tl.constexpr = True, INV_FP16: tl.constexpr = False, FP16_FALLBACK: tl.constexpr = 2,
     MASK_OUT: tl.constexpr = False, ACC_MERGE: tl.constexpr = False, FAST_EXP: tl.constexpr = False,
     SPLIT_XU: tl.constexpr = False, PIPE: tl.constexpr = False, LATE_Q: tl.constexpr = False,
-    TMA: tl.constexpr = False,
+    DEVICE_DESC: tl.constexpr = False,
 ):
     """Program (V block ``program_id(0)``, sequence x value head ``program_id(1)``): walks the sequence's chunks in
     order with the fp32 state block ``S [BK, BV]`` in registers; per chunk it forms the intra-chunk operands
@@ -127,12 +127,12 @@ def atrex_sm90_gdn_fused(
     h0); writes o and, with ``STORE_HT``, the final state. The knobs after ``STATE_V_FIRST`` mean what they mean for
     the v3 intra kernel and the state kernels; ``PIPE`` and ``LATE_Q``: see ``_fused_chunk`` and the module docstring.
 
-    With ``TMA`` the q, k and v tiles come through descriptors built in the kernel over q / k as ``[ROWS, QW]`` (=
-    ``[B*T, H*K]``, ``K == BK``, row strides ``s_qr``, ``s_kr``) and v / o as ``[ROWS, VW]`` (``[B*T, HV*V]``,
-    ``V % BV == 0``; ``s_vr``, ``s_or``), and the output of every whole chunk
-    leaves by a TMA store (a chunk that ends the sequence early stores through masked pointers: a box store would
-    overwrite the next sequence's rows). Without it every tile is a [64, BK] / [64, BV] tensor of pointers, whose
-    per-element address registers ptxas keeps across the loop (spilled: Triton 3.6 SASS, round 18)."""
+    With ``DEVICE_DESC`` (TMA) the q, k and v tiles come through descriptors built in the kernel (the launcher
+    provides their scratch) over q / k as ``[ROWS, QW]`` (= ``[B*T, H*K]``, ``K == BK``, row strides ``s_qr``,
+    ``s_kr``) and v / o as ``[ROWS, VW]`` (``[B*T, HV*V]``, ``V % BV == 0``; ``s_vr``, ``s_or``), and the output of
+    every whole chunk leaves by a TMA store (a chunk that ends the sequence early stores through masked pointers: a box
+    store would overwrite the next sequence's rows). Without it every tile is a [64, BK] / [64, BV] tensor of pointers,
+    whose per-element address registers ptxas keeps across the loop (spilled: Triton 3.6 SASS, round 18)."""
     i_v = tl.program_id(0)
     hv, h, bos, eos, b_idx, tg0, L, NT, offs_k, offs_v, mk, mv, r64, n64, S = _state_program(
         i_v, tl.program_id(1), h0, cu, T, HV, K, V, s_h0n, s_h0h, s_h0k, s_h0v, IS_VARLEN, G, BK, BV, USE_H0)
@@ -150,7 +150,7 @@ def atrex_sm90_gdn_fused(
     row0 = b_idx * T + bos  # the sequence's first row in the [B*T, *] views
     qcol = h * K
     vcol = hv * V + i_v * BV
-    if TMA:
+    if DEVICE_DESC:
         qd = tl.make_tensor_descriptor(q, [ROWS, QW], [s_qr, 1], [64, BK])
         kd = tl.make_tensor_descriptor(k, [ROWS, QW], [s_kr, 1], [64, BK])
         vd = tl.make_tensor_descriptor(v, [ROWS, VW], [s_vr, 1], [64, BV])
@@ -165,7 +165,7 @@ def atrex_sm90_gdn_fused(
         kt_n, qt_n, vt_n, a_n, aq_n, bt_n, be_n, eg_n, dk_n, egl_n = _fused_chunk(
             q_base, k_base, v_base, g_base, b_base, qd, kd, vd, row0, qcol, vcol, bos, L, 0, s_qt, s_kt, s_vt, s_gt,
             s_bt, offs_k, mk, offs_v, mv, r64, rr, cc, causal, dt, USE_L2NORM, BETA_SIGMOID, NEG_EIGVAL, NEWTON,
-            INV_FP16, FP16_FALLBACK, MASK_OUT, ACC_MERGE, FAST_EXP, LATE_Q, TMA)
+            INV_FP16, FP16_FALLBACK, MASK_OUT, ACC_MERGE, FAST_EXP, LATE_Q, DEVICE_DESC)
     for c in range(NT):
         l0 = c * 64
         if PIPE:
@@ -174,15 +174,15 @@ def atrex_sm90_gdn_fused(
             kt_n, qt_n, vt_n, a_n, aq_n, bt_n, be_n, eg_n, dk_n, egl_n = _fused_chunk(
                 q_base, k_base, v_base, g_base, b_base, qd, kd, vd, row0, qcol, vcol, bos, L, l0 + 64, s_qt, s_kt,
                 s_vt, s_gt, s_bt, offs_k, mk, offs_v, mv, r64, rr, cc, causal, dt, USE_L2NORM, BETA_SIGMOID,
-                NEG_EIGVAL, NEWTON, INV_FP16, FP16_FALLBACK, MASK_OUT, ACC_MERGE, FAST_EXP, LATE_Q, TMA)
+                NEG_EIGVAL, NEWTON, INV_FP16, FP16_FALLBACK, MASK_OUT, ACC_MERGE, FAST_EXP, LATE_Q, DEVICE_DESC)
         else:
             kt, qt, vt, a_t, aq_t, bt, be, eg, dk, egl = _fused_chunk(
                 q_base, k_base, v_base, g_base, b_base, qd, kd, vd, row0, qcol, vcol, bos, L, l0, s_qt, s_kt, s_vt,
                 s_gt, s_bt, offs_k, mk, offs_v, mv, r64, rr, cc, causal, dt, USE_L2NORM, BETA_SIGMOID, NEG_EIGVAL,
-                NEWTON, INV_FP16, FP16_FALLBACK, MASK_OUT, ACC_MERGE, FAST_EXP, LATE_Q, TMA)
+                NEWTON, INV_FP16, FP16_FALLBACK, MASK_OUT, ACC_MERGE, FAST_EXP, LATE_Q, DEVICE_DESC)
         O, S = _step_products(kt, qt, vt.to(tl.float32), a_t, aq_t, S, bt, be, eg, dk, egl, dt, SPLIT_XU)
         Od = (O * scale).to(o.dtype.element_ty)
-        if TMA and l0 + 64 <= L:
+        if DEVICE_DESC and l0 + 64 <= L:
             od.store([row0 + l0, vcol], Od)
         else:
             rows64 = (bos + l0 + r64).to(tl.int64)

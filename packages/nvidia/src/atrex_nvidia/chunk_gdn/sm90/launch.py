@@ -762,7 +762,7 @@ def _fused_launch(q, k, v, g, beta, o, ht, scale, initial_state, state_v_first, 
     B = q.shape[0]
     rows = _fused_tma_rows(q, k, v, o, B, T, q.shape[2], HV, K, V, BK, BV) if FUSED_TMA else None
     if rows is not None:
-        meta["TMA"] = True
+        meta["DEVICE_DESC"] = True  # (in-kernel descriptors: _launch_all provides their scratch)
     else:
         rows = (0,) * 7
     return (_kf.atrex_sm90_gdn_fused, (triton.cdiv(V, BV), N * HV), (
@@ -913,7 +913,7 @@ def _launch_all(dev, launches, o, ht, sig=None, split=()):
             "nvidia.gdn_sm90: this call's Triton specialisation has not run in this process, so it would "
             "compile during CUDA-graph capture; call atrex.prewarm('chunk_gdn', ...) (or run one eager call "
             "with the same shapes, dtypes and flags) before capturing")
-    scratch = any(meta.get("DEVICE_DESC") or meta.get("TMA") for _, _, _, meta in launches)
+    scratch = any(meta.get("DEVICE_DESC") for _, _, _, meta in launches)
     if scratch:  # Triton asks the context's allocator for descriptor scratch at launch; ours for these launches only
         from triton.runtime import _allocation
         token = _allocation._allocator.set(lambda size, alignment, stream: _scratch(size, dev))
