@@ -4,6 +4,10 @@
 # Every fused configuration compiles its own specialisations on the cold host: the remaining variants go to r67.
 #   bash .gpuhost/g/install.sh; bash scripts/gdn-r66.sh
 . scripts/gdn-call.sh
+# (for a later session: could Triton caches compiled here on the CPU, for this host's Triton, save device time? The
+# cache key starts with triton_key(), a hash of the installed Triton's files, libtriton included)
+python3 -c "import hashlib, triton; from triton.runtime.cache import triton_key; print('triton', triton.__version__, \
+triton.__file__, hashlib.sha256(triton_key().encode()).hexdigest()[:16])" 2>&1 | tee "$OUT/triton_key.txt"
 gdn_target_tests 300 fused
-GDN_CASES=varlen16x1024_H32_HV32,T8192_H16_HV32 gdn_sweep 270 default,fused,fused_bv32,fused_bv128w8
+GDN_CASES=varlen16x1024_H32_HV32,T8192_H16_HV32 gdn_sweep 250 default,fused,fused_bv32,fused_bv128w8
 gdn_archive r66
