@@ -65,7 +65,7 @@ def _fused_chunk(q_base, k_base, v_base, g_base, b_base, qd, kd, vd, row0, qcol,
                  s_gt, s_bt, offs_k, mk, offs_v, mv, r64, rr, cc, causal, dt: tl.constexpr, USE_L2NORM: tl.constexpr,
                  BETA_SIGMOID: tl.constexpr, NEG_EIGVAL: tl.constexpr, NEWTON: tl.constexpr, INV_FP16: tl.constexpr,
                  FP16_FALLBACK: tl.constexpr, MASK_OUT: tl.constexpr, ACC_MERGE: tl.constexpr,
-                 FAST_EXP: tl.constexpr, LATE_Q: tl.constexpr, TMA: tl.constexpr):
+                 FAST_EXP: tl.constexpr, LATE_Q: tl.constexpr, TMA: tl.constexpr, SYNC: tl.constexpr):
     """The operands of the chunk starting at token ``l0`` of the sequence (rows ``l0 + r64 >= L`` masked; a chunk
     wholly past the end is all zero): (k, q [64, BK] and v [64, BV] in the input dtype, A, Aqk [64, 64] in the input
     dtype, beta, beta e^gamma, e^gamma, e^(gamma_last - gamma) [64] fp32, e^gamma_last). The v tile stays in the input
@@ -83,6 +83,8 @@ def _fused_chunk(q_base, k_base, v_base, g_base, b_base, qd, kd, vd, row0, qcol,
     if LATE_Q:
         # q, its product and v after the inverse: only S, k and the inverse's tiles are live during it
         a_t = _v3_tile_inverse(Lm, gf, rr, cc, NEWTON, INV_FP16, FP16_FALLBACK, MASK_OUT, ACC_MERGE).to(dt)
+        if SYNC:
+            tl.debug_barrier()
         qf = _qk_tile(q_base, qd, row0 + l0, qcol, rows64, mrow, offs_k, mk, s_qt, USE_L2NORM, TMA)
         qk = tl.dot(qf, tl.trans(kf))
         aq_t = tl.where(causal, qk * e0, 0.0).to(dt)
@@ -119,7 +121,7 @@ def atrex_sm90_gdn_fused(
     NEWTON: tl.constexpr = True, INV_FP16: tl.constexpr = False, FP16_FALLBACK: tl.constexpr = 2,
     MASK_OUT: tl.constexpr = False, ACC_MERGE: tl.constexpr = False, FAST_EXP: tl.constexpr = False,
     SPLIT_XU: tl.constexpr = False, PIPE: tl.constexpr = False, LATE_Q: tl.constexpr = False,
-    DEVICE_DESC: tl.constexpr = False,
+    DEVICE_DESC: tl.constexpr = False, SYNC: tl.constexpr = False,
 ):
     """Program (V block ``program_id(0)``, sequence x value head ``program_id(1)``): walks the sequence's chunks in
     order with the fp32 state block ``S [BK, BV]`` in registers; per chunk it forms the intra-chunk operands
@@ -132,7 +134,14 @@ def atrex_sm90_gdn_fused(
     ``s_kr``) and v / o as ``[ROWS, VW]`` (``[B*T, HV*V]``, ``V % BV == 0``; ``s_vr``, ``s_or``), and the output of
     every whole chunk leaves by a TMA store (a chunk that ends the sequence early stores through masked pointers: a box
     store would overwrite the next sequence's rows). Without it every tile is a [64, BK] / [64, BV] tensor of pointers,
-    whose per-element address registers ptxas keeps across the loop (spilled: Triton 3.6 SASS, round 18)."""
+    whose per-element address registers ptxas keeps across the loop (spilled: Triton 3.6 SASS, round 18).
+
+    With ``SYNC`` a CTA barrier separates the inverse from what follows it, the intra operands from the state step and
+    the step from the next chunk. Without them the H200 (Triton 3.6, r66 / r68) gave wrong rows, NaNs or illegal
+    addresses that changed from run to run in some configurations (32- and 16-column blocks, 8 warps, PIPE, q before
+    the inverse): typically rows 16-31 of a chunk, the second warp's rows of a wgmma tile, which points at a
+    shared-memory race between the two parts' dot operands; the interpreter, which runs one thread, equals the
+    two-kernel call bit for bit either way."""
     i_v = tl.program_id(0)
     hv, h, bos, eos, b_idx, tg0, L, NT, offs_k, offs_v, mk, mv, r64, n64, S = _state_program(
         i_v, tl.program_id(1), h0, cu, T, HV, K, V, s_h0n, s_h0h, s_h0k, s_h0v, IS_VARLEN, G, BK, BV, USE_H0)
@@ -165,7 +174,7 @@ def atrex_sm90_gdn_fused(
         kt_n, qt_n, vt_n, a_n, aq_n, bt_n, be_n, eg_n, dk_n, egl_n = _fused_chunk(
             q_base, k_base, v_base, g_base, b_base, qd, kd, vd, row0, qcol, vcol, bos, L, 0, s_qt, s_kt, s_vt, s_gt,
             s_bt, offs_k, mk, offs_v, mv, r64, rr, cc, causal, dt, USE_L2NORM, BETA_SIGMOID, NEG_EIGVAL, NEWTON,
-            INV_FP16, FP16_FALLBACK, MASK_OUT, ACC_MERGE, FAST_EXP, LATE_Q, DEVICE_DESC)
+            INV_FP16, FP16_FALLBACK, MASK_OUT, ACC_MERGE, FAST_EXP, LATE_Q, DEVICE_DESC, SYNC)
     for c in range(NT):
         l0 = c * 64
         if PIPE:
@@ -174,13 +183,17 @@ def atrex_sm90_gdn_fused(
             kt_n, qt_n, vt_n, a_n, aq_n, bt_n, be_n, eg_n, dk_n, egl_n = _fused_chunk(
                 q_base, k_base, v_base, g_base, b_base, qd, kd, vd, row0, qcol, vcol, bos, L, l0 + 64, s_qt, s_kt,
                 s_vt, s_gt, s_bt, offs_k, mk, offs_v, mv, r64, rr, cc, causal, dt, USE_L2NORM, BETA_SIGMOID,
-                NEG_EIGVAL, NEWTON, INV_FP16, FP16_FALLBACK, MASK_OUT, ACC_MERGE, FAST_EXP, LATE_Q, DEVICE_DESC)
+                NEG_EIGVAL, NEWTON, INV_FP16, FP16_FALLBACK, MASK_OUT, ACC_MERGE, FAST_EXP, LATE_Q, DEVICE_DESC, SYNC)
         else:
             kt, qt, vt, a_t, aq_t, bt, be, eg, dk, egl = _fused_chunk(
                 q_base, k_base, v_base, g_base, b_base, qd, kd, vd, row0, qcol, vcol, bos, L, l0, s_qt, s_kt, s_vt,
                 s_gt, s_bt, offs_k, mk, offs_v, mv, r64, rr, cc, causal, dt, USE_L2NORM, BETA_SIGMOID, NEG_EIGVAL,
-                NEWTON, INV_FP16, FP16_FALLBACK, MASK_OUT, ACC_MERGE, FAST_EXP, LATE_Q, DEVICE_DESC)
+                NEWTON, INV_FP16, FP16_FALLBACK, MASK_OUT, ACC_MERGE, FAST_EXP, LATE_Q, DEVICE_DESC, SYNC)
+        if SYNC:
+            tl.debug_barrier()
         O, S = _step_products(kt, qt, vt.to(tl.float32), a_t, aq_t, S, bt, be, eg, dk, egl, dt, SPLIT_XU)
+        if SYNC:
+            tl.debug_barrier()
         Od = (O * scale).to(o.dtype.element_ty)
         if DEVICE_DESC and l0 + 64 <= L:
             od.store([row0 + l0, vcol], Od)

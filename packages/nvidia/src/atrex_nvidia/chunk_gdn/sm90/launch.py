@@ -350,6 +350,9 @@ FUSED_TMA = True
 # the default merges): Triton 3.6 SASS at varlen H = HV = 32, (64, 4, 1): 255 registers and 544 bytes of stack against
 # 672 without (the fp32 L is dead during the merges).
 FUSED_MASK_OUT = True
+# FUSED_SYNC: CTA barriers between the fused kernel's parts (kernels_fused: without them r66 / r68 on the H200 gave
+# run-to-run wrong rows and illegal addresses in several configurations).
+FUSED_SYNC = True
 SPLIT_STATE_PASS = False
 SPLIT_MIN_T = 16384
 SPLIT_PIECES = 4
@@ -757,6 +760,8 @@ def _fused_launch(q, k, v, g, beta, o, ht, scale, initial_state, state_v_first, 
         meta["PIPE"] = True
     if FUSED_LATE_Q:
         meta["LATE_Q"] = True
+    if FUSED_SYNC:
+        meta["SYNC"] = True
     if FUSED_MAXNREG:
         meta["maxnreg"] = int(FUSED_MAXNREG)
     B = q.shape[0]
@@ -893,7 +898,7 @@ def _knobs():
             INTRA_V3_FP16_FALLBACK, GL_RC_STAGES, GL_RC_PERSISTENT, STATE_AUTO_GL_RC, FOLD_QK_NORM, INTRA_V3_GVA_SHARE,
             INTRA_V3_FAST_EXP, INTRA_V3_GS2_MAXNREG, INTRA_V3_MASK_OUT, STATE_SPLIT_XU, GL_WS_FAC_SMEM,
             INTRA_SLOT_MAP, INTRA_V3_ACC_MERGE, INTRA_V3_GATES, FUSED, FUSED_CFG, FUSED_MAXNREG, FUSED_PIPE,
-            FUSED_LATE_Q, FUSED_TMA, FUSED_MASK_OUT)
+            FUSED_LATE_Q, FUSED_TMA, FUSED_MASK_OUT, FUSED_SYNC)
 
 
 def _call_signature(dev, tensors, flags):
