@@ -1,3 +1,4 @@
+# (Ran at commit ac908ab; the fused kernel it exercises was removed after r69: BENCH_H200.md round 18.)
 # Round 18, call r66 (written without a GPU; for the next session that has one): the fused kernel's GPU cases
 # (FUSED: test_fused in 8 parts for the workers, its graph capture, the four fused variant hooks on the variant cases),
 # then a bench_gdn sweep of three fused configurations against the default on the varlen goal case and T=8192/16/32.

@@ -1,3 +1,4 @@
+# (Ran at commit 387e124; the fused kernel it exercises was removed after r69: BENCH_H200.md round 18.)
 # Round 18, call r68: diagnose r66's fused failures (wrong outputs for GVA cases with small K / V, illegal addresses at
 # 32 and 16 columns and with PIPE): each (case, knobs) in its own process (an illegal address ends the context),
 # eight at a time; then compute-sanitizer on the 32-column perf shape.

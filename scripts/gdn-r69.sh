@@ -1,3 +1,4 @@
+# (Ran at commit e6944a4; the fused kernel it exercises was removed after r69: BENCH_H200.md round 18.)
 # Round 18, call r69: the fused kernel with CTA barriers between its parts (FUSED_SYNC, default on): r68's failing
 # (case, knobs) pairs again (two without the barriers as a control), the fused GPU tests, then the varlen sweep.
 . scripts/gdn-call.sh

@@ -306,11 +306,6 @@ VARIANT_HOOKS = {  # launcher variants measured by bench_gdn's sweep besides the
     # round 17: the gate rows from the separate gates kernel (INTRA_V3_GATES), with and without the accumulating merges
     "intra_v3_gates": dict(INTRA_V3_GATES=True),
     "intra_v3_gates_sub": dict(INTRA_V3_GATES=True, INTRA_V3_ACC_MERGE=False),
-    # round 18: the fused kernel (FUSED), with PIPE, at 64 columns per program and 4 warps, and at a 128-register cap
-    "fused": dict(FUSED=True),
-    "fused_pipe": dict(FUSED=True, FUSED_PIPE=True),
-    "fused_bv64": dict(FUSED=True, FUSED_CFG=(64, 4, 1)),
-    "fused_r128": dict(FUSED=True, FUSED_MAXNREG=128),
     "split_state_pass": dict(SPLIT_STATE_PASS=True, SPLIT_MIN_T=128, SPLIT_PIECES=2),
     "split_state_pass_p3": dict(SPLIT_STATE_PASS=True, SPLIT_MIN_T=128, SPLIT_PIECES=3),
     "split_state_pass_p4_prio0": dict(SPLIT_STATE_PASS=True, SPLIT_MIN_T=128, SPLIT_PIECES=4, SPLIT_SIDE_PRIORITY=0),
@@ -934,91 +929,6 @@ def gates_check(launch, device="cpu", cases=("T1", "T63", "T130_B2_gva_bf16h0", 
     return rows
 
 
-FUSED_CASES = ("T1", "T63", "T64", "T65_noL2", "T130_B2_gva_bf16h0", "varlen_0_1", "varlen_i64_noh0", "g_zero",
-               "g_strong", "T130_B2_gva_fp16", "varlen_fp16_noL2_vfirst", "beta_sigmoid_neg", "g_pos")
-# (tag, knobs) of the fused kernel's configurations checked beside its default (TMA tiles where the shapes allow, q
-# after the inverse): the next chunk's operands formed ahead (PIPE), V blocks of 16 columns (several programs per
-# sequence x head, each forming the intra operands), and pointer loads / stores with q before the inverse and the
-# unmasked merges
-FUSED_CONFIGS = (("", {}), ("pipe", {"FUSED_PIPE": True}), ("bv16", {"FUSED_CFG": (16, 4, 1)}),
-                 ("ptr", {"FUSED_TMA": False, "FUSED_LATE_Q": False, "FUSED_MASK_OUT": False}))
-
-
-def fused_check(launch, device="cpu", cases=FUSED_CASES, configs=FUSED_CONFIGS):
-    """``FUSED`` (round 18: ``kernels_fused.atrex_sm90_gdn_fused``, one kernel forming each chunk's intra operands and
-    taking the state step) against the default two-kernel call, in each configuration of ``configs``. The fused
-    program computes the same values with the same roundings (v3's inverse, the state kernels' step), so under the
-    interpreter output and final state are equal bit for bit when the two-kernel call's state pass has the fused
-    program's V-block width (numpy's float32 products may round differently at another width, so on the CPU the
-    default call runs with ``STATE_CFG_OVERRIDE`` at that width); on a GPU (other binaries, other wgmma tilings),
-    against the default call, to 1e-3 rrmse, as the other two-binary checks (a wrong row, head, chunk or V block is off
-    by O(1)). Per case and
-    configuration three rows: that comparison; one that fails unless the fused kernel was the only kernel of the call
-    with the knob on and did not run in the one with it off; and the fused call against the float64 recurrence at the
-    contract bound. The cases: padded last chunks, T = 1, varlen with empty, 1-, 64-, 65-token sequences and int64
-    offsets, GVA with two batch rows, both state layouts and bf16 initial states, g = 0, strong decay, fp16 with and
-    without L2 norm, beta through the in-kernel sigmoid times 2 (negative eigenvalues), and ``g_pos``: a first chunk
-    with positive g (the fp16 inverse's per-tile guard takes the bf16 merges + Newton there) and a second with
-    negative g; that case has no float64 row (make_inputs draws no positive g) and its comparison row also requires
-    finite results."""
-    names = ("FUSED", "FUSED_PIPE", "FUSED_CFG", "FUSED_TMA", "FUSED_LATE_Q", "FUSED_MASK_OUT", "STATE_CFG_OVERRIDE")
-    saved = {n: getattr(launch, n) for n in names}
-    saved_la = launch._launch_all
-    rows = {}
-    ran = []
-
-    def spy(dev, launches, *a, **kw):
-        ran.append(tuple(kern.__name__ for kern, *_ in launches))
-        return saved_la(dev, launches, *a, **kw)
-    try:
-        launch._launch_all = spy
-        pool = {}
-        for cid, kw in SMALL_CASES + GPU_CASES + GLUON_CASES:
-            pool.setdefault(cid, kw)
-        pool["g_pos"] = dict(B=2, T=130, H=1, HV=2, K=64, V=32, h0=torch.float32)
-        for cid in cases:
-            kw = pool[cid]
-            x = make_inputs(device=device, **kw)
-            if cid == "g_pos":
-                x["g"][:, :64] = 0.05
-            extra = {}
-            if cid == "beta_sigmoid_neg":  # as run_case: logits through the in-kernel sigmoid, times 2
-                x["beta"] = (torch.randn(x["beta"].shape) * 2).to(x["beta"].dtype).to(device)
-                extra = dict(use_beta_sigmoid_in_kernel=True, allow_neg_eigval=True)
-            for tag, knobs in configs:
-                name = f"fused_{cid}" + (f"_{tag}" if tag else "")
-                ran.clear()
-                off = dict(saved, FUSED=False)
-                if device == "cpu":
-                    bv = min(knobs.get("FUSED_CFG", saved["FUSED_CFG"])[0], max(16, 1 << (x["v"].shape[-1] - 1).bit_length()))
-                    off["STATE_CFG_OVERRIDE"] = (bv, 4, 2)
-                err = _knob_pair_error(launch, x, device, off, dict(off, FUSED=True, **knobs), **extra)
-                if cid == "g_pos":
-                    o, h = launch.gdn_fwd(x["q"], x["k"], x["v"], x["g"], x["beta"], scale=x["scale"],
-                                          initial_state=x["initial_state"], output_final_state=True,
-                                          use_qk_l2norm_in_kernel=True, state_v_first=False, cu_seqlens=None)
-                    ran.pop()
-                    if not (torch.isfinite(o).all() and torch.isfinite(h).all()):
-                        err = float("inf")
-                rows[name] = [err, 0.0, 0.0 if device == "cpu" else 1e-3]
-                ok = (len(ran) == 2 and "atrex_sm90_gdn_fused" not in ran[0]
-                      and ran[1] == ("atrex_sm90_gdn_fused",))
-                rows[name + "_ran"] = [0.0 if ok else 1.0, 0.0, 0.0]
-                if cid == "g_pos":
-                    continue
-                for n, val in dict(off, FUSED=True, **knobs).items():
-                    setattr(launch, n, val)
-                eo, eh, bound = run_case(launch.gdn_fwd, cid, kw, device)
-                rows[name + "_fp64"] = [eo, eh, bound]
-                for n, val in saved.items():
-                    setattr(launch, n, val)
-    finally:
-        launch._launch_all = saved_la
-        for n, val in saved.items():
-            setattr(launch, n, val)
-    return rows
-
-
 def slot_map_check(launch, device="cpu"):
     """The slot map of ``INTRA_SLOT_MAP`` (``kernels.atrex_sm90_gdn_slot_seq``) against a Python count: for each
     chunk slot of the intra grid the sequence whose chunk it is, ``N`` for the slots past the last chunk, over offsets
@@ -1136,34 +1046,6 @@ def test_intra_gates():
                                         "K128_varlen_i64_gva"))
     bad = {k: v for k, v in rows.items() if not v[0] <= v[2]}
     assert len(rows) == 18 and not bad, (rows, bad)
-
-
-FUSED_GPU_CASES = FUSED_CASES + ("qwen3next_T1000_bf16h0", "qwen_varlen_mixed", "qwen3next_T1000_fp16",
-                                  "K128_varlen_i64_gva", "hv48_T127", "g_tiny_long")
-
-
-@pytest.mark.parametrize("half", [0, 1])
-@pytest.mark.parametrize("config", [tag or "default" for tag, _ in FUSED_CONFIGS])
-def test_fused(config, half):
-    """``FUSED`` on the GPU (see ``fused_check``): the CPU cases plus Qwen3-Next shapes (GVA at fixed length, a mixed
-    varlen batch, fp16, 40 sequences with int64 offsets, 48 value heads, a long sequence with tiny decay), one
-    configuration of ``FUSED_CONFIGS`` and half of the cases per test (each compiles its own specialisations: split
-    so that pytest-xdist spreads them)."""
-    from atrex_nvidia.chunk_gdn.sm90 import launch
-    cases = FUSED_GPU_CASES[half::2]
-    configs = [c for c in FUSED_CONFIGS if (c[0] or "default") == config]
-    rows = fused_check(launch, "cuda", cases, configs)
-    bad = {k: v for k, v in rows.items() if not (v[0] <= v[2] and v[1] <= v[2])}
-    assert len(rows) == 3 * len(cases) - ("g_pos" in cases) and not bad, bad  # (g_pos: no float64 row)
-
-
-def test_fused_graph_capture(monkeypatch):
-    """The fused kernel under CUDA-graph capture: replays with new cu_seqlens contents equal eager calls."""
-    from atrex_nvidia.chunk_gdn.sm90 import launch
-    monkeypatch.setattr(launch, "FUSED", True)
-    for new, same_o, same_h in graph_replay_check(fwd(), "cuda"):
-        assert same_o and same_h, new
-    assert "atrex_sm90_gdn_fused" in {key[0] for key in launch.WARM.keys()}
 
 
 def test_ut_inverse_accuracy_and_acc_merge():

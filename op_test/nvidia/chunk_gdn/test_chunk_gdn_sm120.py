@@ -9,8 +9,6 @@ from _gdn_cases import (  # noqa: E402,F401
                          test_cases_variants,
                          test_cases_wy_form,
                          test_fp16_default_takes_the_fast_kernels,
-                         test_fused,
-                         test_fused_graph_capture,
                          test_graph_capture_replay_changed_cu_seqlens,
                          test_intra_gates,
                          test_intra_gva_share,

@@ -12,8 +12,6 @@ from _gdn_cases import (  # noqa: E402,F401
                          test_dispatch_selects_gdn_sm90_and_matches_launcher,
                          test_fp16_default_takes_the_fast_kernels,
                          test_fp16_inverse_guard_positive_g,
-                         test_fused,
-                         test_fused_graph_capture,
                          test_gluon_rc_rings_across_items,
                          test_gluon_state_kernel,
                          test_gluon_ws_fac_smem_same_bits,

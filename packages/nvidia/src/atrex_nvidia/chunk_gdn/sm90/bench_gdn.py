@@ -248,19 +248,6 @@ VARIANTS = [
     ("i3_gates", dict(gates=True)),
     ("i3_gates_sub", dict(gates=True, acc_merge=False)),
     ("i3_nogates", dict(gates=False)),
-    # round 18: the fused kernel (FUSED: one kernel, intra operands formed in the state program). Default
-    # configuration (64 columns, 4 warps, TMA tiles, q after the inverse); 128 columns on 8 warps (no V-block repeats
-    # of the intra work); 32 columns; the next chunk formed ahead (PIPE); q before the inverse; pointer loads; the
-    # unmasked merges; 168- and 128-register caps (three / four CTAs per SM at 4 warps, more spills)
-    ("fused", dict(fused=True)),
-    ("fused_bv128w8", dict(fused=True, fused_cfg=(128, 8, 1))),
-    ("fused_bv32", dict(fused=True, fused_cfg=(32, 4, 1))),
-    ("fused_pipe", dict(fused=True, fused_pipe=True)),
-    ("fused_earlyq", dict(fused=True, fused_late_q=False)),
-    ("fused_ptr", dict(fused=True, fused_tma=False)),
-    ("fused_nomo", dict(fused=True, fused_mask_out=False)),
-    ("fused_r168", dict(fused=True, fused_maxnreg=168)),
-    ("fused_r128", dict(fused=True, fused_maxnreg=128)),
 ]
 
 # launch-module attributes a variant may set (key in VARIANTS -> attribute of launch.py)
@@ -273,9 +260,7 @@ _HOOKS = dict(state="STATE_CFG_OVERRIDE", intra="INTRA_CFG_OVERRIDE", wy="USE_WY
               rc_persistent="GL_RC_PERSISTENT", fold_qk_norm="FOLD_QK_NORM", gva_share="INTRA_V3_GVA_SHARE",
               fast_exp="INTRA_V3_FAST_EXP", gs2_maxnreg="INTRA_V3_GS2_MAXNREG", mask_out="INTRA_V3_MASK_OUT",
               split_xu="STATE_SPLIT_XU", ws_fac_smem="GL_WS_FAC_SMEM", slot_map="INTRA_SLOT_MAP",
-              acc_merge="INTRA_V3_ACC_MERGE", fast="FAST_PATH", gates="INTRA_V3_GATES", fused="FUSED",
-              fused_cfg="FUSED_CFG", fused_pipe="FUSED_PIPE", fused_late_q="FUSED_LATE_Q", fused_tma="FUSED_TMA",
-              fused_maxnreg="FUSED_MAXNREG", fused_mask_out="FUSED_MASK_OUT")
+              acc_merge="INTRA_V3_ACC_MERGE", fast="FAST_PATH", gates="INTRA_V3_GATES")
 
 
 def _select_variants(spec):

@@ -18,7 +18,6 @@ from atrex.errors import AtrexCaptureError
 from atrex_nvidia.triton_warm import WarmRecord, launch_key
 
 from . import kernels as _k
-from . import kernels_fused as _kf
 
 # Launch keys of this process (atrex_nvidia.triton_warm): lets a CUDA-graph capture refuse, before any
 # launch, a call whose Triton kernels would compile inside it.
@@ -326,33 +325,16 @@ V2_MAX_BK = 128  # the v2 kernels run for padded K <= 128 (larger K: v1 pair)
 # 0.19-0.21 ms) and the state kernel slows too. At T=32768 the first sweep had 4 pieces at 1.206 vs 1.313 ms
 # unsplit, the second (another machine start) 1.851 vs 1.316 ms (3 pieces 1.210, then 1.465): how the two streams'
 # CTAs interleave is not controlled, and the result was not reproducible. Off; 4 pieces from 16384 when enabled.
-# FUSED (round 18, built without a GPU; not measured yet): ``kernels_fused.atrex_sm90_gdn_fused``, one kernel per call
-# and one program per (V block, sequence x value head) that forms each chunk's intra-chunk operands (v3's math: L2
-# norms, Q K^T, K K^T, decay tile, UT inverse) itself and takes the state kernels' step on them, so that q, k, v, g
-# and beta are read once and only o (and the final state) is written: no qn / kn copies, no A / Aqk workspaces, no
-# factor planes (at varlen 16x1024 that traffic alone is ~0.34 ms on the H200, round 13). The intra work then sits on
-# the program's sequential chain, once per V block. True: every fast-path call with BK <= V2_MAX_BK (not USE_WY);
-# "varlen": varlen calls only; False: none. FUSED_CFG (BV, num_warps, num_stages) and FUSED_MAXNREG configure it;
-# FUSED_PIPE forms chunk c + 1's operands before chunk c's state products (kernels_fused). The same knobs as the
-# two-kernel path choose its inverse (INTRA_V3_NEWTON, INTRA_V3_INV_FP16 with L2 norm, INTRA_V3_FP16_FALLBACK; the
-# accumulating merges only where that knob is True, as for one-head intra programs; FUSED_MASK_OUT below), fast exp and
-# STATE_SPLIT_XU, so that it computes the two-kernel call's values. Triton 3.6 SASS of every configuration: 255
-# registers and 272-1584 bytes of stack per thread (BENCH_H200.md, round 18); scripts/gdn-r66.sh measures it.
-FUSED = False
-FUSED_CFG = (64, 4, 1)
-FUSED_MAXNREG = None
-FUSED_PIPE = False
-FUSED_LATE_Q = True
-# FUSED_TMA: the fused kernel's q / k / v tiles by TMA and whole-chunk outputs by TMA store (descriptors built in the
-# kernel), where the tensors allow it (_fused_tma_rows); else masked pointer loads and stores.
-FUSED_TMA = True
-# FUSED_MASK_OUT: the fused kernel's inverse with the masked products (kernels._merge_level_mask_out, the same bits as
-# the default merges): Triton 3.6 SASS at varlen H = HV = 32, (64, 4, 1): 255 registers and 544 bytes of stack against
-# 672 without (the fp32 L is dead during the merges).
-FUSED_MASK_OUT = True
-# FUSED_SYNC: CTA barriers between the fused kernel's parts (kernels_fused: without them r66 / r68 on the H200 gave
-# run-to-run wrong rows and illegal addresses in several configurations).
-FUSED_SYNC = True
+# Round 18, built, measured on the H200 and removed (commit e6944a4; BENCH_H200.md, round 18): "FUSED", one Triton
+# kernel per call, one program per (V block, sequence x value head) that formed each chunk's intra operands (v3's math)
+# and took the state step on them, reading q, k, v, g, beta once and writing only o and the final state. Under the
+# interpreter it equalled the two-kernel call bit for bit (13 cases x 4 configurations). On the H200 it was slower
+# (bench_gdn sweeps, whole call, eager): varlen 16x1024 (H = HV = 32) 0.974 ms against 0.485 (r69; 128 columns on 8
+# warps 1.451), T=8192/16/32 1.676 against 0.332 (r66): the intra work sits on each program's sequential chain, and
+# the Triton 3.6 binaries (255 registers) spilled 272-1584 bytes per thread. Some configurations were also wrong on the
+# GPU only (32- and 16-column blocks, 8 warps, PIPE, q before the inverse; and the default at B = 2 with GVA): the same
+# wrong rows (16-31 of a chunk) on every run, NaNs or illegal addresses; CTA barriers between the parts did not change
+# them (r68, r69). Not diagnosed further: the kernel lost at every shape it ran correctly.
 SPLIT_STATE_PASS = False
 SPLIT_MIN_T = 16384
 SPLIT_PIECES = 4
@@ -543,14 +525,6 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
         return o, ht
 
     fast = _use_fast(q, K, V)
-    if (FUSED is True or (FUSED == "varlen" and is_varlen)) and fast and not USE_WY and BK <= V2_MAX_BK:
-        launches = [_fused_launch(q, k, v, g, beta, o, ht, scale, initial_state, state_v_first, cu_seqlens, T, N, HV,
-                                  K, V, G, BK, use_qk_l2norm_in_kernel, use_beta_sigmoid_in_kernel, allow_neg_eigval)]
-        if _plan_only:
-            return launches
-        return _launch_call(dev, launches, o, ht, q, k, v, g, beta, initial_state, cu_seqlens, output_final_state,
-                            use_qk_l2norm_in_kernel, state_v_first, use_beta_sigmoid_in_kernel, allow_neg_eigval,
-                            sm_count)
     if (SPLIT_STATE_PASS and not _plan_only and fast and not is_varlen and T >= max(SPLIT_MIN_T, 128)
             and STATE_IMPL in ("v2", "tma", "auto", "gl_ws", "gl_rc") and not USE_WY and BK <= V2_MAX_BK):
         return _gdn_split(q, k, v, g, beta, o, ht, scale, initial_state, use_qk_l2norm_in_kernel, state_v_first,
@@ -654,7 +628,9 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     if rc:
         BV, sw, sst = 64, 4, int(GL_RC_STAGES)
     use_h0, h0, h0_strides = _h0_args(initial_state, state_v_first, q)
-    split_xu = _split_xu(BK, use_qk_l2norm_in_kernel)
+    split_xu = (STATE_SPLIT_XU == "always" or (STATE_SPLIT_XU == "small" and BK <= 32)
+                or (not use_qk_l2norm_in_kernel and (
+                    STATE_SPLIT_XU == "no_l2norm" or (STATE_SPLIT_XU == "small_no_l2norm" and BK <= 32))))
     grid = (triton.cdiv(V, BV), N * HV)
     want_tma = (STATE_IMPL in ("tma", "gl_ws", "gl_rc")
                 or (STATE_IMPL == "auto" and (BV, sw, sst) == _STATE_V2_FEW_CFG))
@@ -716,79 +692,10 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
             allow_neg_eigval, use_wy, fast, sw, sst))
     if _plan_only:
         return launches
-    return _launch_call(dev, launches, o, ht, q, k, v, g, beta, initial_state, cu_seqlens, output_final_state,
-                        use_qk_l2norm_in_kernel, state_v_first, use_beta_sigmoid_in_kernel, allow_neg_eigval, sm_count)
-
-
-def _launch_call(dev, launches, o, ht, q, k, v, g, beta, initial_state, cu_seqlens, output_final_state, l2norm,
-                 state_v_first, beta_sigmoid, neg_eigval, sm_count):
-    """Launches a (non-split) call's plan under its call signature."""
     sig = _call_signature(dev, (q, k, v, g, beta, initial_state, cu_seqlens), (
-        bool(output_final_state), bool(l2norm), bool(state_v_first), bool(beta_sigmoid), bool(neg_eigval), sm_count))
+        bool(output_final_state), bool(use_qk_l2norm_in_kernel), bool(state_v_first),
+        bool(use_beta_sigmoid_in_kernel), bool(allow_neg_eigval), sm_count))
     return _launch_all(dev, launches, o, ht, sig)
-
-
-def _split_xu(BK, l2norm):
-    """STATE_SPLIT_XU's rule for a call: X and U as bf16 high + low pairs in the Triton state step."""
-    return (STATE_SPLIT_XU == "always" or (STATE_SPLIT_XU == "small" and BK <= 32)
-            or (not l2norm and (STATE_SPLIT_XU == "no_l2norm" or (STATE_SPLIT_XU == "small_no_l2norm" and BK <= 32))))
-
-
-def _fused_launch(q, k, v, g, beta, o, ht, scale, initial_state, state_v_first, cu_seqlens, T, N, HV, K, V, G, BK,
-                  l2norm, beta_sigmoid, neg_eigval):
-    """The one launch of a FUSED call: grid (V blocks, N * HV); no workspace, no chunk bookkeeping (each program
-    reads its sequence's bounds from ``cu_seqlens``)."""
-    bv, nw, ns = FUSED_CFG
-    BV = min(int(bv), max(16, triton.next_power_of_2(V)))
-    use_h0, h0, h0_strides = _h0_args(initial_state, state_v_first, q)
-    is_varlen = cu_seqlens is not None
-    meta = dict(IS_VARLEN=is_varlen, G=G, BK=BK, BV=BV, USE_L2NORM=bool(l2norm), BETA_SIGMOID=bool(beta_sigmoid),
-                NEG_EIGVAL=bool(neg_eigval), USE_H0=use_h0, STORE_HT=ht is not None,
-                STATE_V_FIRST=bool(state_v_first), NEWTON=bool(INTRA_V3_NEWTON), num_warps=int(nw),
-                num_stages=int(ns))
-    if INTRA_V3_INV_FP16 and l2norm:
-        meta.update(INV_FP16=True, FP16_FALLBACK=int(INTRA_V3_FP16_FALLBACK))
-    if INTRA_V3_MASK_OUT is True or FUSED_MASK_OUT:
-        meta["MASK_OUT"] = True
-    if INTRA_V3_ACC_MERGE is True:
-        meta["ACC_MERGE"] = True
-    if INTRA_V3_FAST_EXP and not _interpreting():
-        meta["FAST_EXP"] = True
-    if _split_xu(BK, l2norm):
-        meta["SPLIT_XU"] = True
-    if FUSED_PIPE:
-        meta["PIPE"] = True
-    if FUSED_LATE_Q:
-        meta["LATE_Q"] = True
-    if FUSED_SYNC:
-        meta["SYNC"] = True
-    if FUSED_MAXNREG:
-        meta["maxnreg"] = int(FUSED_MAXNREG)
-    B = q.shape[0]
-    rows = _fused_tma_rows(q, k, v, o, B, T, q.shape[2], HV, K, V, BK, BV) if FUSED_TMA else None
-    if rows is not None:
-        meta["DEVICE_DESC"] = True  # (in-kernel descriptors: _launch_all provides their scratch)
-    else:
-        rows = (0,) * 7
-    return (_kf.atrex_sm90_gdn_fused, (triton.cdiv(V, BV), N * HV), (
-        q, k, v, g, beta, h0, o, ht if ht is not None else o, cu_seqlens if is_varlen else q, float(scale),
-        T, HV, K, V,
-        q.stride(0), q.stride(1), q.stride(2), k.stride(0), k.stride(1), k.stride(2),
-        v.stride(0), v.stride(1), v.stride(2), g.stride(0), g.stride(1), g.stride(2),
-        beta.stride(0), beta.stride(1), beta.stride(2), o.stride(0), o.stride(1), o.stride(2),
-        *h0_strides, *rows), meta)
-
-
-def _fused_tma_rows(q, k, v, o, B, T, H, HV, K, V, BK, BV):
-    """(ROWS, QW, VW, s_qr, s_kr, s_vr, s_or) of the fused kernel's TMA form, or None where it does not apply: K a
-    power of two (the box width), whole V blocks (a box store past V would write the next head's columns), B*T >= 64
-    (as the tma state kernel: no box taller than the tensor), and every tensor describable (``_rows_view``)."""
-    if BK != K or V % BV or B * T < 64:
-        return None
-    views = [_rows_view(x, B, T, heads, w) for x, heads, w in ((q, H, K), (k, H, K), (v, HV, V), (o, HV, V))]
-    if any(vw is None for vw in views):
-        return None
-    return (B * T, H * K, HV * V) + tuple(st[0] for _, st in views)
 
 
 def _split_bounds(T, pieces):
@@ -897,8 +804,7 @@ def _knobs():
             _STATE_CFG_MANY, _STATE_V2_FEW_CFG, _INTRA_CFG, GL_WS_OUT_REGS, STATE_AUTO_GL_WS, INTRA_V3_INV_FP16,
             INTRA_V3_FP16_FALLBACK, GL_RC_STAGES, GL_RC_PERSISTENT, STATE_AUTO_GL_RC, FOLD_QK_NORM, INTRA_V3_GVA_SHARE,
             INTRA_V3_FAST_EXP, INTRA_V3_GS2_MAXNREG, INTRA_V3_MASK_OUT, STATE_SPLIT_XU, GL_WS_FAC_SMEM,
-            INTRA_SLOT_MAP, INTRA_V3_ACC_MERGE, INTRA_V3_GATES, FUSED, FUSED_CFG, FUSED_MAXNREG, FUSED_PIPE,
-            FUSED_LATE_Q, FUSED_TMA, FUSED_MASK_OUT, FUSED_SYNC)
+            INTRA_SLOT_MAP, INTRA_V3_ACC_MERGE, INTRA_V3_GATES)
 
 
 def _call_signature(dev, tensors, flags):
