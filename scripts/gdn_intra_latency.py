@@ -22,7 +22,7 @@ def main():
         beta = torch.rand(1, T, 1, device="cuda", generator=g).bfloat16()
         cu = torch.arange(0, T + 1, 64, device="cuda", dtype=torch.int32)
 
-        def call():
+        def call(q=q, k=k, v=v, gg=gg, beta=beta, cu=cu):
             return gdn_fwd(q, k, v, gg, beta, scale=128 ** -0.5, initial_state=None, output_final_state=True,
                            use_qk_l2norm_in_kernel=True, state_v_first=False, cu_seqlens=cu)
         for _ in range(3):
