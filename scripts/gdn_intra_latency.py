@@ -35,8 +35,7 @@ def main():
         times = {}
         for e in prof.events():
             if e.device_type == torch.autograd.DeviceType.CUDA:
-                times.setdefault(e.name, []).append(e.device_time_total if hasattr(e, "device_time_total")
-                                                    else e.cuda_time_total)
+                times.setdefault(e.name, []).append(e.time_range.elapsed_us())
         row = "; ".join(f"{name.replace('atrex_sm90_gdn_', '')} {sorted(t)[len(t) // 2]:.1f} us"
                         for name, t in sorted(times.items()))
         print(f"LAT programs/SM {m}: {row}", flush=True)
