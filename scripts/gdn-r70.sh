@@ -1,3 +1,4 @@
+# (Ran at commit 506b9d5 with an earlier form of scripts/gdn_intra_latency.py: per-kernel medians of 20 calls.)
 # Round 18, call r70: the intra v3 program's latency alone on its SM and with 2 / 4 / 8 per SM (scripts/gdn_intra_latency.py),
 # the budget a fused kernel's intra partition has to beat.
 . scripts/gdn-call.sh
