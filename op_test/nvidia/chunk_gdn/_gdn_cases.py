@@ -306,6 +306,8 @@ VARIANT_HOOKS = {  # launcher variants measured by bench_gdn's sweep besides the
     # round 17: the gate rows from the separate gates kernel (INTRA_V3_GATES), with and without the accumulating merges
     "intra_v3_gates": dict(INTRA_V3_GATES=True),
     "intra_v3_gates_sub": dict(INTRA_V3_GATES=True, INTRA_V3_ACC_MERGE=False),
+    # round 19: the fp16 inverse's 16x16 diagonal blocks per warp (INTRA_V3_DIAG16) in every program
+    "intra_v3_diag16": dict(INTRA_V3_DIAG16=True),
     "split_state_pass": dict(SPLIT_STATE_PASS=True, SPLIT_MIN_T=128, SPLIT_PIECES=2),
     "split_state_pass_p3": dict(SPLIT_STATE_PASS=True, SPLIT_MIN_T=128, SPLIT_PIECES=3),
     "split_state_pass_p4_prio0": dict(SPLIT_STATE_PASS=True, SPLIT_MIN_T=128, SPLIT_PIECES=4, SPLIT_SIDE_PRIORITY=0),
@@ -811,11 +813,11 @@ def _paired_vs_unpaired(launch, device, tag, q, k, v, g, beta, h0, cu):
     return rows
 
 
-def _knob_pair_error(launch, x, device, first, second, **call_kw):
+def _knob_pair_error(launch, x, device, first, second, exact=None, **call_kw):
     """``gdn_fwd`` on inputs ``x`` with the launcher knobs set as in ``first``, then as in ``second`` (dicts; the
-    caller restores them), and how far apart the two results are: under the interpreter 0.0 if output and final
-    state are equal bit for bit, else 1.0; on a GPU the larger rrmse of the two. ``call_kw``: further ``gdn_fwd``
-    arguments of both calls."""
+    caller restores them), and how far apart the two results are: with ``exact`` (default: under the interpreter)
+    0.0 if output and final state are equal bit for bit, else 1.0; otherwise the larger rrmse of the two.
+    ``call_kw``: further ``gdn_fwd`` arguments of both calls."""
     import torch
     outs = []
     for knobs in (first, second):
@@ -827,7 +829,7 @@ def _knob_pair_error(launch, x, device, first, second, **call_kw):
             use_qk_l2norm_in_kernel=x["use_qk_l2norm_in_kernel"], state_v_first=x["state_v_first"],
             cu_seqlens=x["cu_seqlens"], **call_kw))
     (o0, h0), (o1, h1) = outs
-    if device == "cpu":
+    if device == "cpu" if exact is None else exact:
         return 0.0 if torch.equal(o0, o1) and torch.equal(h0, h1) else 1.0
     return max(rrmse(o0, o1), rrmse(h0, h1))
 
@@ -926,6 +928,42 @@ def gates_check(launch, device="cpu", cases=("T1", "T63", "T130_B2_gva_bf16h0", 
             rows[f"gates_{cid}_ran"] = [0.0 if ran == [False, True] else 1.0, 0.0, 0.0]
     finally:
         launch.INTRA_V3_GATES, launch._launch_all = saved
+    return rows
+
+
+def diag16_check(launch, device="cpu", cases=("T1", "T63", "T130_B2_gva_bf16h0", "varlen_0_1", "g_strong",
+                                                "T130_B2_gva_fp16")):
+    """``INTRA_V3_DIAG16`` (round 19: the fp16 inverse's merges b = 2, 4, 8 as batched per-warp dots on the four 16x16
+    diagonal blocks, ``kernels._diag16_inverse``) against the whole-tile merges, forced on for every program. The same
+    products, summed over 16 terms instead of 64 (48 exact zeros), so the interpreter's float32 matmuls may round
+    differently, and each level's fp16 rounding of X carries that on: within 1e-3 rrmse on the CPU and on a GPU (as the
+    other two-binary checks; a wrong block or level is off by O(1): ``ut_inverse_accuracy`` checks the inverse itself
+    against float64). Rows ``[err, 0, 1e-3]``, and per case a row that fails unless the v3 launch had ``DIAG16`` set
+    with the knob on and not with it off, where the call takes the fp16 inverse (L2 norm; ``T130_B2_gva_fp16`` has
+    none: its call must not change; in ``g_strong`` (g = -20) every off-diagonal entry of L rounds to 0 in fp16, so
+    there both inverses are exactly the identity)."""
+    saved = (launch.INTRA_V3_DIAG16, launch._launch_all)
+    rows = {}
+    flags = []
+
+    def spy(dev, launches, *a, **kw):
+        flags.append([bool(meta.get("DIAG16")) for kern, _g, _a, meta in launches if "intra_chunk_v3" in kern.__name__])
+        return saved[1](dev, launches, *a, **kw)
+    try:
+        launch._launch_all = spy
+        pool = dict(SMALL_CASES if device == "cpu" else GLUON_CASES + GPU_CASES)
+        for cid in cases:
+            if cid not in pool:
+                continue
+            x = make_inputs(device=device, **pool[cid])
+            flags.clear()
+            err = _knob_pair_error(launch, x, device, {"INTRA_V3_DIAG16": False}, {"INTRA_V3_DIAG16": True},
+                                   exact=False)
+            rows[f"diag16_{cid}"] = [err, 0.0, 1e-3]
+            want = [[False], [True]] if x["use_qk_l2norm_in_kernel"] else [[False], [False]]
+            rows[f"diag16_{cid}_ran"] = [0.0 if flags == want else 1.0, 0.0, 0.0]
+    finally:
+        launch.INTRA_V3_DIAG16, launch._launch_all = saved
     return rows
 
 
@@ -1048,6 +1086,16 @@ def test_intra_gates():
     assert len(rows) == 18 and not bad, (rows, bad)
 
 
+def test_intra_diag16():
+    """``INTRA_V3_DIAG16`` on the GPU (see ``diag16_check``; the batched 16x16 dots run as mma.sync there), on the CPU
+    cases and Qwen3-Next shapes (two-head fixed length, one-head and two-head varlen)."""
+    from atrex_nvidia.chunk_gdn.sm90 import launch
+    rows = diag16_check(launch, "cuda", ("T63", "T130_B2_gva_bf16h0", "varlen_0_1", "g_strong",
+                                         "qwen3next_T1000_bf16h0", "qwen_varlen_mixed", "K128_varlen_i64_gva"))
+    bad = {k: v for k, v in rows.items() if not v[0] <= v[2]}
+    assert len(rows) == 14 and not bad, (rows, bad)
+
+
 def test_ut_inverse_accuracy_and_acc_merge():
     """The intra kernel's UT inverse against the float64 inverse on clustered keys on the GPU (``ut_inverse_accuracy``:
     Newton path within 1.25x of rounding the exact inverse to bf16, fp16 merges within 3x), with the accumulating
@@ -1098,7 +1146,8 @@ def ut_inverse_accuracy(launch, T=128, K=128, device="cpu"):
     gen = torch.Generator().manual_seed(7)
     rn = lambda *s: torch.randn(*s, generator=gen)
     rows = {}
-    saved = (launch._launch_all, launch.INTRA_IMPL, launch.INTRA_V3_NEWTON, launch.INTRA_V3_INV_FP16)
+    saved = (launch._launch_all, launch.INTRA_IMPL, launch.INTRA_V3_NEWTON, launch.INTRA_V3_INV_FP16,
+             launch.INTRA_V3_DIAG16)
     launch._launch_all = spy
     try:
         for kind, spread, bscale, gmax in (("corr", 0.1, 1.0, 0.0), ("corr_neg", 0.3, 2.0, 0.01)):
@@ -1110,8 +1159,10 @@ def ut_inverse_accuracy(launch, T=128, K=128, device="cpu"):
             kn = (k.float() / torch.sqrt((k.float() ** 2).sum(-1, keepdim=True) + 1e-6)).bfloat16().double()[0, :, 0]
             errs = {}
             on = [t.to(device) for t in (q, k, v, g, beta)]
-            for tag, newton, fp16 in (("v3", True, False), ("v3_merges_only", False, False), ("v3_fp16", True, True)):
+            for tag, newton, fp16, d16 in (("v3", True, False, False), ("v3_merges_only", False, False, False),
+                                           ("v3_fp16", True, True, False), ("v3_fp16_diag16", True, True, True)):
                 launch.INTRA_IMPL, launch.INTRA_V3_NEWTON, launch.INTRA_V3_INV_FP16 = "v3", newton, fp16
+                launch.INTRA_V3_DIAG16 = d16
                 launch.gdn_fwd(*on, scale=0.1, initial_state=None, output_final_state=False,
                                use_qk_l2norm_in_kernel=True, state_v_first=False, cu_seqlens=None,
                                allow_neg_eigval=bscale > 1)
@@ -1131,6 +1182,11 @@ def ut_inverse_accuracy(launch, T=128, K=128, device="cpu"):
             rows[f"ut_inverse_{kind}_merges_only_is_worse"] = [2.5 * eb, 0.0, errs["v3_merges_only"]]
             rows[f"ut_inverse_{kind}_fp16"] = [errs["v3_fp16"], 0.0, 3.0 * eb]
             rows[f"ut_inverse_{kind}_fp16_beats_bf16_merges_3x"] = [3.0 * errs["v3_fp16"], 0.0, errs["v3_merges_only"]]
+            # round 19: the per-warp diagonal blocks (INTRA_V3_DIAG16) under the same bounds as the fp16 merges
+            rows[f"ut_inverse_{kind}_fp16_diag16"] = [errs["v3_fp16_diag16"], 0.0, 3.0 * eb]
+            rows[f"ut_inverse_{kind}_fp16_diag16_beats_bf16_merges_3x"] = [3.0 * errs["v3_fp16_diag16"], 0.0,
+                                                                            errs["v3_merges_only"]]
     finally:
-        launch._launch_all, launch.INTRA_IMPL, launch.INTRA_V3_NEWTON, launch.INTRA_V3_INV_FP16 = saved
+        launch._launch_all, launch.INTRA_IMPL, launch.INTRA_V3_NEWTON, launch.INTRA_V3_INV_FP16 = saved[:4]
+        launch.INTRA_V3_DIAG16 = saved[4]
     return rows

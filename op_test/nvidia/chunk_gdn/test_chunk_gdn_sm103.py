@@ -11,6 +11,7 @@ from _gdn_cases import (  # noqa: E402,F401
                          test_fp16_default_takes_the_fast_kernels,
                          test_graph_capture_replay_changed_cu_seqlens,
                          test_intra_gates,
+                         test_intra_diag16,
                          test_intra_gva_share,
                          test_intra_mask_out_matches_default,
                          test_intra_slot_map,

@@ -181,6 +181,7 @@ _SCRIPT = textwrap.dedent(r'''
     res.update(C.slot_map_output_check(launch))
     res.update(C.acc_merge_check(launch))
     res.update(C.gates_check(launch))
+    res.update(C.diag16_check(launch))
     res.update(C.slot_map_check(launch))
     res.update(C.split_xu_check(launch))
     print("RESULT " + json.dumps(res))
@@ -207,4 +208,14 @@ def test_slot_map_rows_ran(interpreted_results):
     want = {f"slot_map_out_{c}" for c in ("varlen_0_1", "varlen_i64_noh0")}
     want |= {f"slot_map_{n}" for n in ("mixed", "long", "one")}
     want |= {f"acc_merge_{c}" for c in ("T63", "T130_B2_gva_bf16h0", "varlen_0_1", "g_strong")}
+    assert want <= set(interpreted_results), sorted(want - set(interpreted_results))
+
+
+def test_diag16_rows_ran(interpreted_results):
+    """The round-19 rows (``diag16_check``: whole calls with and without ``INTRA_V3_DIAG16`` and whether the v3 launch
+    took it; ``ut_inverse_accuracy``'s diagonal-block inverse against float64) are present, so that none passes by
+    being absent."""
+    cases = ("T1", "T63", "T130_B2_gva_bf16h0", "varlen_0_1", "g_strong", "T130_B2_gva_fp16")
+    want = {f"diag16_{c}" for c in cases} | {f"diag16_{c}_ran" for c in cases}
+    want |= {f"ut_inverse_{k}_fp16_diag16{s}" for k in ("corr", "corr_neg") for s in ("", "_beats_bf16_merges_3x")}
     assert want <= set(interpreted_results), sorted(want - set(interpreted_results))

@@ -493,3 +493,20 @@ def test_intra_v3_gates_knob(plan, monkeypatch):
     monkeypatch.setattr(L, "FOLD_QK_NORM", False)
     monkeypatch.setattr(L, "INTRA_IMPL", "v2")
     assert "atrex_sm90_gdn_gates" not in names(plan(T=200, H=2, HV=4, K=64))
+
+
+def test_intra_v3_diag16_knob(plan, monkeypatch):
+    """``INTRA_V3_DIAG16`` (round 19) sets DIAG16 on the v3 launch where it takes the fp16 inverse (in-kernel L2 norm):
+    True for every program, "gs1" / "gs2" for one- / two-head programs only, False (the default until measured) for
+    none; never without L2 norm (the bf16 merges + Newton path). Part of the call signature."""
+    intra = lambda seen: next(m for n, _g, _a, m in seen["launches"] if n == "atrex_sm90_gdn_intra_chunk_v3")
+    one, two = dict(T=200, H=4, HV=4, K=64), dict(T=200, H=2, HV=4, K=64)
+    assert not intra(plan(**one)).get("DIAG16") and not intra(plan(**two)).get("DIAG16")
+    sig0 = L._knobs()
+    for val, want_one, want_two in ((True, True, True), ("gs1", True, False), ("gs2", False, True)):
+        monkeypatch.setattr(L, "INTRA_V3_DIAG16", val)
+        assert L._knobs() != sig0
+        assert bool(intra(plan(**one)).get("DIAG16")) is want_one
+        m2 = intra(plan(**two))
+        assert m2["GS"] == 2 and bool(m2.get("DIAG16")) is want_two
+        assert not intra(plan(**one, l2norm=False)).get("DIAG16")

@@ -248,6 +248,10 @@ VARIANTS = [
     ("i3_gates", dict(gates=True)),
     ("i3_gates_sub", dict(gates=True, acc_merge=False)),
     ("i3_nogates", dict(gates=False)),
+    # round 19: the fp16 inverse's 16x16 diagonal blocks per warp (INTRA_V3_DIAG16); _gs1 / _gs2 for one kind of program
+    ("i3_d16", dict(diag16=True)),
+    ("i3_d16_gs1", dict(diag16="gs1")),
+    ("i3_d16_gs2", dict(diag16="gs2")),
 ]
 
 # launch-module attributes a variant may set (key in VARIANTS -> attribute of launch.py)
@@ -257,7 +261,7 @@ _HOOKS = dict(state="STATE_CFG_OVERRIDE", intra="INTRA_CFG_OVERRIDE", wy="USE_WY
               pieces="SPLIT_PIECES", prio="SPLIT_SIDE_PRIORITY", split_min_t="SPLIT_MIN_T",
               persistent="STATE_TMA_PERSISTENT", ws_out_regs="GL_WS_OUT_REGS",
               inv_fp16="INTRA_V3_INV_FP16", fp16_fallback="INTRA_V3_FP16_FALLBACK", rc_stages="GL_RC_STAGES",
-              rc_persistent="GL_RC_PERSISTENT", fold_qk_norm="FOLD_QK_NORM", gva_share="INTRA_V3_GVA_SHARE",
+              rc_persistent="GL_RC_PERSISTENT", fold_qk_norm="FOLD_QK_NORM", gva_share="INTRA_V3_GVA_SHARE", diag16="INTRA_V3_DIAG16",
               fast_exp="INTRA_V3_FAST_EXP", gs2_maxnreg="INTRA_V3_GS2_MAXNREG", mask_out="INTRA_V3_MASK_OUT",
               split_xu="STATE_SPLIT_XU", ws_fac_smem="GL_WS_FAC_SMEM", slot_map="INTRA_SLOT_MAP",
               acc_merge="INTRA_V3_ACC_MERGE", fast="FAST_PATH", gates="INTRA_V3_GATES")

@@ -945,8 +945,41 @@ def _merge_level_mask_out(X, Lh, rr, cc, B: tl.constexpr, ACC: tl.constexpr = Fa
 
 
 @triton.jit
+def _merge16(X, D, r, c, B: tl.constexpr):
+    """One merge level (``_merge_level_mask_out``'s form, fp16 dots) on batched 16x16 diagonal blocks ``[4, 16, 16]``."""
+    lvl = ((r // (2 * B)) == (c // (2 * B))) & ((r // B) != (c // B))
+    Xh = X.to(tl.float16)
+    MX = tl.where(lvl, tl.dot(D, Xh), 0.0)
+    return X - tl.dot(Xh, MX.to(tl.float16))
+
+
+@triton.jit
+def _diag16_inverse(Lh):
+    """The inverses of the four 16x16 diagonal blocks of ``I + L`` (``Lh``: the strictly lower 64x64 ``L`` rounded
+    to fp16 once), as a ``[64, 64]`` fp32 tile that is block diagonal in blocks of 16 with exact zeros elsewhere:
+    ``_ut_inverse``'s merges b = 2, 4, 8 (mask-out form: the same products), but each block's on its own 16x16 tile.
+
+    Round 19 (``launch.INTRA_V3_DIAG16``). In the 64x64 wgmma accumulator layout of four warps, warp w holds rows
+    16w .. 16w + 15, so the diagonal block w is data of one warp: the ``[4, 16, 4, 16]`` view, summed over the column
+    block where it equals the row block (the other three are exact zeros), is a per-thread selection, and the batched
+    ``[4, 16, 16]`` dots on it (mma.sync, one batch element per warp) need no CTA barrier between levels, where the
+    whole-tile merges pass each level through shared memory, a fence and a barrier (round 17's profile: the inverse,
+    ten such dots, was ~32% of a varlen program's stall samples)."""
+    rb = tl.arange(0, 4)[:, None, None, None]
+    cb = tl.arange(0, 4)[None, None, :, None]
+    D = tl.sum(tl.where(rb == cb, tl.reshape(Lh.to(tl.float32), [4, 16, 4, 16]), 0.0), axis=2).to(tl.float16)
+    r = tl.arange(0, 16)[None, :, None]
+    c = tl.arange(0, 16)[None, None, :]
+    X = tl.where(r == c, 1.0, 0.0) - tl.where((r // 2) == (c // 2), D.to(tl.float32), 0.0)
+    X = _merge16(X, D, r, c, 2)
+    X = _merge16(X, D, r, c, 4)
+    X = _merge16(X, D, r, c, 8)
+    return tl.reshape(tl.where(rb == cb, tl.expand_dims(X, 2), 0.0), [64, 64])
+
+
+@triton.jit
 def _ut_inverse(Lm, rr, cc, NEWTON: tl.constexpr, INV_FP16: tl.constexpr, MASK_OUT: tl.constexpr = False,
-                ACC: tl.constexpr = False):
+                ACC: tl.constexpr = False, DIAG16: tl.constexpr = False):
     """``(I + Lm)^-1`` (fp32) of a strictly lower 64x64 tile: recursive block merges b = 2..32 with bf16 dots,
     then, with ``NEWTON``, one refinement step with ``Lm`` split into bf16 hi + lo (see the v3 kernel).
     With ``INV_FP16`` the merge dots take fp16 operands instead and the Newton step is skipped. fp16's range
@@ -957,30 +990,42 @@ def _ut_inverse(Lm, rr, cc, NEWTON: tl.constexpr, INV_FP16: tl.constexpr, MASK_O
     With ``ACC`` (launch.INTRA_V3_ACC_MERGE) each merge's second dot accumulates onto X (``_merge_level``), on ``-L``
     (negated once; rounding is symmetric, so ``-L`` rounds to exactly ``-(L rounded)``)."""
     # X_2 = I - (L inside the 2x2 diagonal blocks); then merges b = 2, 4, 8, 16, 32
-    eye = tl.where(rr == cc, 1.0, 0.0)
-    X = eye - tl.where((rr // 2) == (cc // 2), Lm, 0.0)
     Ls = -Lm if ACC else Lm
-    if MASK_OUT:
-        Lh = Ls.to(tl.float16 if INV_FP16 else tl.bfloat16)
-        X = _merge_level_mask_out(X, Lh, rr, cc, 2, ACC)
-        X = _merge_level_mask_out(X, Lh, rr, cc, 4, ACC)
-        X = _merge_level_mask_out(X, Lh, rr, cc, 8, ACC)
-        X = _merge_level_mask_out(X, Lh, rr, cc, 16, ACC)
-        X = _merge_level_mask_out(X, Lh, rr, cc, 32, ACC)
+    if DIAG16:
+        # (round 19) b = 2, 4, 8 per warp on the 16x16 diagonal blocks (fp16 merges only), then b = 16, 32 as below
+        tl.static_assert(INV_FP16)
+        X = _diag16_inverse(Lm.to(tl.float16))
+        if MASK_OUT:
+            Lh = Ls.to(tl.float16)
+            X = _merge_level_mask_out(X, Lh, rr, cc, 16, ACC)
+            X = _merge_level_mask_out(X, Lh, rr, cc, 32, ACC)
+        else:
+            X = _merge_level(X, Ls, rr, cc, 16, INV_FP16, ACC)
+            X = _merge_level(X, Ls, rr, cc, 32, INV_FP16, ACC)
     else:
-        X = _merge_level(X, Ls, rr, cc, 2, INV_FP16, ACC)
-        X = _merge_level(X, Ls, rr, cc, 4, INV_FP16, ACC)
-        X = _merge_level(X, Ls, rr, cc, 8, INV_FP16, ACC)
-        X = _merge_level(X, Ls, rr, cc, 16, INV_FP16, ACC)
-        X = _merge_level(X, Ls, rr, cc, 32, INV_FP16, ACC)
-    if NEWTON and not INV_FP16:
-        Xb = X.to(tl.bfloat16)
-        Lh = Lm.to(tl.bfloat16)
-        P = tl.dot(Lh, Xb)
-        P = tl.dot((Lm - Lh.to(tl.float32)).to(tl.bfloat16), Xb, P)
-        # R = I - (I + L) Xb is strictly lower (Xb is unit lower triangular)
-        R = tl.where(rr > cc, -(Xb.to(tl.float32) + P), 0.0)
-        X = tl.dot(Xb, R.to(tl.bfloat16), Xb.to(tl.float32))
+        eye = tl.where(rr == cc, 1.0, 0.0)
+        X = eye - tl.where((rr // 2) == (cc // 2), Lm, 0.0)
+        if MASK_OUT:
+            Lh = Ls.to(tl.float16 if INV_FP16 else tl.bfloat16)
+            X = _merge_level_mask_out(X, Lh, rr, cc, 2, ACC)
+            X = _merge_level_mask_out(X, Lh, rr, cc, 4, ACC)
+            X = _merge_level_mask_out(X, Lh, rr, cc, 8, ACC)
+            X = _merge_level_mask_out(X, Lh, rr, cc, 16, ACC)
+            X = _merge_level_mask_out(X, Lh, rr, cc, 32, ACC)
+        else:
+            X = _merge_level(X, Ls, rr, cc, 2, INV_FP16, ACC)
+            X = _merge_level(X, Ls, rr, cc, 4, INV_FP16, ACC)
+            X = _merge_level(X, Ls, rr, cc, 8, INV_FP16, ACC)
+            X = _merge_level(X, Ls, rr, cc, 16, INV_FP16, ACC)
+            X = _merge_level(X, Ls, rr, cc, 32, INV_FP16, ACC)
+        if NEWTON and not INV_FP16:
+            Xb = X.to(tl.bfloat16)
+            Lh = Lm.to(tl.bfloat16)
+            P = tl.dot(Lh, Xb)
+            P = tl.dot((Lm - Lh.to(tl.float32)).to(tl.bfloat16), Xb, P)
+            # R = I - (I + L) Xb is strictly lower (Xb is unit lower triangular)
+            R = tl.where(rr > cc, -(Xb.to(tl.float32) + P), 0.0)
+            X = tl.dot(Xb, R.to(tl.bfloat16), Xb.to(tl.float32))
     return X
 
 
@@ -1016,7 +1061,7 @@ def _store_tile64(ws, hv, TOTAL_T, rg, r64, mrow, x):
 
 @triton.jit
 def _v3_tile_inverse(Lm, gf, rr, cc, NEWTON: tl.constexpr, INV_FP16: tl.constexpr, FP16_FALLBACK: tl.constexpr,
-                     MASK_OUT: tl.constexpr, ACC: tl.constexpr = False):
+                     MASK_OUT: tl.constexpr, ACC: tl.constexpr = False, DIAG16: tl.constexpr = False):
     """``(I + Lm)^-1`` of one intra v3 tile. With ``INV_FP16``, fp16 merges only where the bound on their operands
     holds: gamma non-increasing in the chunk (every g <= 0, so every decay factor e^(gamma_r - gamma_c) <= 1); a tile
     with some g > 0 takes bf16 merges, with the Newton step if FP16_FALLBACK == 2 (FP16_FALLBACK == 0: no guard, only
@@ -1024,9 +1069,9 @@ def _v3_tile_inverse(Lm, gf, rr, cc, NEWTON: tl.constexpr, INV_FP16: tl.constexp
     reaches the fp16 merges only; the bf16 merges keep the subtracting form."""
     if INV_FP16:
         if FP16_FALLBACK == 0:
-            X = _ut_inverse(Lm, rr, cc, False, True, MASK_OUT, ACC)
+            X = _ut_inverse(Lm, rr, cc, False, True, MASK_OUT, ACC, DIAG16)
         elif tl.max(gf, 0) <= 0.0:
-            X = _ut_inverse(Lm, rr, cc, False, True, MASK_OUT, ACC)
+            X = _ut_inverse(Lm, rr, cc, False, True, MASK_OUT, ACC, DIAG16)
         else:
             X = _ut_inverse(Lm, rr, cc, FP16_FALLBACK == 2, False, MASK_OUT)
     else:
@@ -1109,7 +1154,7 @@ def atrex_sm90_gdn_intra_chunk_v3(
     STORE_QKN: tl.constexpr, STORE_FAC: tl.constexpr, NEWTON: tl.constexpr, INV_FP16: tl.constexpr = False,
     FP16_FALLBACK: tl.constexpr = 2, FOLD_NORM: tl.constexpr = False, GS: tl.constexpr = 1,
     FAST_EXP: tl.constexpr = False, MASK_OUT: tl.constexpr = False, SLOT_MAP: tl.constexpr = False,
-    ACC_MERGE: tl.constexpr = False, GATES: tl.constexpr = False,
+    ACC_MERGE: tl.constexpr = False, GATES: tl.constexpr = False, DIAG16: tl.constexpr = False,
 ):
     """Intra-chunk kernel v3, one program per (chunk slot, value head), same outputs as v2; with ``GS > 1``
     (round 11, GVA; only ``GS == 2`` with ``G`` even) one program per (chunk slot, pair of value heads of one q/k head).
@@ -1208,10 +1253,10 @@ def atrex_sm90_gdn_intra_chunk_v3(
         _store_tile64(Aqk, hv1, TOTAL_T, rg, r64, mrow, tl.where(causal, qk * e1, 0.0))
         Lm1 = tl.where(rr > cc, bf1[:, None] * e1 * kk, 0.0)
     _store_tile64(A, hv0, TOTAL_T, rg, r64, mrow, _v3_tile_inverse(Lm0, gf0, rr, cc, NEWTON, INV_FP16, FP16_FALLBACK,
-                                                                   MASK_OUT, ACC_MERGE))
+                                                                   MASK_OUT, ACC_MERGE, DIAG16))
     if GS == 2:
         _store_tile64(A, hv1, TOTAL_T, rg, r64, mrow, _v3_tile_inverse(Lm1, gf1, rr, cc, NEWTON, INV_FP16,
-                                                                       FP16_FALLBACK, MASK_OUT, ACC_MERGE))
+                                                                       FP16_FALLBACK, MASK_OUT, ACC_MERGE, DIAG16))
 
 
 @triton.jit

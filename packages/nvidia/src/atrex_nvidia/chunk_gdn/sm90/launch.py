@@ -172,6 +172,12 @@ INTRA_V3_ACC_MERGE = "gs2"
 # A fixed-length program decodes its chunk without a load, so its g load is not behind a chain of dependent loads as
 # a varlen program's is (slot map -> offsets -> g); there the form only adds the plane loads.
 INTRA_V3_GATES = "varlen1"
+# INTRA_V3_DIAG16 (round 19): the v3 fp16 inverse (L2-norm calls, tiles with g <= 0) forms the inverses of its four
+# 16x16 diagonal blocks (merges b = 2, 4, 8) per warp, as batched [4, 16, 16] dots on the warp's own rows
+# (kernels._diag16_inverse), and only the merges b = 16, 32 on the whole tile: four whole-tile dots, each behind a
+# shared-memory staging step and a CTA barrier, instead of ten. True: every v3 program; "gs1" / "gs2": the one- /
+# two-head programs only; False: none.
+INTRA_V3_DIAG16 = False
 # Since round 5 (H200, BENCH_H200.md) "auto": the tma kernel when the state pass has at most ~2 programs per SM (the
 # 3-stage configuration: T=8192/16/32 0.194 vs 0.209 ms, T=32768 0.746 vs 0.809 ms) and v2 otherwise (varlen
 # 16x1024, 1024 programs: tma 0.370 vs v2 0.340 ms, the in-kernel descriptor set-up is paid per program).
@@ -586,6 +592,8 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
                 extra["SLOT_MAP"] = True
             if INTRA_V3_ACC_MERGE is True or (INTRA_V3_ACC_MERGE == "gs2" and gs == 2):
                 extra["ACC_MERGE"] = True
+            if extra.get("INV_FP16") and (INTRA_V3_DIAG16 is True or INTRA_V3_DIAG16 == f"gs{gs}"):
+                extra["DIAG16"] = True
             if ((INTRA_V3_GATES is True or (INTRA_V3_GATES == "varlen1" and gs == 1 and is_varlen)) and state_v2
                     and not fold):
                 extra["GATES"] = True
@@ -804,7 +812,7 @@ def _knobs():
             _STATE_CFG_MANY, _STATE_V2_FEW_CFG, _INTRA_CFG, GL_WS_OUT_REGS, STATE_AUTO_GL_WS, INTRA_V3_INV_FP16,
             INTRA_V3_FP16_FALLBACK, GL_RC_STAGES, GL_RC_PERSISTENT, STATE_AUTO_GL_RC, FOLD_QK_NORM, INTRA_V3_GVA_SHARE,
             INTRA_V3_FAST_EXP, INTRA_V3_GS2_MAXNREG, INTRA_V3_MASK_OUT, STATE_SPLIT_XU, GL_WS_FAC_SMEM,
-            INTRA_SLOT_MAP, INTRA_V3_ACC_MERGE, INTRA_V3_GATES)
+            INTRA_SLOT_MAP, INTRA_V3_ACC_MERGE, INTRA_V3_GATES, INTRA_V3_DIAG16)
 
 
 def _call_signature(dev, tensors, flags):
