@@ -218,4 +218,5 @@ def test_diag16_rows_ran(interpreted_results):
     cases = ("T1", "T63", "T130_B2_gva_bf16h0", "varlen_0_1", "g_strong", "T130_B2_gva_fp16")
     want = {f"diag16_{c}" for c in cases} | {f"diag16_{c}_ran" for c in cases}
     want |= {f"ut_inverse_{k}_fp16_diag16{s}" for k in ("corr", "corr_neg") for s in ("", "_beats_bf16_merges_3x")}
+    want |= {f"ut_inverse_corr_pos_{t}_newton" for t in ("v3", "v3_fp16", "v3_fp16_diag16")}
     assert want <= set(interpreted_results), sorted(want - set(interpreted_results))

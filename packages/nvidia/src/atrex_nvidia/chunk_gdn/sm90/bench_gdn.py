@@ -252,6 +252,9 @@ VARIANTS = [
     ("i3_d16", dict(diag16=True)),
     ("i3_d16_gs1", dict(diag16="gs1")),
     ("i3_d16_gs2", dict(diag16="gs2")),
+    # ... with masked products everywhere and one-head programs at 128 registers (four CTAs per SM; Triton 3.6: 96 bytes
+    # of stack against 600 without DIAG16), pairs at 168
+    ("i3_d16_r128", dict(diag16=True, mask_out=True, maxnreg=128, gs2_maxnreg=168)),
 ]
 
 # launch-module attributes a variant may set (key in VARIANTS -> attribute of launch.py)

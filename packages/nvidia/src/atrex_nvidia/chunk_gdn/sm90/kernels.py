@@ -946,18 +946,20 @@ def _merge_level_mask_out(X, Lh, rr, cc, B: tl.constexpr, ACC: tl.constexpr = Fa
 
 @triton.jit
 def _merge16(X, D, r, c, B: tl.constexpr):
-    """One merge level (``_merge_level_mask_out``'s form, fp16 dots) on batched 16x16 diagonal blocks ``[4, 16, 16]``."""
+    """One merge level (``_merge_level_mask_out``'s form, dots in D's dtype) on batched 16x16 diagonal blocks
+    ``[4, 16, 16]``."""
     lvl = ((r // (2 * B)) == (c // (2 * B))) & ((r // B) != (c // B))
-    Xh = X.to(tl.float16)
+    Xh = X.to(D.dtype)
     MX = tl.where(lvl, tl.dot(D, Xh), 0.0)
-    return X - tl.dot(Xh, MX.to(tl.float16))
+    return X - tl.dot(Xh, MX.to(D.dtype))
 
 
 @triton.jit
 def _diag16_inverse(Lh):
     """The inverses of the four 16x16 diagonal blocks of ``I + L`` (``Lh``: the strictly lower 64x64 ``L`` rounded
-    to fp16 once), as a ``[64, 64]`` fp32 tile that is block diagonal in blocks of 16 with exact zeros elsewhere:
-    ``_ut_inverse``'s merges b = 2, 4, 8 (mask-out form: the same products), but each block's on its own 16x16 tile.
+    once to the merges' dtype, fp16 or bf16), as a ``[64, 64]`` fp32 tile that is block diagonal in blocks of 16 with
+    exact zeros elsewhere: ``_ut_inverse``'s merges b = 2, 4, 8 (mask-out form: the same products), but each block's
+    on its own 16x16 tile.
 
     Round 19 (``launch.INTRA_V3_DIAG16``). In the 64x64 wgmma accumulator layout of four warps, warp w holds rows
     16w .. 16w + 15, so the diagonal block w is data of one warp: the ``[4, 16, 4, 16]`` view, summed over the column
@@ -967,7 +969,7 @@ def _diag16_inverse(Lh):
     ten such dots, was ~32% of a varlen program's stall samples)."""
     rb = tl.arange(0, 4)[:, None, None, None]
     cb = tl.arange(0, 4)[None, None, :, None]
-    D = tl.sum(tl.where(rb == cb, tl.reshape(Lh.to(tl.float32), [4, 16, 4, 16]), 0.0), axis=2).to(tl.float16)
+    D = tl.sum(tl.where(rb == cb, tl.reshape(Lh.to(tl.float32), [4, 16, 4, 16]), 0.0), axis=2).to(Lh.dtype)
     r = tl.arange(0, 16)[None, :, None]
     c = tl.arange(0, 16)[None, None, :]
     X = tl.where(r == c, 1.0, 0.0) - tl.where((r // 2) == (c // 2), D.to(tl.float32), 0.0)
@@ -992,16 +994,18 @@ def _ut_inverse(Lm, rr, cc, NEWTON: tl.constexpr, INV_FP16: tl.constexpr, MASK_O
     # X_2 = I - (L inside the 2x2 diagonal blocks); then merges b = 2, 4, 8, 16, 32
     Ls = -Lm if ACC else Lm
     if DIAG16:
-        # (round 19) b = 2, 4, 8 per warp on the 16x16 diagonal blocks (fp16 merges only), then b = 16, 32 as below
-        tl.static_assert(INV_FP16)
-        X = _diag16_inverse(Lm.to(tl.float16))
+        # (round 19) b = 2, 4, 8 per warp on the 16x16 diagonal blocks, then b = 16, 32 on the whole tile as below
+        mdt: tl.constexpr = tl.float16 if INV_FP16 else tl.bfloat16
+        X = _diag16_inverse(Lm.to(mdt))
         if MASK_OUT:
-            Lh = Ls.to(tl.float16)
+            Lh = Ls.to(mdt)
             X = _merge_level_mask_out(X, Lh, rr, cc, 16, ACC)
             X = _merge_level_mask_out(X, Lh, rr, cc, 32, ACC)
         else:
             X = _merge_level(X, Ls, rr, cc, 16, INV_FP16, ACC)
             X = _merge_level(X, Ls, rr, cc, 32, INV_FP16, ACC)
+        if NEWTON and not INV_FP16:
+            X = _newton_step(X, Lm, rr, cc)
     else:
         eye = tl.where(rr == cc, 1.0, 0.0)
         X = eye - tl.where((rr // 2) == (cc // 2), Lm, 0.0)
@@ -1019,14 +1023,20 @@ def _ut_inverse(Lm, rr, cc, NEWTON: tl.constexpr, INV_FP16: tl.constexpr, MASK_O
             X = _merge_level(X, Ls, rr, cc, 16, INV_FP16, ACC)
             X = _merge_level(X, Ls, rr, cc, 32, INV_FP16, ACC)
         if NEWTON and not INV_FP16:
-            Xb = X.to(tl.bfloat16)
-            Lh = Lm.to(tl.bfloat16)
-            P = tl.dot(Lh, Xb)
-            P = tl.dot((Lm - Lh.to(tl.float32)).to(tl.bfloat16), Xb, P)
-            # R = I - (I + L) Xb is strictly lower (Xb is unit lower triangular)
-            R = tl.where(rr > cc, -(Xb.to(tl.float32) + P), 0.0)
-            X = tl.dot(Xb, R.to(tl.bfloat16), Xb.to(tl.float32))
+            X = _newton_step(X, Lm, rr, cc)
     return X
+
+
+@triton.jit
+def _newton_step(X, Lm, rr, cc):
+    """One refinement of the inverse ``X`` of ``I + Lm`` with ``Lm`` split into bf16 hi + lo: ``A = Xb + Xb R``,
+    ``R = I - (I + L) Xb`` (strictly lower: Xb is unit lower triangular)."""
+    Xb = X.to(tl.bfloat16)
+    Lh = Lm.to(tl.bfloat16)
+    P = tl.dot(Lh, Xb)
+    P = tl.dot((Lm - Lh.to(tl.float32)).to(tl.bfloat16), Xb, P)
+    R = tl.where(rr > cc, -(Xb.to(tl.float32) + P), 0.0)
+    return tl.dot(Xb, R.to(tl.bfloat16), Xb.to(tl.float32))
 
 
 @triton.jit
@@ -1073,9 +1083,9 @@ def _v3_tile_inverse(Lm, gf, rr, cc, NEWTON: tl.constexpr, INV_FP16: tl.constexp
         elif tl.max(gf, 0) <= 0.0:
             X = _ut_inverse(Lm, rr, cc, False, True, MASK_OUT, ACC, DIAG16)
         else:
-            X = _ut_inverse(Lm, rr, cc, FP16_FALLBACK == 2, False, MASK_OUT)
+            X = _ut_inverse(Lm, rr, cc, FP16_FALLBACK == 2, False, MASK_OUT, DIAG16=DIAG16)
     else:
-        X = _ut_inverse(Lm, rr, cc, NEWTON, False, MASK_OUT)
+        X = _ut_inverse(Lm, rr, cc, NEWTON, False, MASK_OUT, DIAG16=DIAG16)
     return X
 
 

@@ -172,11 +172,16 @@ INTRA_V3_ACC_MERGE = "gs2"
 # A fixed-length program decodes its chunk without a load, so its g load is not behind a chain of dependent loads as
 # a varlen program's is (slot map -> offsets -> g); there the form only adds the plane loads.
 INTRA_V3_GATES = "varlen1"
-# INTRA_V3_DIAG16 (round 19): the v3 fp16 inverse (L2-norm calls, tiles with g <= 0) forms the inverses of its four
-# 16x16 diagonal blocks (merges b = 2, 4, 8) per warp, as batched [4, 16, 16] dots on the warp's own rows
-# (kernels._diag16_inverse), and only the merges b = 16, 32 on the whole tile: four whole-tile dots, each behind a
-# shared-memory staging step and a CTA barrier, instead of ten. True: every v3 program; "gs1" / "gs2": the one- /
-# two-head programs only; False: none.
+# INTRA_V3_DIAG16 (round 19): the v3 inverse of L2-norm calls (the fp16 merges, and the bf16 merges + Newton step that
+# tiles with a positive g fall back to) forms the inverses of its four 16x16 diagonal blocks (merges b = 2, 4, 8) per
+# warp, as batched [4, 16, 16] dots on the warp's own rows (kernels._diag16_inverse: mma.sync and shuffles, no
+# shared memory), and only the merges b = 16, 32 on the whole tile: four whole-tile dots, each behind a shared-memory
+# staging step and a CTA barrier, instead of ten. True: every v3 program; "gs1" / "gs2": the one- / two-head programs
+# only; False: none (the default until it is measured on the H200: none was lent in round 19).
+# Triton 3.6 SASS (CPU, scripts/gdn_gluon_sass.py --intra; instructions / bytes of stack per thread, without -> with):
+#   one-head programs at 168 registers 3976 / 112 -> 3600 / 56 (fp16 path alone: 2632 -> 2424, BAR.SYNC 25 -> 13);
+#   two-head programs at 168: 7304 / 368 -> 6256 / 120;
+#   one-head programs at 128 registers with masked products (four CTAs per SM): 4552 / 600 -> 3912 / 96.
 INTRA_V3_DIAG16 = False
 # Since round 5 (H200, BENCH_H200.md) "auto": the tma kernel when the state pass has at most ~2 programs per SM (the
 # 3-stage configuration: T=8192/16/32 0.194 vs 0.209 ms, T=32768 0.746 vs 0.809 ms) and v2 otherwise (varlen
