@@ -308,6 +308,7 @@ VARIANT_HOOKS = {  # launcher variants measured by bench_gdn's sweep besides the
     "intra_v3_gates_sub": dict(INTRA_V3_GATES=True, INTRA_V3_ACC_MERGE=False),
     # round 19: the fp16 inverse's 16x16 diagonal blocks per warp (INTRA_V3_DIAG16) in every program
     "intra_v3_diag16": dict(INTRA_V3_DIAG16=True),
+    "intra_slot_map_packed": dict(INTRA_SLOT_MAP="packed"),  # round 19: each slot's token range in the map
     # ... with masked products and a 128-register cap for one-head programs (four CTAs per SM), pairs at 168
     "intra_v3_diag16_r128": dict(INTRA_V3_DIAG16=True, INTRA_V3_MASK_OUT=True, INTRA_V3_MAXNREG=128,
                                  INTRA_V3_GS2_MAXNREG=168),
@@ -883,8 +884,19 @@ def slot_map_output_check(launch, device="cpu", cases=("varlen_0_1", "varlen_i64
     for bit under the interpreter; on a GPU (another binary) to 1e-3 rrmse, as the other two-binary checks (a wrong
     sequence or chunk for a slot is off by O(1)). The cases: varlen with empty, 1-token, 64- and 65-token sequences,
     int64 offsets, GVA pairs (and on the GPU a mixed batch at K = 128)."""
-    return _knob_toggle_rows(launch, "INTRA_SLOT_MAP", "slot_map_out", device, cases,
+    rows = _knob_toggle_rows(launch, "INTRA_SLOT_MAP", "slot_map_out", device, cases,
                              SMALL_CASES if device == "cpu" else GPU_CASES)
+    # round 19: the packed map ("packed": each slot's token range) against the search, the same way
+    saved = launch.INTRA_SLOT_MAP
+    try:
+        for cid, kw in SMALL_CASES if device == "cpu" else GPU_CASES:
+            if cid in cases:
+                err = _knob_pair_error(launch, make_inputs(device=device, **kw), device, {"INTRA_SLOT_MAP": False},
+                                       {"INTRA_SLOT_MAP": "packed"})
+                rows[f"slot_map_packed_out_{cid}"] = [err, 0.0, 0.0 if device == "cpu" else 1e-3]
+    finally:
+        launch.INTRA_SLOT_MAP = saved
+    return rows
 
 
 def acc_merge_check(launch, device="cpu", cases=("T63", "T130_B2_gva_bf16h0", "varlen_0_1", "g_strong")):
@@ -981,21 +993,24 @@ def slot_map_check(launch, device="cpu"):
     for name, cu in (("mixed", [0, 0, 0, 1, 65, 65, 129, 193, 194, 300, 300]),
                      ("long", [0, 70000, 70001, 70065, 70065]), ("one", [0, 64])):
         N, T = len(cu) - 1, cu[-1]
-        launches = []
         q = torch.empty(0, device=device)
         cu_t = torch.tensor(cu, dtype=torch.int32, device=device)
-        _, co, n_slots, _ = launch._chunk_slots(launches, cu_t, q, 1, T, N, slot_map=True)
-        for lc in launches:
-            launch._launch(*lc)
-        want_co, want_map = [0], []
+        want_co, want_map, want_packed = [0], [], []
         for n in range(N):
             nch = -(-(cu[n + 1] - cu[n]) // 64)
             want_co.append(want_co[-1] + nch)
             want_map += [n] * nch
-        want_map += [N] * (n_slots - len(want_map))
-        got = co.cpu().tolist()
-        bad = sum(a != b for a, b in zip(got, want_co + want_map)) + abs(len(got) - len(want_co) - len(want_map))
-        rows[f"slot_map_{name}"] = [float(bad), 0.0, 0.0]
+            want_packed += [x for c in range(nch) for x in (cu[n] + 64 * c, cu[n + 1])]
+        # the packed map (round 19, slot_map == 2): (t0, eos) per slot, (0, 0) past the last chunk
+        for tag, mode, want in (("", 1, want_map), ("packed_", 2, want_packed)):
+            launches = []
+            _, co, n_slots, _ = launch._chunk_slots(launches, cu_t, q, 1, T, N, slot_map=mode)
+            for lc in launches:
+                launch._launch(*lc)
+            want = want + ([N] if mode == 1 else [0, 0]) * (n_slots - len(want) // mode)
+            got = co.cpu().tolist()
+            bad = sum(a != b for a, b in zip(got, want_co + want)) + abs(len(got) - len(want_co) - len(want))
+            rows[f"slot_map_{tag}{name}"] = [float(bad), 0.0, 0.0]
     return rows
 
 

@@ -207,6 +207,8 @@ def test_slot_map_rows_ran(interpreted_results):
     their bounds are asserted above with every other row, so a missing row would pass silently."""
     want = {f"slot_map_out_{c}" for c in ("varlen_0_1", "varlen_i64_noh0")}
     want |= {f"slot_map_{n}" for n in ("mixed", "long", "one")}
+    want |= {f"slot_map_packed_{n}" for n in ("mixed", "long", "one")}  # round 19
+    want |= {f"slot_map_packed_out_{c}" for c in ("varlen_0_1", "varlen_i64_noh0")}
     want |= {f"acc_merge_{c}" for c in ("T63", "T130_B2_gva_bf16h0", "varlen_0_1", "g_strong")}
     assert want <= set(interpreted_results), sorted(want - set(interpreted_results))
 

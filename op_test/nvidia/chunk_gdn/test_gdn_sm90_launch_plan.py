@@ -423,11 +423,24 @@ def test_intra_slot_map_reaches_the_launch(plan, monkeypatch):
                                "atrex_sm90_gdn_intra_chunk_v3"]
     n_slots = 200 // 64 + 4
     _, grid, args, meta = seen["launches"][1]
-    assert grid == (1,) and args[1:] == (4, n_slots, 4) and meta["BLOCK"] == 1024
+    assert grid == (1,) and args[2:] == (4, n_slots, 4) and meta["BLOCK"] == 1024 and meta["PACKED"] is False
     a, m = intra(seen)
+    assert args[1] is a[10] and args[1].tolist() == cu  # the offsets (the packed map reads them)
     assert a[11] is args[0] and a[11].shape == (4 + 1 + n_slots,) and m["SLOT_MAP"] is True
     assert "SLOT_MAP" not in intra(plan(T=200, H=2, HV=4, K=64))[1]
     sig0 = L._knobs()
+    # round 19: "packed", two entries (t0, eos) per slot, SLOT_MAP == 2 on the v3 and gates launches
+    with monkeypatch.context() as mp:
+        mp.setattr(L, "INTRA_SLOT_MAP", "packed")
+        assert L._knobs() != sig0
+        seen = plan(T=200, H=4, HV=4, K=64, cu_seqlens=cu)  # one-head programs: the gates kernel runs too
+        _, _, args, meta = seen["all"][1]
+        assert meta["PACKED"] is True
+        a, m = intra(seen)
+        assert a[11] is args[0] and a[11].shape == (4 + 1 + 2 * n_slots,) and m["SLOT_MAP"] == 2
+        gates = next(mt for n, _, _, mt in seen["all"] if n == "atrex_sm90_gdn_gates")
+        assert gates["SLOT_MAP"] == 2
+        assert "SLOT_MAP" not in intra(plan(T=200, H=2, HV=4, K=64))[1]
     monkeypatch.setattr(L, "INTRA_SLOT_MAP", False)
     assert L._knobs() != sig0
     seen = plan(T=200, H=2, HV=4, K=64, cu_seqlens=cu)

@@ -255,6 +255,10 @@ VARIANTS = [
     # ... with masked products everywhere and one-head programs at 128 registers (four CTAs per SM; Triton 3.6: 96 bytes
     # of stack against 600 without DIAG16), pairs at 168
     ("i3_d16_r128", dict(diag16=True, mask_out=True, maxnreg=128, gs2_maxnreg=168)),
+    # round 19: the packed slot map (each varlen slot's token range: one load level before the tile loads), alone and
+    # with the 128-register DIAG16 configuration
+    ("i3_map_packed", dict(slot_map="packed")),
+    ("i3_d16_r128_packed", dict(diag16=True, mask_out=True, maxnreg=128, gs2_maxnreg=168, slot_map="packed")),
 ]
 
 # launch-module attributes a variant may set (key in VARIANTS -> attribute of launch.py)

@@ -59,14 +59,26 @@ def atrex_sm90_gdn_chunk_offsets(cu, co, N, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def atrex_sm90_gdn_slot_seq(co, N, n_slots, n_search, BLOCK: tl.constexpr):
+def atrex_sm90_gdn_slot_seq(co, cu, N, n_slots, n_search, BLOCK: tl.constexpr, PACKED: tl.constexpr = False):
     """The intra grid's slot map (``launch.INTRA_SLOT_MAP``, round 14): ``co[N + 1 + s]`` = the sequence of chunk slot
     ``s`` (the largest n with ``co[n] <= s``, which skips empty sequences), or ``N`` for a slot at or past ``co[N]``
     (no chunk). Run after ``atrex_sm90_gdn_chunk_offsets``, so that each intra program reads its sequence with one
-    load instead of a binary search of dependent loads (one per value head of the slot)."""
+    load instead of a binary search of dependent loads (one per value head of the slot).
+    With ``PACKED`` (round 19, ``INTRA_SLOT_MAP = "packed"``) the map holds the slot's token range instead:
+    ``co[N + 1 + 2 s] = t0`` (the chunk's first token, ``cu[n] + 64 (s - co[n])``) and ``co[N + 2 + 2 s] = eos``
+    (``cu[n + 1]``); ``0, 0`` for a slot without a chunk (a live slot has ``t0 < eos``). A program then reads both
+    beside each other, one load level, where the sequence map takes two (the sequence, then its offsets and bounds)."""
     s = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     n = _search_chunk_offsets(co, s, N, n_search)
-    tl.store(co + N + 1 + s, tl.where(s < tl.load(co + N), n, N), mask=s < n_slots)
+    live = s < tl.load(co + N)
+    if PACKED:
+        ms = s < n_slots
+        t0 = tl.load(cu + n, mask=ms, other=0).to(tl.int32) + 64 * (s - tl.load(co + n, mask=ms, other=0))
+        eos = tl.load(cu + n + 1, mask=ms, other=0).to(tl.int32)
+        tl.store(co + N + 1 + 2 * s, tl.where(live, t0, 0), mask=ms)
+        tl.store(co + N + 2 + 2 * s, tl.where(live, eos, 0), mask=ms)
+    else:
+        tl.store(co + N + 1 + s, tl.where(live, n, N), mask=s < n_slots)
 
 
 @triton.jit
@@ -158,17 +170,26 @@ def _chunk_of_slot(slot, co, cu, N, T, n_search, IS_VARLEN: tl.constexpr, SLOT_M
     Varlen: binary search of the chunk prefix sum ``co`` for the largest n with co[n] <= slot (skips empty
     sequences); the caller has checked ``slot < co[N]``. With ``SLOT_MAP`` the sequence is read from the slot map
     (``atrex_sm90_gdn_slot_seq``) instead; a slot without a chunk (map entry N) reads sequence N - 1's bounds and the
-    caller drops it."""
+    caller drops it. ``SLOT_MAP == 2``: the packed map (see ``atrex_sm90_gdn_slot_seq``), read as the chunk's range."""
     if IS_VARLEN:
-        if SLOT_MAP:
-            n = tl.minimum(tl.load(co + N + 1 + slot), N - 1)
+        if SLOT_MAP == 2:
+            # packed map: the chunk's token range itself; (c, bos, tg0) = (0, t0, t0) give the callers' t0 = bos +
+            # 64 c and workspace rows tg0 + (rows - bos) = rows, as for varlen calls (tg0 == bos there)
+            bos = tl.load(co + N + 1 + 2 * slot)
+            eos = tl.load(co + N + 2 + 2 * slot)
+            c = slot * 0
+            b_idx = slot * 0
+            tg0 = bos
         else:
-            n = _search_chunk_offsets(co, slot, N, n_search)
-        c = slot - tl.load(co + n)
-        bos = tl.load(cu + n).to(tl.int32)
-        eos = tl.load(cu + n + 1).to(tl.int32)
-        b_idx = n * 0
-        tg0 = bos
+            if SLOT_MAP:
+                n = tl.minimum(tl.load(co + N + 1 + slot), N - 1)
+            else:
+                n = _search_chunk_offsets(co, slot, N, n_search)
+            c = slot - tl.load(co + n)
+            bos = tl.load(cu + n).to(tl.int32)
+            eos = tl.load(cu + n + 1).to(tl.int32)
+            b_idx = n * 0
+            tg0 = bos
     else:
         NT = tl.cdiv(T, 64)
         b_idx = slot // NT
@@ -592,12 +613,14 @@ def _intra_tile(q, k, g, beta, co, cu, N, T, HV, n_search, s_qb, s_qh, s_kb, s_k
     slot = pid // (HV // GS)
     h = hv // G
     live = True
-    if IS_VARLEN:
+    if IS_VARLEN and SLOT_MAP != 2:
         if SLOT_MAP:
             live = tl.load(co + N + 1 + slot) < N
         else:
             live = slot < tl.load(co + N)
     c, bos, eos, b_idx, tg0 = _chunk_of_slot(slot, co, cu, N, T, n_search, IS_VARLEN, SLOT_MAP)
+    if IS_VARLEN and SLOT_MAP == 2:
+        live = bos < eos  # the packed map's empty entry is (0, 0)
     bi64 = b_idx.to(tl.int64)
     return (live, c, bos, eos, tg0, bos + c * 64, h, hv, q + bi64 * s_qb + h * s_qh, k + bi64 * s_kb + h * s_kh,
             g + bi64 * s_gb + hv * s_gh, beta + bi64 * s_bb + hv * s_bh)
@@ -1108,7 +1131,9 @@ def atrex_sm90_gdn_gates(
     heads = tl.program_id(1) * BH + tl.arange(0, BH)
     mh = heads < HV
     if IS_VARLEN:
-        if SLOT_MAP:
+        if SLOT_MAP == 2:
+            live = tl.load(co + N + 1 + 2 * slot) < tl.load(co + N + 2 + 2 * slot)
+        elif SLOT_MAP:
             live = tl.load(co + N + 1 + slot) < N
         else:
             live = slot < tl.load(co + N)

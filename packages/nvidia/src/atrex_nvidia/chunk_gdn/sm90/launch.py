@@ -143,6 +143,10 @@ INTRA_V3_FAST_EXP = True
 # intra kernel's stall samples at varlen 16x1024 (r44). r45 (bench_gdn sweep, same process): varlen 16x1024 intra
 # 0.252 vs 0.260 ms, plus 0.003 ms for the map kernel; whole call 0.489 vs 0.492 ms.
 INTRA_SLOT_MAP = True
+# INTRA_SLOT_MAP = "packed" (round 19, not measured: no device was lent): the map holds each slot's token range (t0,
+# eos) instead of its sequence, so a varlen v3 / gates program reads its chunk with one level of loads instead of two
+# (the sequence, then its chunk offset and bounds) before its tile loads can issue. Round 17's profile put the slot
+# decode at ~7% of a varlen v3 program's stall samples.
 # INTRA_V3_ACC_MERGE (round 14): each merge of the v3 fp16 inverse (L2-norm calls, tiles with g <= 0) accumulates
 # X_B + X_B (-M_B X_B) onto X_B in its second dot (on -L, negated once) instead of subtracting the dot's result from X_B
 # afterwards: no 32 subtractions per thread per level, and the sum is rounded once in the tensor cores instead of twice.
@@ -454,17 +458,26 @@ def _state_cfg(n_programs, V, v2=False, sm_count=132):
 
 def _chunk_slots(launches, cu_seqlens, q, B, T, N, slot_map=False):
     """(cu, co, n_slots, n_search) of the intra grid; for varlen, appends the chunk-offsets launch and, with
-    ``slot_map``, the slot-map launch (``co`` then holds the N + 1 chunk offsets followed by the n_slots map)."""
+    ``slot_map``, the slot-map launch (``co`` then holds the N + 1 chunk offsets followed by the n_slots map; with
+    ``slot_map == 2``, the packed map: two entries per slot)."""
     if cu_seqlens is not None:
         n_slots = T // 64 + N
         n_search = max(1, math.ceil(math.log2(N + 1)) + 1)
-        co = torch.empty((N + 1 + (n_slots if slot_map else 0),), dtype=torch.int32, device=q.device)
+        co = torch.empty((N + 1 + int(slot_map) * n_slots,), dtype=torch.int32, device=q.device)
         launches.append((_k.atrex_sm90_gdn_chunk_offsets, (1,), (cu_seqlens, co, N), dict(BLOCK=1024, num_warps=4)))
         if slot_map:
-            launches.append((_k.atrex_sm90_gdn_slot_seq, (triton.cdiv(n_slots, 1024),), (co, N, n_slots, n_search),
-                             dict(BLOCK=1024, num_warps=4)))
+            launches.append((_k.atrex_sm90_gdn_slot_seq, (triton.cdiv(n_slots, 1024),),
+                             (co, cu_seqlens, N, n_slots, n_search), dict(BLOCK=1024, PACKED=slot_map == 2,
+                                                                          num_warps=4)))
         return cu_seqlens, co, n_slots, n_search
     return q, q, B * triton.cdiv(T, 64), 0  # q: unused placeholder pointers
+
+
+def _slot_map_meta(slot_map, is_varlen):
+    """The SLOT_MAP constexpr of the v3 and gates launches: False, True (the sequence map) or 2 (the packed map)."""
+    if not (slot_map and is_varlen):
+        return False
+    return True if slot_map == 1 else 2
 
 
 def _h0_args(initial_state, state_v_first, q):
@@ -570,7 +583,8 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     gam = fac[0]
 
     launches = []  # (kernel, grid, args, meta), all keyed and checked before the first launch
-    slot_map = bool(INTRA_SLOT_MAP) and intra_per_hv and INTRA_IMPL == "v3"
+    # 0 (off), 1 (the sequence per slot) or 2 (INTRA_SLOT_MAP "packed": the token range per slot)
+    slot_map = (2 if INTRA_SLOT_MAP == "packed" else 1) if INTRA_SLOT_MAP and intra_per_hv and INTRA_IMPL == "v3" else 0
     cu, co, n_slots, n_search = _chunk_slots(launches, cu_seqlens, q, B, T, N, slot_map)
 
     iw, ist, inv_product = INTRA_CFG_OVERRIDE or _INTRA_CFG
@@ -594,7 +608,7 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
             if INTRA_V3_MASK_OUT is True or (INTRA_V3_MASK_OUT == "gs2" and gs == 2):
                 extra["MASK_OUT"] = True
             if slot_map and is_varlen:
-                extra["SLOT_MAP"] = True
+                extra["SLOT_MAP"] = _slot_map_meta(slot_map, is_varlen)
             if INTRA_V3_ACC_MERGE is True or (INTRA_V3_ACC_MERGE == "gs2" and gs == 2):
                 extra["ACC_MERGE"] = True
             if extra.get("INV_FP16") and (INTRA_V3_DIAG16 is True or INTRA_V3_DIAG16 == f"gs{gs}"):
@@ -607,7 +621,8 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
                     g, beta, fac, co, cu, T, N, HV, n_search,
                     g.stride(0), g.stride(1), g.stride(2), beta.stride(0), beta.stride(1), beta.stride(2), total_t),
                     dict(IS_VARLEN=is_varlen, BH=bh, BETA_SIGMOID=bool(use_beta_sigmoid_in_kernel),
-                         NEG_EIGVAL=bool(allow_neg_eigval), SLOT_MAP=bool(slot_map and is_varlen), num_warps=4)))
+                         NEG_EIGVAL=bool(allow_neg_eigval), SLOT_MAP=_slot_map_meta(slot_map, is_varlen),
+                         num_warps=4)))
         else:
             kern, extra = _k.atrex_sm90_gdn_intra_chunk_v2, dict(DOT_PREC=str(INTRA_V2_PREC))
         launches.append((kern, (n_slots * HV // extra.get("GS", 1),), (
