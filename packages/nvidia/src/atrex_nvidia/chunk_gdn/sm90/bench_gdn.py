@@ -258,6 +258,10 @@ VARIANTS = [
     # round 19: the packed slot map (each varlen slot's token range: one load level before the tile loads), alone and
     # with the 128-register DIAG16 configuration
     ("i3_map_packed", dict(slot_map="packed")),
+    # ... and one value head per program with GVA too (no q / k sharing, four CTAs per SM at 128 registers; Triton 3.6:
+    # 112 bytes of stack for T=8192/16/32's programs; round 12 measured this form without DIAG16 at 0.523 ms for
+    # T=32768/16/32 against 0.417 for the pairs)
+    ("i3_d16_gs1_r128", dict(diag16=True, mask_out=True, maxnreg=128, gva_share=1)),
     ("i3_d16_r128_packed", dict(diag16=True, mask_out=True, maxnreg=128, gs2_maxnreg=168, slot_map="packed")),
 ]
 
