@@ -1013,7 +1013,9 @@ def _ut_inverse(Lm, rr, cc, NEWTON: tl.constexpr, INV_FP16: tl.constexpr, MASK_O
     in magnitude at most (3.3 with bf16-rounded keys), when every decay factor is <= 1 (g <= 0). So the launcher
     takes it only with in-kernel L2 norm, and the v3 kernel only for tiles whose g are all <= 0.
     With ``ACC`` (launch.INTRA_V3_ACC_MERGE) each merge's second dot accumulates onto X (``_merge_level``), on ``-L``
-    (negated once; rounding is symmetric, so ``-L`` rounds to exactly ``-(L rounded)``)."""
+    (negated once; rounding is symmetric, so ``-L`` rounds to exactly ``-(L rounded)``).
+    With ``DIAG16`` (launch.INTRA_V3_DIAG16, round 19) the merges b = 2, 4, 8 run per warp on the 16x16 diagonal
+    blocks (``_diag16_inverse``), in either dtype; the Newton step, where taken, is unchanged."""
     # X_2 = I - (L inside the 2x2 diagonal blocks); then merges b = 2, 4, 8, 16, 32
     Ls = -Lm if ACC else Lm
     if DIAG16:
@@ -1099,7 +1101,7 @@ def _v3_tile_inverse(Lm, gf, rr, cc, NEWTON: tl.constexpr, INV_FP16: tl.constexp
     holds: gamma non-increasing in the chunk (every g <= 0, so every decay factor e^(gamma_r - gamma_c) <= 1); a tile
     with some g > 0 takes bf16 merges, with the Newton step if FP16_FALLBACK == 2 (FP16_FALLBACK == 0: no guard, only
     to show in a test that such a tile overflows fp16, and to time the guard). ``ACC`` (the accumulating merges)
-    reaches the fp16 merges only; the bf16 merges keep the subtracting form."""
+    reaches the fp16 merges only; the bf16 merges keep the subtracting form. ``DIAG16`` reaches both."""
     if INV_FP16:
         if FP16_FALLBACK == 0:
             X = _ut_inverse(Lm, rr, cc, False, True, MASK_OUT, ACC, DIAG16)
