@@ -176,6 +176,11 @@ _SCRIPT = textwrap.dedent(r'''
                 names = [p.name for p in jit_fn.params]
                 results[name]["gs"] = c["constants"].get((names.index("GS"),), 1)
                 results[name]["mask_out"] = bool(c["constants"].get((names.index("MASK_OUT"),), False))
+                # round 19: DIAG16, and what identifies the same specialisation without it (its twin)
+                i_d = (names.index("DIAG16"),)
+                results[name]["diag16"] = bool(c["constants"].get(i_d, False))
+                results[name]["twin"] = repr((sorted((str(a), repr(b)) for a, b in c["constants"].items() if a != i_d),
+                                              repr(c["signature"]), c.get("maxnreg")))
             if "state_output" in name:
                 i_t = [p.name for p in jit_fn.params].index("T")
                 results[name]["t_is_one"] = c["constants"].get((i_t,)) == 1
@@ -188,6 +193,8 @@ _SCRIPT = textwrap.dedent(r'''
                 f.write(k.asm["cubin"])
             sass = subprocess.run([nvdisasm, "-c", path], capture_output=True, text=True, check=True).stdout
             results[name]["insns"] = sass.count(";")
+            results[name]["hmma"] = sass.count("HMMA.")
+            results[name]["bars"] = sass.count("BAR.SYNC")
             results[name]["unwritten_ur"] = unwritten_uniform_reads(sass)[:4]
     print("RESULT " + json.dumps(results))
 ''').replace("PATHS", repr(PATHS))
@@ -260,3 +267,26 @@ def test_intra_kernels_compile_with_the_launch_register_cap(compiled):
     kinds = {(r.get("gs"), r.get("mask_out"), r.get("ptx_maxnreg")) for name, r in compiled.items()
              if name.startswith("atrex_sm90_gdn_intra_chunk_v3|")}
     assert {(2, True, 168), (1, False, 168)} <= kinds, kinds
+
+
+def test_intra_diag16_runs_its_diagonal_blocks_as_warp_mma_without_barriers(compiled):
+    """``INTRA_V3_DIAG16`` (round 19) in the SASS of each intra v3 specialisation compiled with it, against its twin
+    (the same constants and signature without it): the batched 16x16 dots lowered to mma.sync (HMMA.16816: 2 per dot,
+    6 dots per value head, in the fp16 path and again in the positive-g fallback), and at least 12 fewer CTA barriers
+    per value head than the twin (the three whole-tile merge levels it replaces are six staged dots per path, each
+    with a barrier or two). The T64 two-head program: 48 HMMA, barriers 121 -> 73 (Triton 3.6), 119 -> 71 (3.9). No
+    specialisation without it has an HMMA."""
+    if not compiled["nvdisasm"]["path"]:
+        pytest.skip(f"Triton {compiled['nvdisasm']['triton']} ships no nvdisasm")
+    v3 = {n: r for n, r in compiled.items() if n.startswith("atrex_sm90_gdn_intra_chunk_v3|") and "bars" in r}
+    on = {n: r for n, r in v3.items() if r["diag16"]}
+    assert on and all(r["hmma"] == 0 for r in v3.values() if not r["diag16"]), v3
+    pairs = []
+    for n, r in on.items():
+        heads = r["gs"] or 1
+        assert r["hmma"] >= 24 * heads, (n, r["hmma"])
+        for twin in (o for o in v3.values() if not o["diag16"] and o["twin"] == r["twin"]):
+            pairs.append((heads, r["hmma"], twin["bars"], r["bars"]))
+            assert twin["bars"] - r["bars"] >= 12 * heads, (n, twin["bars"], r["bars"])
+    print("DIAG16 (heads, HMMA, barriers without, with):", pairs)
+    assert pairs, "no DIAG16 specialisation has a twin without it"
