@@ -6,6 +6,15 @@ OUT="${OUT:-/tmp/atrex-out}"; mkdir -p "$OUT"
 export PYTHONPATH="$PWD/packages/core/python:$PWD/packages/nvidia/src:$PWD/packages/ppu/src:${PYTHONPATH:-}"
 export ATREX_EXTRA_PLUGINS=atrex_nvidia._plugin:plugin ATREX_STRICT_PLUGINS=1 PYTHONUNBUFFERED=1
 GDN_CASES=T8192_H16_HV32,T32768_H16_HV32,varlen16x1024_H32_HV32
+# A Triton cache prebuilt on the CPU for the host's Triton (scripts/gdn_host_cache.py, round 19), carried as
+# .gpuhost/tcache (run's carry: [".gpuhost/g", ".gpuhost/tcache"]): copied to a writable folder and used as
+# TRITON_CACHE_DIR; gdn_archive reports the ATREX kernels the call still compiled (cache misses).
+if [ -d .gpuhost/tcache ]; then
+  rm -rf /tmp/atrex-tcache; cp -r .gpuhost/tcache /tmp/atrex-tcache
+  export TRITON_CACHE_DIR=/tmp/atrex-tcache
+  ls /tmp/atrex-tcache > "$OUT/tcache_before.txt"
+  echo "triton cache: $(wc -l < "$OUT/tcache_before.txt") prebuilt entries"
+fi
 
 # gdn_target_tests TIMEOUT [PYTEST -k EXPRESSION]: the sm90 target file on 8 workers, failures listed
 gdn_target_tests() {
@@ -24,8 +33,18 @@ gdn_sweep() {
   echo "sweep exit $?"; grep "^| [Tv]" "$OUT/gdnv/gdn_bench.md" | tail -n 30 | cut -c1-200
 }
 
+# gdn_cache_report: the ATREX kernels compiled during the call despite the prebuilt cache (entries it did not have)
+gdn_cache_report() {
+  [ -f "$OUT/tcache_before.txt" ] || return 0
+  ls /tmp/atrex-tcache | sort | comm -13 <(sort "$OUT/tcache_before.txt") - | while read -r d; do
+    ls /tmp/atrex-tcache/"$d" | sed -n 's/^__grp__\(.*\)\.json$/\1/p'
+  done | sort | uniq -c > "$OUT/tcache_misses.txt"
+  echo "triton cache misses (ATREX kernels): $(grep -c atrex_ "$OUT/tcache_misses.txt")"; grep atrex_ "$OUT/tcache_misses.txt" | head -8
+}
+
 # gdn_archive NAME: every log under $OUT in one archive (a call returns at most 8 files)
 gdn_archive() {
+  gdn_cache_report
   tar czf "$OUT/$1.tgz" -C "$OUT" --exclude "$1.tgz" . 2>/dev/null
 }
 

@@ -1,0 +1,124 @@
+"""Prebuild, on a CPU, the Triton cache that a device call's ATREX GDN kernels would otherwise compile on the H200 host.
+
+Why: the host starts bare for every call, and compiling the intra and state kernels (and each bench variant's own
+specialisations) costs tens of seconds of device time per call (round 18). The host runs Triton 3.6.0 under Python
+3.12. ``triton_key()`` hashes the installed Triton's Python files and its ``libtriton`` shared object; only the latter
+differs from this machine's Triton 3.6.0 under Python 3.11. So this script:
+
+1. computes the host's key from this Triton's files and the cp312 wheel's ``libtriton.so`` (``--libtriton``; get it
+   with ``pip download triton==3.6.0 --python-version 3.12 --only-binary=:all: --no-deps`` and unzip
+   ``triton/_C/libtriton.so``), and with ``--check-key`` compares its hash with the one the host printed (r66:
+   ``bd4757a49ddb4e61``), refusing to go on if they differ;
+2. records the specialisations that bench_gdn's calls ask for (the given cases x sweep variants, and with
+   ``--latency`` the calls of ``scripts/gdn_intra_latency.py``), on CPU tensors under the sm90 stand-in driver
+   (``op_test/sm90_standin.py``), nothing launched;
+3. compiles each through Triton's own ``JITFunction.preload`` (the JIT's compile path, options included) with the
+   host's key, into ``--out`` (binaries and metadata only), which a device call then uses as ``TRITON_CACHE_DIR``
+   (``scripts/gdn-call.sh``).
+
+A miss costs nothing but the compile the host would have done anyway; ``gdn-call.sh`` reports the entries a call added.
+
+    PYTHONPATH=<triton 3.6 site-packages> python scripts/gdn_host_cache.py --libtriton /tmp/whl312/triton/_C/libtriton.so \\
+        --check-key bd4757a49ddb4e61 --out .gpuhost/tcache --variants default,i3_d16 [--latency]
+"""
+
+import argparse
+import hashlib
+import os
+import sys
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+sys.path[:0] = [os.path.join(ROOT, "packages", "core", "python"), os.path.join(ROOT, "packages", "nvidia", "src"),
+                os.path.join(ROOT, "op_test")]
+
+
+def host_key(libtriton):
+    """This Triton's ``triton_key()`` with its libtriton hash replaced by that of the file ``libtriton``."""
+    import sysconfig
+
+    import triton
+    from triton.runtime import cache
+
+    def file_hash(path):
+        h = hashlib.sha256()
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+        return h.hexdigest()
+    ext = sysconfig.get_config_var("EXT_SUFFIX").split(".")[-1]
+    ours = file_hash(os.path.join(os.path.dirname(triton.__file__), "_C", f"libtriton.{ext}"))
+    key = cache.triton_key()
+    if key.count(ours) != 1:
+        raise SystemExit("this Triton's key does not hold its libtriton hash once: key format changed")
+    return key.replace(ours, file_hash(libtriton))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--libtriton", required=True, help="the host's libtriton.so (from the cp312 wheel)")
+    ap.add_argument("--check-key", default=None, help="the host's key hash (first 16 hex digits of its sha256)")
+    ap.add_argument("--out", required=True, help="the cache folder to fill")
+    ap.add_argument("--cases", default="T8192_H16_HV32,T32768_H16_HV32,varlen16x1024_H32_HV32,T8192_H32_HV32")
+    ap.add_argument("--variants", default="default", help="bench_gdn sweep variants, comma-separated")
+    ap.add_argument("--latency", action="store_true", help="also scripts/gdn_intra_latency.py's calls (3 configurations)")
+    a = ap.parse_args(argv)
+    os.environ["CUDA_VISIBLE_DEVICES"] = ""
+    os.environ.pop("TRITON_INTERPRET", None)
+    os.environ["TRITON_CACHE_DIR"] = os.path.abspath(a.out)
+    os.environ["TRITON_STORE_BINARY_ONLY"] = "1"
+
+    import triton
+    from triton import knobs
+    from triton.runtime import cache
+    if triton.__version__ != "3.6.0":
+        raise SystemExit(f"the host runs Triton 3.6.0, this is {triton.__version__}")
+    key = host_key(a.libtriton)
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    print(f"host key hash {digest}", flush=True)
+    if a.check_key and digest != a.check_key:
+        raise SystemExit(f"computed key hash {digest} is not the host's {a.check_key}")
+    cache.triton_key = lambda: key  # get_cache_key reads the module global
+
+    from sm90_standin import Sm90StandIn
+    from triton.runtime import driver
+    driver.set_active(Sm90StandIn())
+    from atrex_nvidia.chunk_gdn.sm90 import bench_gdn as bg
+    from atrex_nvidia.chunk_gdn.sm90 import launch as L
+
+    recorded = {}
+
+    def record(*, key, repr, fn, compile, is_manual_warmup, already_compiled):
+        recorded.setdefault(f"{fn.name}|{key}", (fn.jit_function, compile["specialization_data"]))
+        return True  # nothing compiled or launched while recording
+    knobs.runtime.jit_cache_hook = record
+
+    def call(x, hooks):
+        saved = {n: getattr(L, n) for n in hooks}
+        try:
+            for n, val in hooks.items():
+                setattr(L, n, val)
+            bg.atrex_call(x)()
+        finally:
+            for n, val in saved.items():
+                setattr(L, n, val)
+
+    cases = {c[0]: c for c in bg.CASES}
+    variants = dict(bg.VARIANTS)
+    for cid in a.cases.split(","):
+        x = bg.make(cases[cid], device="cpu")
+        for name in a.variants.split(","):
+            call(x, {bg._HOOKS[k]: val for k, val in variants[name].items()})
+    if a.latency:
+        for hooks in ({}, dict(INTRA_V3_DIAG16=True),
+                      dict(INTRA_V3_DIAG16=True, INTRA_V3_MASK_OUT=True, INTRA_V3_MAXNREG=128)):
+            for m in (1, 2, 4, 8):
+                call(bg.make((f"lat{m}", [64] * (132 * m), 1, 1), device="cpu"), hooks)
+    knobs.runtime.jit_cache_hook = None
+    print(f"{len(recorded)} specialisations", flush=True)
+    for i, (name, (jit_fn, data)) in enumerate(sorted(recorded.items())):
+        jit_fn.preload(data)
+        print(f"[{i + 1}/{len(recorded)}] {name.split('|')[0]}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
