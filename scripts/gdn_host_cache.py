@@ -5,10 +5,10 @@ specialisations) costs tens of seconds of device time per call (round 18). The h
 3.12. ``triton_key()`` hashes the installed Triton's Python files and its ``libtriton`` shared object; only the latter
 differs from this machine's Triton 3.6.0 under Python 3.11. So this script:
 
-1. computes the host's key from this Triton's files and the cp312 wheel's ``libtriton.so`` (``--libtriton``; get it
-   with ``pip download triton==3.6.0 --python-version 3.12 --only-binary=:all: --no-deps`` and unzip
-   ``triton/_C/libtriton.so``), and with ``--check-key`` compares its hash with the one the host printed (r66:
-   ``bd4757a49ddb4e61``), refusing to go on if they differ;
+1. computes the host's key from this Triton's files and the cp312 wheel's ``libtriton.so``: its recorded sha256
+   (``HOST_LIBTRITON_SHA256``), or the file itself (``--libtriton``; ``pip download triton==3.6.0 --python-version
+   3.12 --only-binary=:all: --no-deps`` and unzip ``triton/_C/libtriton.so``). With ``--check-key`` it compares the
+   key's hash with the one the host printed (r66: ``bd4757a49ddb4e61``) and refuses to go on if they differ;
 2. records the specialisations that bench_gdn's calls ask for (the given cases x sweep variants, and with
    ``--latency`` the calls of ``scripts/gdn_intra_latency.py``), on CPU tensors under the sm90 stand-in driver
    (``op_test/sm90_standin.py``), nothing launched;
@@ -18,8 +18,8 @@ differs from this machine's Triton 3.6.0 under Python 3.11. So this script:
 
 A miss costs nothing but the compile the host would have done anyway; ``gdn-call.sh`` reports the entries a call added.
 
-    PYTHONPATH=<triton 3.6 site-packages> python scripts/gdn_host_cache.py --libtriton /tmp/whl312/triton/_C/libtriton.so \\
-        --check-key bd4757a49ddb4e61 --out .gpuhost/tcache --variants default,i3_d16 [--latency]
+    PYTHONPATH=<triton 3.6 site-packages> python scripts/gdn_host_cache.py --check-key bd4757a49ddb4e61 \\
+        --out .gpuhost/tcache --variants default,i3_d16 [--latency]
 """
 
 import argparse
@@ -32,8 +32,14 @@ sys.path[:0] = [os.path.join(ROOT, "packages", "core", "python"), os.path.join(R
                 os.path.join(ROOT, "op_test")]
 
 
+# sha256 of triton/_C/libtriton.so in PyPI's triton-3.6.0-cp312-cp312-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl
+# (the host's; with it the key hash is r66's bd4757a49ddb4e61)
+HOST_LIBTRITON_SHA256 = "28daaa70a904e4f8add754e518533e8a69b94ab8b16431ce77d45f1f25282b87"
+
+
 def host_key(libtriton):
-    """This Triton's ``triton_key()`` with its libtriton hash replaced by that of the file ``libtriton``."""
+    """This Triton's ``triton_key()`` with its libtriton hash replaced by that of the file ``libtriton`` (or, for
+    None, by ``HOST_LIBTRITON_SHA256``)."""
     import sysconfig
 
     import triton
@@ -50,12 +56,13 @@ def host_key(libtriton):
     key = cache.triton_key()
     if key.count(ours) != 1:
         raise SystemExit("this Triton's key does not hold its libtriton hash once: key format changed")
-    return key.replace(ours, file_hash(libtriton))
+    return key.replace(ours, HOST_LIBTRITON_SHA256 if libtriton is None else file_hash(libtriton))
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--libtriton", required=True, help="the host's libtriton.so (from the cp312 wheel)")
+    ap.add_argument("--libtriton", default=None,
+                    help="the host's libtriton.so (from the cp312 wheel); default: its recorded sha256")
     ap.add_argument("--check-key", default=None, help="the host's key hash (first 16 hex digits of its sha256)")
     ap.add_argument("--out", required=True, help="the cache folder to fill")
     ap.add_argument("--cases", default="T8192_H16_HV32,T32768_H16_HV32,varlen16x1024_H32_HV32,T8192_H32_HV32")
