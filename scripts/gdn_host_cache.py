@@ -86,44 +86,29 @@ def main(argv=None):
         raise SystemExit(f"computed key hash {digest} is not the host's {a.check_key}")
     cache.triton_key = lambda: key  # get_cache_key reads the module global
 
-    from sm90_standin import Sm90StandIn
-    from triton.runtime import driver
-    driver.set_active(Sm90StandIn())
+    from sm90_standin import record_specialisations
+
     from atrex_nvidia.chunk_gdn.sm90 import bench_gdn as bg
-    from atrex_nvidia.chunk_gdn.sm90 import launch as L
+    recorded = record_specialisations()  # the stand-in sm90 driver; nothing compiled or launched while recording
 
-    recorded = {}
-
-    def record(*, key, repr, fn, compile, is_manual_warmup, already_compiled):
-        recorded.setdefault(f"{fn.name}|{key}", (fn.jit_function, compile["specialization_data"]))
-        return True  # nothing compiled or launched while recording
-    knobs.runtime.jit_cache_hook = record
-
-    def call(x, hooks):
-        saved = {n: getattr(L, n) for n in hooks}
-        try:
-            for n, val in hooks.items():
-                setattr(L, n, val)
+    def call(x, variant):
+        with bg._Variant(variant):
             bg.atrex_call(x)()
-        finally:
-            for n, val in saved.items():
-                setattr(L, n, val)
 
     cases = {c[0]: c for c in bg.CASES}
     variants = dict(bg.VARIANTS)
     for cid in a.cases.split(","):
         x = bg.make(cases[cid], device="cpu")
         for name in a.variants.split(","):
-            call(x, {bg._HOOKS[k]: val for k, val in variants[name].items()})
-    if a.latency:
-        for hooks in ({}, dict(INTRA_V3_DIAG16=True),
-                      dict(INTRA_V3_DIAG16=True, INTRA_V3_MASK_OUT=True, INTRA_V3_MAXNREG=128)):
+            call(x, variants[name])
+    if a.latency:  # scripts/gdn-r72.sh's three configurations of scripts/gdn_intra_latency.py
+        for variant in ({}, dict(diag16=True), dict(diag16=True, mask_out=True, maxnreg=128)):
             for m in (1, 2, 4, 8):
-                call(bg.make((f"lat{m}", [64] * (132 * m), 1, 1), device="cpu"), hooks)
+                call(bg.make((f"lat{m}", [64] * (132 * m), 1, 1), device="cpu"), variant)
     knobs.runtime.jit_cache_hook = None
     print(f"{len(recorded)} specialisations", flush=True)
-    for i, (name, (jit_fn, data)) in enumerate(sorted(recorded.items())):
-        jit_fn.preload(data)
+    for i, (name, (jit_fn, opts)) in enumerate(sorted(recorded.items())):
+        jit_fn.preload(opts["specialization_data"])
         print(f"[{i + 1}/{len(recorded)}] {name.split('|')[0]}", flush=True)
 
 
