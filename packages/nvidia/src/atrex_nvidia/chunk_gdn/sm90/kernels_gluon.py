@@ -602,3 +602,335 @@ def atrex_sm90_gdn_state_output_gl_rc(
         (_rc_loader, (kd, qd, vd, ad, aqd, fac, k_s, q_s, a_s, aq_s, v_s, f_s, ready, empty, cu, T, HV, K, V, N_ITEMS, NV,
                       ROWS, QW, VW, s_qr, s_kr, s_vr, TOTAL_T, G, IS_VARLEN, BK, BV, STAGES, EG_PLANE)),
     ], [4, 1], [OUT_REGS, 24])
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Fused chunk step (round 20, ``launch.FUSED_RC``; built on the CPU, not yet run on a GPU). gl_rc's three partitions
+# plus a fourth, "aux" (4 warps), that forms each chunk's intra operands in shared memory, so that the call is one
+# launch reading q, k, v, g, beta once and writing only o and the final state (rounds 17-18: the two-kernel data flow's
+# HBM traffic alone is ~0.34 ms at varlen 16x1024, about the 3x goal's whole budget). Per chunk:
+#   loader (1 warp):  g and beta rows (masked: 0 past the sequence end) into the slot's gate rows, then the raw k, q
+#                     and v tiles by TMA (``ready``).
+#   aux (4 warps):    q, k L2-normalised in place; K K^T and Q K^T by wgmma; gamma = cumsum g; the factor rows the
+#                     chain and output partitions read (gl_rc's layout); Aqk; L and its inverse A (v3's merges, mask-out
+#                     and accumulating form, fp16 where every g <= 0, else bf16 + the Newton step) into the slot's A and
+#                     Aqk tiles; then ``iready``.
+#   chain, output:    gl_rc's, unchanged, waiting on ``iready`` instead of ``ready``.
+# Round 18's fused Triton kernel put the intra work on each program's sequential chain; here it runs in its own warps,
+# up to STAGES chunks ahead of the chain. It covers calls with in-kernel L2 norm (the fp16 inverse's bound needs it).
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@gluon.jit
+def _add_f32(a, b):
+    return a + b
+
+
+@gluon.jit
+def _fu_exp(x, FAST: gl.constexpr):
+    """``e^x`` of an fp32 tensor (``FAST``: ex2.approx.ftz, as the v3 kernel's FAST_EXP)."""
+    if FAST:
+        return gl.inline_asm_elementwise("ex2.approx.ftz.f32 $0, $1;", "=f,f", [x * 1.4426950408889634],
+                                         dtype=gl.float32, is_pure=True, pack=1)
+    else:
+        return gl.exp(x)
+
+
+@gluon.jit
+def _fu_l2norm(t_s, BLK: gl.constexpr):
+    """The rows of the [64, BK] tile ``t_s`` L2-normalised in place (fp32, eps 1e-6 inside the sqrt, rounded back to
+    the tile's dtype: the v3 kernel's ``_load_qk_tile``). Each thread writes back exactly the elements it read."""
+    x = t_s.load(BLK).to(gl.float32)
+    inv = gl.rsqrt(gl.sum(x * x, 1) + 1e-6)
+    t_s.store((x * gl.expand_dims(inv, 1)).to(t_s.dtype))
+
+
+@gluon.jit
+def _fu_merge(X, La, x_s, m_s, rr, cc, zero, B: gl.constexpr, A16: gl.constexpr):
+    """One merge level of the inverse on the whole tile: X + X_h (-mask_B(L X_h)) (the v3 kernel's mask-out,
+    accumulating merge), with both right operands through shared memory (``x_s``, ``m_s``: the merge dtype)."""
+    lvl = ((rr // (2 * B)) == (cc // (2 * B))) & ((rr // B) != (cc // B))
+    Xh = X.to(x_s.dtype)
+    x_s.store(Xh)
+    fence_async_shared()
+    _cta_barrier()
+    mx = warpgroup_mma(La, x_s, zero, use_acc=False, is_async=True)
+    mx = warpgroup_mma_wait(0, deps=[mx])
+    m_s.store(gl.where(lvl, -mx, 0.0).to(m_s.dtype))
+    fence_async_shared()
+    _cta_barrier()
+    xa = gl.convert_layout(Xh, A16, assert_trivial=True)
+    X = warpgroup_mma(xa, m_s, X, is_async=True)
+    return warpgroup_mma_wait(0, deps=[X])
+
+
+@gluon.jit
+def _fu_inverse(Lm, x_s, m_s, rr, cc, zero, A16: gl.constexpr, NEWTON: gl.constexpr):
+    """``(I + Lm)^-1`` of a strictly lower 64x64 fp32 tile in the wgmma accumulator layout: X_2 from the 2x2 diagonal
+    blocks, then merges b = 2 .. 32 in ``x_s``'s dtype; with ``NEWTON`` (bf16) the v3 kernel's refinement step."""
+    dt: gl.constexpr = x_s.dtype
+    X = gl.where(rr == cc, 1.0, 0.0) - gl.where((rr // 2) == (cc // 2), Lm, 0.0)
+    Lh = Lm.to(dt)
+    La = gl.convert_layout(Lh, A16, assert_trivial=True)
+    X = _fu_merge(X, La, x_s, m_s, rr, cc, zero, 2, A16)
+    X = _fu_merge(X, La, x_s, m_s, rr, cc, zero, 4, A16)
+    X = _fu_merge(X, La, x_s, m_s, rr, cc, zero, 8, A16)
+    X = _fu_merge(X, La, x_s, m_s, rr, cc, zero, 16, A16)
+    X = _fu_merge(X, La, x_s, m_s, rr, cc, zero, 32, A16)
+    if NEWTON:  # R = I - (I + L) Xb with L = hi + lo (bf16 each), then A = Xb + Xb R
+        Xb = X.to(dt)
+        x_s.store(Xb)
+        fence_async_shared()
+        _cta_barrier()
+        lo = gl.convert_layout((Lm - Lh.to(gl.float32)).to(dt), A16, assert_trivial=True)
+        p = warpgroup_mma(La, x_s, zero, use_acc=False, is_async=True)
+        p = warpgroup_mma(lo, x_s, p, is_async=True)
+        p = warpgroup_mma_wait(0, deps=[p])
+        m_s.store(gl.where(rr > cc, -(Xb.to(gl.float32) + p), 0.0).to(dt))
+        fence_async_shared()
+        _cta_barrier()
+        xa = gl.convert_layout(Xb, A16, assert_trivial=True)
+        X = warpgroup_mma(xa, m_s, Xb.to(gl.float32), is_async=True)
+        X = warpgroup_mma_wait(0, deps=[X])
+    return X
+
+
+@gluon.jit
+def _fu_aux(k_s, q_s, a_s, aq_s, gb_s, f_s, xh_s, mh_s, xb_s, mb_s, ready, iready, cu, T, HV, N_ITEMS, NV,
+            G: gl.constexpr, IS_VARLEN: gl.constexpr, BK: gl.constexpr, STAGES: gl.constexpr,
+            FAST_EXP: gl.constexpr):
+    """Aux partition (4 warps): each chunk's intra operands, into the chunk's ring slot (the block comment above)."""
+    M64: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 64, 16])
+    ROW: gl.constexpr = gl.SliceLayout(1, M64)
+    COL: gl.constexpr = gl.SliceLayout(0, M64)
+    A16: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=M64, k_width=2)
+    TK: gl.constexpr = BK // 8
+    BLK: gl.constexpr = gl.BlockedLayout([1, 8], [32 // TK, TK], [4, 1], [1, 0])
+    SCAN: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
+    dt: gl.constexpr = a_s.dtype
+    zero = gl.zeros([64, 64], gl.float32, M64)
+    r = gl.arange(0, 64, layout=ROW)
+    rr = gl.expand_dims(r, 1)
+    cc = gl.expand_dims(gl.arange(0, 64, layout=COL), 0)
+    it = 0
+    for item in range(gl.program_id(0), N_ITEMS, gl.num_programs(0)):
+        i_v, n, hv, h, bos, b_idx, tg0, L = _rc_item(item, NV, cu, T, HV, G, IS_VARLEN)
+        for c in range(gl.cdiv(L, 64)):
+            slot = it % STAGES
+            mbarrier.wait(ready.index(slot), (it // STAGES) & 1)
+            kb = k_s.index(slot)
+            qb = q_s.index(slot)
+            _fu_l2norm(kb, BLK)
+            _fu_l2norm(qb, BLK)
+            fence_async_shared()
+            _cta_barrier()
+            kk = warpgroup_mma(kb, kb.permute((1, 0)), zero, use_acc=False, is_async=True)
+            qk = warpgroup_mma(qb, kb.permute((1, 0)), zero, use_acc=False, is_async=True)
+            # the gate rows while the dots run (g, beta: 0 past the sequence end, so gamma stays at gamma_last there)
+            gr = gb_s.index(2 * slot).load(SCAN)
+            bt = gb_s.index(2 * slot + 1).load(ROW)
+            gam = gl.convert_layout(gl.associative_scan(gr, 0, _add_f32), ROW)  # (no scan on a wgmma slice layout)
+            nv = gl.minimum(L - c * 64, 64)
+            glast = gl.sum(gl.where(r == nv - 1, gam, 0.0), 0)
+            eg = gl.exp(gam)
+            f_s.index(slot * 5).store(bt)
+            f_s.index(slot * 5 + 1).store(bt * eg)
+            f_s.index(slot * 5 + 2).store(eg)
+            f_s.index(slot * 5 + 3).store(gl.where(r < nv, gl.exp(glast - gam), 0.0))
+            f_s.index(slot * 5 + 4).store(gl.exp(glast + gam * 0.0))
+            gc = gl.expand_dims(gl.convert_layout(gam, gl.SliceLayout(0, M64)), 0)
+            e = _fu_exp(gl.where(rr >= cc, gl.expand_dims(gam, 1) - gc, 0.0), FAST_EXP)
+            g_pos = gl.max(gr, 0) > 0.0
+            kk, qk = warpgroup_mma_wait(0, deps=[kk, qk])
+            aq_s.index(slot).store(gl.where(rr >= cc, qk * e, 0.0).to(dt))
+            Lm = gl.where(rr > cc, gl.expand_dims(bt, 1) * e * kk, 0.0)
+            if g_pos:  # a decay factor above 1: fp16's range no longer bounds the merges (v3's fallback)
+                X = _fu_inverse(Lm, xb_s, mb_s, rr, cc, zero, A16, True)
+            else:
+                X = _fu_inverse(Lm, xh_s, mh_s, rr, cc, zero, A16, False)
+            a_s.index(slot).store(X.to(dt))
+            fence_async_shared()
+            _cta_barrier()  # every aux warp's stores (tiles, factor rows) precede the arrive
+            mbarrier.arrive(iready.index(slot), count=1)
+            it += 1
+
+
+@gluon.jit
+def _fu_cursor(item, c, N_ITEMS, NV, cu, T, HV, g, beta, s_gb, s_gt, s_gh, s_bb, s_bt, s_bh, fr,
+               G: gl.constexpr, IS_VARLEN: gl.constexpr, BETA_SIGMOID: gl.constexpr, NEG_EIGVAL: gl.constexpr):
+    """The load cursor at chunk ``c`` of work item ``item`` or, when that item has no chunk ``c``, at the first chunk of
+    the CTA's next item with one (``item >= N_ITEMS``: the CTA's loads are done): (item, c, L, tg0, h, hv, i_v) and
+    the chunk's g and beta rows (fp32, 0 past the sequence end), loaded here so that their latency falls before the
+    slot they go into is free."""
+    c = item * 0 + c  # (a tensor: the loop below carries it)
+    i_v, n, hv, h, bos, b_idx, tg0, L = _rc_item(gl.minimum(item, N_ITEMS - 1), NV, cu, T, HV, G, IS_VARLEN)
+    while (item < N_ITEMS) & (c * 64 >= L):
+        item += gl.num_programs(0)
+        c = c * 0
+        i_v, n, hv, h, bos, b_idx, tg0, L = _rc_item(gl.minimum(item, N_ITEMS - 1), NV, cu, T, HV, G, IS_VARLEN)
+    m = ((c * 64 + fr) < L) & (item < N_ITEMS)
+    t = (bos + c * 64 + fr).to(gl.int64)
+    gv = gl.load(g + b_idx.to(gl.int64) * s_gb + hv * s_gh + t * s_gt, mask=m, other=0.0).to(gl.float32)
+    bv = gl.load(beta + b_idx.to(gl.int64) * s_bb + hv * s_bh + t * s_bt, mask=m, other=0.0).to(gl.float32)
+    if BETA_SIGMOID:
+        bv = 1.0 / (1.0 + gl.exp(-bv))
+        if NEG_EIGVAL:
+            bv = bv * 2.0
+        bv = gl.where(m, bv, 0.0)
+    return item, c, L, tg0, h, hv, i_v, gv, bv
+
+
+@gluon.jit
+def _fu_issue(kdesc, qdesc, vdesc, k_s, q_s, v_s, gb_s, ready, lit, tg0, c, h, hv, i_v, gv, bv, K, V,
+              BK: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr):
+    """Chunk ``lit`` of the CTA's sequence into its slot: the gate rows by the partition's threads, then (after a
+    partition barrier, so that every thread's stores precede the one-thread arrive) the k, q, v tiles by TMA."""
+    slot = lit % STAGES
+    gb_s.index(2 * slot).store(gv)
+    gb_s.index(2 * slot + 1).store(bv)
+    _cta_barrier()
+    bar = ready.index(slot)
+    mbarrier.expect(bar, (2 * 64 * BK + 64 * BV) * 2)
+    _tma_load(kdesc, [tg0 + c * 64, h * K], bar, k_s.index(slot))
+    _tma_load(qdesc, [tg0 + c * 64, h * K], bar, q_s.index(slot))
+    _tma_load(vdesc, [tg0 + c * 64, hv * V + i_v * BV], bar, v_s.index(slot))
+
+
+@gluon.jit
+def _fu_output(q_s, aq_s, sb_s, u_s, f_s, k_s, v_s, gb_s, ready, iready, empty, su_ready, su_empty, o, qd, kd, vd, g,
+               beta, cu, T, HV, K, V, N_ITEMS, NV, ROWS, QW, VW, s_qr, s_kr, s_vr, s_gb, s_gt, s_gh, s_bb, s_bt, s_bh,
+               s_ob, s_ot, s_oh, scale,
+               G: gl.constexpr, IS_VARLEN: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr,
+               BETA_SIGMOID: gl.constexpr, NEG_EIGVAL: gl.constexpr):
+    """Output and load partition (4 warps): gl_rc's output step for each chunk, and the loads. A slot is refilled
+    with chunk it + STAGES as soon as the chain and this partition are done with chunk it (this partition, which
+    reads S_c and U_c after the chain has made them, is the later of the two): so the loads need no warps of their
+    own, which leaves the CTA three warp groups and their registers for the chain and the aux partition."""
+    MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BV, 16])
+    ROW: gl.constexpr = gl.SliceLayout(1, MMA)
+    COL: gl.constexpr = gl.SliceLayout(0, MMA)
+    FL: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
+    SH_K: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, BK], gl.bfloat16)
+    SH_V: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, BV], gl.bfloat16)
+    kdesc = tma.make_tensor_descriptor(kd, [ROWS, QW], [s_kr, 1], [64, BK], SH_K)
+    qdesc = tma.make_tensor_descriptor(qd, [ROWS, QW], [s_qr, 1], [64, BK], SH_K)
+    vdesc = tma.make_tensor_descriptor(vd, [ROWS, VW], [s_vr, 1], [64, BV], SH_V)
+    fr = gl.arange(0, 64, layout=FL)
+    zero = gl.zeros([64, BV], gl.float32, MMA)
+    ro = gl.arange(0, 64, layout=ROW)
+    # the first STAGES chunks of the CTA's sequence
+    li, lc, lL, ltg, lh, lhv, liv, gv, bv = _fu_cursor(gl.program_id(0), 0, N_ITEMS, NV, cu, T, HV, g, beta, s_gb,
+                                                      s_gt, s_gh, s_bb, s_bt, s_bh, fr, G, IS_VARLEN, BETA_SIGMOID,
+                                                      NEG_EIGVAL)
+    lit = 0
+    for _s in gl.static_range(STAGES):
+        if li < N_ITEMS:
+            _fu_issue(kdesc, qdesc, vdesc, k_s, q_s, v_s, gb_s, ready, lit, ltg, lc, lh, lhv, liv, gv, bv, K, V, BK,
+                      BV, STAGES)
+            lit += 1
+            li, lc, lL, ltg, lh, lhv, liv, gv, bv = _fu_cursor(li, lc + 1, N_ITEMS, NV, cu, T, HV, g, beta, s_gb,
+                                                              s_gt, s_gh, s_bb, s_bt, s_bh, fr, G, IS_VARLEN,
+                                                              BETA_SIGMOID, NEG_EIGVAL)
+    it = 0
+    for item in range(gl.program_id(0), N_ITEMS, gl.num_programs(0)):
+        i_v, n, hv, h, bos, b_idx, tg0, L = _rc_item(item, NV, cu, T, HV, G, IS_VARLEN)
+        cs = i_v * BV + gl.arange(0, BV, layout=COL)
+        mc = gl.expand_dims(cs < V, 0)
+        o_base = o + b_idx.to(gl.int64) * s_ob + hv * s_oh
+        for c in range(gl.cdiv(L, 64)):
+            l0 = c * 64
+            slot = it % STAGES
+            b = it % 2
+            mbarrier.wait(iready.index(slot), (it // STAGES) & 1)
+            eg = f_s.index(slot * 5 + 2).load(ROW)
+            mbarrier.wait(su_ready.index(b), (it // 2) & 1)
+            qs = warpgroup_mma(q_s.index(slot), sb_s.index(b).permute((1, 0)), zero, use_acc=False, is_async=True)
+            ot = warpgroup_mma(aq_s.index(slot), u_s.index(b).permute((1, 0)), zero, use_acc=False, is_async=True)
+            qs, ot = warpgroup_mma_wait(0, deps=[qs, ot])
+            _cta_barrier()  # every warp's wgmma reads of S_c, U_c and the slot are complete
+            mbarrier.arrive(su_empty.index(b), count=1)
+            if li < N_ITEMS:  # chunk it + STAGES into this slot once the chain is done with chunk it
+                mbarrier.wait(empty.index(slot), (it // STAGES) & 1)
+                _fu_issue(kdesc, qdesc, vdesc, k_s, q_s, v_s, gb_s, ready, lit, ltg, lc, lh, lhv, liv, gv, bv, K, V,
+                          BK, BV, STAGES)
+                lit += 1
+                li, lc, lL, ltg, lh, lhv, liv, gv, bv = _fu_cursor(li, lc + 1, N_ITEMS, NV, cu, T, HV, g, beta,
+                                                                  s_gb, s_gt, s_gh, s_bb, s_bt, s_bh, fr, G,
+                                                                  IS_VARLEN, BETA_SIGMOID, NEG_EIGVAL)
+            out = (qs * gl.expand_dims(eg, 1) + ot) * scale
+            mo = gl.expand_dims((l0 + ro) < L, 1) & mc
+            p_o = o_base + gl.expand_dims((bos + l0 + ro).to(gl.int64) * s_ot, 1) + gl.expand_dims(cs, 0)
+            gl.store(p_o, out.to(p_o.dtype.element_ty), mask=mo)
+            it += 1
+
+
+@gluon.jit(do_not_specialize=["T"])
+def atrex_sm90_gdn_fused_rc(
+    qd, kd, vd, g, beta, h0, o, ht, cu, scale,
+    T, HV, K, V,
+    s_ob, s_ot, s_oh,
+    s_h0n, s_h0h, s_h0k, s_h0v,
+    s_gb, s_gt, s_gh, s_bb, s_bt, s_bh,
+    ROWS, QW, VW, s_qr, s_kr, s_vr, N_NH,
+    IS_VARLEN: gl.constexpr, G: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr,
+    USE_H0: gl.constexpr, STORE_HT: gl.constexpr, STATE_V_FIRST: gl.constexpr,
+    STAGES: gl.constexpr, OUT_REGS: gl.constexpr, AUX_REGS: gl.constexpr,
+    BETA_SIGMOID: gl.constexpr = False, NEG_EIGVAL: gl.constexpr = False, FAST_EXP: gl.constexpr = True,
+):
+    """The whole chunked forward of calls with in-kernel L2 norm in one persistent launch (the block comment above):
+    gl_rc's items, grid and chain partition; the intra operands formed in shared memory by the aux partition from
+    the raw q, k (TMA, ``[B*T, H*K]`` views), g and beta; the loads issued by the output partition. K == BK (64 or
+    128), BV == 64, num_warps 4 (the chain); three warp groups in all."""
+    SH_K: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, BK], gl.bfloat16)
+    SH_A: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, 64], gl.bfloat16)
+    SH_V: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, BV], gl.bfloat16)
+    SH_S: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BV, BK], gl.bfloat16)
+    SH_U: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BV, 64], gl.bfloat16)
+    SH_H: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, 64], gl.float16)
+    ROWL: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [0])
+    dt: gl.constexpr = o.dtype.element_ty
+    gl.static_assert(BV == 64)
+    NV = gl.cdiv(V, BV)
+    N_ITEMS = NV * N_NH
+
+    k_s = gl.allocate_shared_memory(dt, [STAGES, 64, BK], SH_K)
+    q_s = gl.allocate_shared_memory(dt, [STAGES, 64, BK], SH_K)
+    a_s = gl.allocate_shared_memory(dt, [STAGES, 64, 64], SH_A)
+    aq_s = gl.allocate_shared_memory(dt, [STAGES, 64, 64], SH_A)
+    v_s = gl.allocate_shared_memory(dt, [STAGES, 64, BV], SH_V)
+    sb_s = gl.allocate_shared_memory(dt, [2, BV, BK], SH_S)
+    u_s = gl.allocate_shared_memory(dt, [2, BV, 64], SH_U)
+    f_s = gl.allocate_shared_memory(gl.float32, [STAGES * 5, 64], ROWL)
+    gb_s = gl.allocate_shared_memory(gl.float32, [STAGES * 2, 64], ROWL)
+    # the inverse's right operands: fp16 (tiles with every g <= 0) and bf16 (the fallback); (one pair reinterpreted
+    # would save 16 KB, but the reinterpret call is named differently in Triton 3.6 and 3.9)
+    xh_s = gl.allocate_shared_memory(gl.float16, [64, 64], SH_H)
+    mh_s = gl.allocate_shared_memory(gl.float16, [64, 64], SH_H)
+    xb_s = gl.allocate_shared_memory(gl.bfloat16, [64, 64], SH_A)
+    mb_s = gl.allocate_shared_memory(gl.bfloat16, [64, 64], SH_A)
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    iready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    su_ready = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    su_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(STAGES):
+        mbarrier.init(ready.index(i), count=1)
+        mbarrier.init(iready.index(i), count=1)
+        mbarrier.init(empty.index(i), count=1)  # the chain's arrive; the output partition waits on it
+    for i in gl.static_range(2):
+        mbarrier.init(su_ready.index(i), count=1)
+        mbarrier.init(su_empty.index(i), count=1)
+    fence_async_shared()
+    _cta_barrier()
+
+    gl.warp_specialize([
+        (_rc_chain, (k_s, a_s, v_s, f_s, sb_s, u_s, iready, empty, su_ready, su_empty, g, h0, ht, cu, T, HV, K, V,
+                     N_ITEMS, NV, 0, s_h0n, s_h0h, s_h0k, s_h0v, G, IS_VARLEN, BK, BV, USE_H0, STORE_HT,
+                     STATE_V_FIRST, STAGES)),
+        (_fu_output, (q_s, aq_s, sb_s, u_s, f_s, k_s, v_s, gb_s, ready, iready, empty, su_ready, su_empty, o, qd, kd,
+                      vd, g, beta, cu, T, HV, K, V, N_ITEMS, NV, ROWS, QW, VW, s_qr, s_kr, s_vr, s_gb, s_gt, s_gh,
+                      s_bb, s_bt, s_bh, s_ob, s_ot, s_oh, scale, G, IS_VARLEN, BK, BV, STAGES, BETA_SIGMOID,
+                      NEG_EIGVAL)),
+        (_fu_aux, (k_s, q_s, a_s, aq_s, gb_s, f_s, xh_s, mh_s, xb_s, mb_s, ready, iready, cu, T, HV, N_ITEMS, NV,
+                   G, IS_VARLEN, BK, STAGES, FAST_EXP)),
+    ], [4, 4], [OUT_REGS, AUX_REGS])

@@ -350,6 +350,18 @@ V2_MAX_BK = 128  # the v2 kernels run for padded K <= 128 (larger K: v1 pair)
 # GPU only (32- and 16-column blocks, 8 warps, PIPE, q before the inverse; and the default at B = 2 with GVA): the same
 # wrong rows (16-31 of a chunk) on every run, NaNs or illegal addresses; CTA barriers between the parts did not change
 # them (r68, r69). Not diagnosed further: the kernel lost at every shape it ran correctly.
+# FUSED_RC (round 20; built and checked on the CPU, never run on a GPU: no device was lent in rounds 19-20): the whole
+# call as one persistent Gluon launch, ``kernels_gluon.atrex_sm90_gdn_fused_rc``: gl_rc's chain, output and loader
+# partitions plus an aux partition that forms each chunk's intra operands (normalised q / k, gate factors, Aqk, the
+# inverse A) in the load slot, up to FUSED_STAGES chunks ahead of the chain. q, k, v, g, beta are read once and only o
+# and the final state written: no qn / kn / A / Aqk / factor workspaces, no intra launch. The path to the varlen
+# 16x1024 goal (rounds 17-18: the two kernels' HBM traffic alone is ~0.34 ms there). Domain: calls with in-kernel L2
+# norm (the fp16 inverse's bound), K in {64, 128}, V a multiple of 64, TMA-describable q / k / v, sm90, Triton >= 3.6
+# outside the interpreter. False: off (the default until measured); True: every call in its domain.
+FUSED_RC = False
+FUSED_STAGES = 2      # load slots (shared memory at K = 128: ~195 KB with 2)
+FUSED_AUX_REGS = 176  # registers per aux-partition thread (setmaxnreg; the chain gets 224, the output 104)
+FUSED_OUT_REGS = 104  # ... per output-and-load-partition thread
 SPLIT_STATE_PASS = False
 SPLIT_MIN_T = 16384
 SPLIT_PIECES = 4
@@ -553,6 +565,15 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
             and STATE_IMPL in ("v2", "tma", "auto", "gl_ws", "gl_rc") and not USE_WY and BK <= V2_MAX_BK):
         return _gdn_split(q, k, v, g, beta, o, ht, scale, initial_state, use_qk_l2norm_in_kernel, state_v_first,
                           use_beta_sigmoid_in_kernel, allow_neg_eigval, sm_count, output_final_state)
+    fused = _fused_launch(q, k, v, g, beta, o, ht, scale, initial_state, use_qk_l2norm_in_kernel, state_v_first,
+                          cu_seqlens, use_beta_sigmoid_in_kernel, allow_neg_eigval, fast, sm_count)
+    if fused is not None:
+        if _plan_only:
+            return [fused]
+        sig = _call_signature(dev, (q, k, v, g, beta, initial_state, cu_seqlens), (
+            bool(output_final_state), bool(use_qk_l2norm_in_kernel), bool(state_v_first),
+            bool(use_beta_sigmoid_in_kernel), bool(allow_neg_eigval), sm_count))
+        return _launch_all(dev, [fused], o, ht, sig)
     # FOLD_QK_NORM: the state kernel reads the raw q, k and the intra kernel folds their row norms into the factors
     fold = (bool(FOLD_QK_NORM) and fast and use_qk_l2norm_in_kernel and INTRA_IMPL == "v3" and not USE_WY
             and BK <= V2_MAX_BK and STATE_IMPL in ("auto", "v2", "gl_rc"))
@@ -726,6 +747,40 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     return _launch_all(dev, launches, o, ht, sig)
 
 
+def _fused_launch(q, k, v, g, beta, o, ht, scale, initial_state, l2norm, state_v_first, cu_seqlens, beta_sigmoid,
+                  neg_eigval, fast, sm_count):
+    """The launch of ``atrex_sm90_gdn_fused_rc`` (FUSED_RC) for this call, or None outside its domain."""
+    B, T, H, K = q.shape
+    HV, V = v.shape[2], v.shape[3]
+    dev = q.device
+    if not (FUSED_RC and fast and l2norm and not USE_WY and K in (64, 128) and V % 64 == 0 and B * T >= 64
+            and TMA_DEVICE_DESC and not _interpreting() and _gluon_ws_supported()
+            and (dev.type != "cuda" or _capability(dev) == (9, 0))):
+        return None
+    views = [_rows_view(q, B, T, H, K), _rows_view(k, B, T, H, K), _rows_view(v, B, T, HV, V)]
+    if any(vw is None for vw in views):
+        return None
+    (_, qst), (_, kst), (_, vst) = views
+    is_varlen = cu_seqlens is not None
+    N = cu_seqlens.shape[0] - 1 if is_varlen else B
+    n_items = N * HV * (V // 64)
+    n_sm = sm_count or _sm_count(dev)
+    use_h0, h0, h0_strides = _h0_args(initial_state, state_v_first, q)
+    kern = _gluon_state_kernel("atrex_sm90_gdn_fused_rc")
+    return (kern, (min(n_items, n_sm),), (
+        q, k, v, g, beta, h0, o, ht if ht is not None else o, cu_seqlens if is_varlen else q, float(scale),
+        T, HV, K, V,
+        o.stride(0), o.stride(1), o.stride(2),
+        *h0_strides,
+        g.stride(0), g.stride(1), g.stride(2), beta.stride(0), beta.stride(1), beta.stride(2),
+        B * T, H * K, HV * V, qst[0], kst[0], vst[0], N * HV), dict(
+        IS_VARLEN=is_varlen, G=HV // H, BK=K, BV=64,
+        USE_H0=use_h0, STORE_HT=ht is not None, STATE_V_FIRST=bool(state_v_first),
+        STAGES=int(FUSED_STAGES), OUT_REGS=int(FUSED_OUT_REGS), AUX_REGS=int(FUSED_AUX_REGS),
+        BETA_SIGMOID=bool(beta_sigmoid), NEG_EIGVAL=bool(neg_eigval), FAST_EXP=bool(INTRA_V3_FAST_EXP),
+        num_warps=4))
+
+
 def _split_bounds(T, pieces):
     """Piece boundaries of the split state pass: ``pieces`` (at least 2, at most one per chunk) spans of about equal
     length, every boundary but the last on a multiple of 64."""
@@ -832,7 +887,8 @@ def _knobs():
             _STATE_CFG_MANY, _STATE_V2_FEW_CFG, _INTRA_CFG, GL_WS_OUT_REGS, STATE_AUTO_GL_WS, INTRA_V3_INV_FP16,
             INTRA_V3_FP16_FALLBACK, GL_RC_STAGES, GL_RC_PERSISTENT, STATE_AUTO_GL_RC, FOLD_QK_NORM, INTRA_V3_GVA_SHARE,
             INTRA_V3_FAST_EXP, INTRA_V3_GS2_MAXNREG, INTRA_V3_MASK_OUT, STATE_SPLIT_XU, GL_WS_FAC_SMEM,
-            INTRA_SLOT_MAP, INTRA_V3_ACC_MERGE, INTRA_V3_GATES, INTRA_V3_DIAG16)
+            INTRA_SLOT_MAP, INTRA_V3_ACC_MERGE, INTRA_V3_GATES, INTRA_V3_DIAG16, FUSED_RC, FUSED_STAGES,
+            FUSED_AUX_REGS, FUSED_OUT_REGS)
 
 
 def _call_signature(dev, tensors, flags):
@@ -852,7 +908,8 @@ def _launch_all(dev, launches, o, ht, sig=None, split=()):
             "nvidia.gdn_sm90: this call's Triton specialisation has not run in this process, so it would "
             "compile during CUDA-graph capture; call atrex.prewarm('chunk_gdn', ...) (or run one eager call "
             "with the same shapes, dtypes and flags) before capturing")
-    scratch = any(meta.get("DEVICE_DESC") for _, _, _, meta in launches)
+    # (the fused kernel always builds its descriptors in the kernel)
+    scratch = any(meta.get("DEVICE_DESC") or "AUX_REGS" in meta for _, _, _, meta in launches)
     if scratch:  # Triton asks the context's allocator for descriptor scratch at launch; ours for these launches only
         from triton.runtime import _allocation
         token = _allocation._allocator.set(lambda size, alignment, stream: _scratch(size, dev))
