@@ -116,6 +116,21 @@ _SCRIPT = textwrap.dedent(r'''
     gdn(dict(T=256, H=16, HV=32, K=128, dtype=torch.float16), INTRA_V3_GATES=True, INTRA_V3_ACC_MERGE=False)
     gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=[64 * i for i in range(11)]), INTRA_SLOT_MAP=False)
 
+    # round 20: the fused kernel (FUSED_RC): varlen and fixed length, K = 128 and 64, GVA, both state layouts, fp16,
+    # beta through the in-kernel sigmoid, 3 load slots at K = 64
+    for kw in (dict(T=640, H=32, HV=32, K=128, cu_seqlens=[64 * i for i in range(11)]),
+               dict(T=256, H=16, HV=32, K=128, h0=torch.float32, state_v_first=True),
+               dict(B=2, T=130, H=1, HV=2, K=64, h0=torch.bfloat16),
+               dict(T=300, H=2, HV=4, K=128, dtype=torch.float16, h0=torch.float32,
+                    cu_seqlens=[0, 0, 1, 65, 300], cu_dtype=torch.int64)):
+        gdn(kw, FUSED_RC=True)
+    gdn(dict(T=640, H=2, HV=4, K=64, cu_seqlens=[0, 1, 640]), FUSED_RC=True, FUSED_STAGES=3)
+    x = C.make_inputs(device="cpu", T=200, H=2, HV=4, K=64, h0=torch.float32)
+    GL.FUSED_RC = True
+    GL.gdn_fwd(x["q"], x["k"], x["v"], x["g"], x["beta"], scale=x["scale"], initial_state=x["initial_state"],
+               output_final_state=True, use_qk_l2norm_in_kernel=True, state_v_first=False, cu_seqlens=None,
+               use_beta_sigmoid_in_kernel=True, allow_neg_eigval=True)
+    GL.FUSED_RC = False
     # ---- nvidia.decode_splitkv: head dims, pages, split / no split, fp8, sinks and LSE
     from atrex.api.flash_attn import normalize_flash_attn_call
     from atrex.dispatch.target import DeviceTarget
@@ -181,6 +196,11 @@ _SCRIPT = textwrap.dedent(r'''
                 results[name]["diag16"] = bool(c["constants"].get(i_d, False))
                 results[name]["twin"] = repr((sorted((str(a), repr(b)) for a, b in c["constants"].items() if a != i_d),
                                               repr(c["signature"]), c.get("maxnreg")))
+            if "fused_rc" in name:  # the warp groups' register split (setmaxnreg) and the launch's
+                names = [p.name for p in jit_fn.params]
+                results[name]["setmaxnreg"] = sorted({int(n) for n in re.findall(r"setmaxnreg\.\w+\.sync\.aligned"
+                                                                                 r"\.u32\s+(\d+)", k.asm["ptx"])})
+                results[name]["regs"] = [c["constants"].get((names.index(a),)) for a in ("AUX_REGS", "OUT_REGS")]
             if "state_output" in name:
                 i_t = [p.name for p in jit_fn.params].index("T")
                 results[name]["t_is_one"] = c["constants"].get((i_t,)) == 1
@@ -218,7 +238,7 @@ def test_launchers_request_every_kernel(compiled):
             "atrex_sm90_gdn_state_output",
             "atrex_sm90_gdn_state_output_v2", "atrex_sm90_gdn_chunk_offsets", "atrex_sm90_gdn_slot_seq",
             "atrex_sm90_gdn_state_output_tma", "atrex_sm90_gdn_state_output_gl_ws", "atrex_sm90_gdn_state_output_gl_rc",
-            "atrex_sm90_decode_splitkv", "atrex_sm90_decode_combine"}
+            "atrex_sm90_gdn_fused_rc", "atrex_sm90_decode_splitkv", "atrex_sm90_decode_combine"}
     assert want <= names, f"not requested: {sorted(want - names)}"
 
 
@@ -290,3 +310,15 @@ def test_intra_diag16_runs_its_diagonal_blocks_as_warp_mma_without_barriers(comp
             assert twin["bars"] - r["bars"] >= 12 * heads, (n, twin["bars"], r["bars"])
     print("DIAG16 (heads, HMMA, barriers without, with):", pairs)
     assert pairs, "no DIAG16 specialisation has a twin without it"
+
+
+def test_fused_kernel_splits_registers_as_launched(compiled):
+    """``FUSED_RC`` (round 20): every fused specialisation compiled (the shared-memory test above covers its fit: ~196
+    KB at K = 128 with 2 load slots), and its PTX hands the aux and output partitions the registers the launcher asked
+    for, the chain the rest of the three warp groups' 3 x 168 (setmaxnreg; 224 with the defaults)."""
+    fused = {n: r for n, r in compiled.items() if n.startswith("atrex_sm90_gdn_fused_rc|")}
+    assert len(fused) >= 6, sorted(fused)
+    for n, r in fused.items():
+        assert r["ok"], (n, r)
+        aux, out = r["regs"]
+        assert {aux, out, 3 * 168 - aux - out} <= set(r["setmaxnreg"]), (n, r["setmaxnreg"], aux, out)

@@ -1220,3 +1220,126 @@ def ut_inverse_accuracy(launch, T=128, K=128, device="cpu"):
         launch._launch_all, launch.INTRA_IMPL, launch.INTRA_V3_NEWTON, launch.INTRA_V3_INV_FP16 = saved[:4]
         launch.INTRA_V3_DIAG16 = saved[4]
     return rows
+
+
+# ---- round 20: the fused kernel (launch.FUSED_RC: one persistent Gluon launch per call) ----
+
+# Cases in the fused kernel's domain (in-kernel L2 norm, K in {64, 128}, V a multiple of 64, B * T >= 64): fixed length
+# with two batch rows and a partial chunk, GVA at the Qwen3-Next shapes (both state layouts, bf16 and fp16 initial
+# states), varlen with empty, 1-, 64- and 65-token sequences, fp16 inputs, beta through the in-kernel sigmoid, a long
+# sequence whose rings wrap many times, and ``g_pos``: positive g on every third chunk (the aux partition's bf16 + Newton
+# fallback beside its fp16 inverse).
+FUSED_CASES = [c for c in GPU_CASES + WS_CASES if c[0] in (
+    "qwen3next_T4224_vfirst", "qwen3next_T1000_bf16h0", "qwen_varlen_mixed", "hv48_T127", "g_tiny_long",
+    "beta_sigmoid_neg", "qwen3next_T1000_fp16", "qwen_varlen_fp16_vfirst", "ws_T8250_qwen", "ws_varlen_empty_odd")] + [
+    ("fu_B2_T63_K64", dict(B=2, T=63, H=2, K=64, h0=torch.float32)),
+    ("fu_varlen_K64_gva", dict(T=700, H=1, HV=4, K=64, cu_seqlens=[0, 0, 1, 64, 65, 129, 700], h0=torch.bfloat16,
+                               state_v_first=True)),
+    ("fu_varlen_K128_V192", dict(T=500, H=2, HV=2, K=128, V=192, cu_seqlens=[0, 65, 300, 500], h0=torch.float32)),
+    ("g_pos", dict(T=640, H=2, HV=4, K=128, h0=torch.float32)),
+]
+
+
+def fused_inputs(case_id, kw, device):
+    """``make_inputs`` for a FUSED_CASES entry (``g_pos``: g = +0.02 on chunks 0, 3, 6, ...; ``beta_sigmoid_neg``: raw
+    beta for the in-kernel sigmoid, as ``run_case`` makes it) and the extra ``gdn_fwd`` flags of the case."""
+    x = make_inputs(device=device, **kw)
+    extra = {}
+    if case_id == "g_pos":
+        g = x["g"].clone()
+        for c in range(0, g.shape[1], 192):
+            g[:, c:c + 64] = 0.02
+        x["g"] = g
+    if case_id == "beta_sigmoid_neg":
+        x["beta"] = (torch.randn(x["beta"].shape, generator=torch.Generator().manual_seed(1)) * 2).to(
+            x["beta"].dtype).to(device)
+        extra = dict(use_beta_sigmoid_in_kernel=True, allow_neg_eigval=True)
+    return x, extra
+
+
+def fused_check(launch, device, cases, sm_count=None):
+    """``FUSED_RC`` against the float64 recurrence (the contract bound) and against the two-kernel call on the same
+    inputs (the same math and operand roundings, formed in shared memory instead of HBM workspaces: far closer to each
+    other than either is to float64, 2e-3), with a row per case that passes only if the fused kernel ran where it
+    applies (sm90) and nowhere else. Rows ``[err, 0, bound]``."""
+    ran, orig = [], launch._launch
+
+    def spy(kern, grid, args, meta):
+        ran.append(kern.__name__)
+        orig(kern, grid, args, meta)
+
+    saved = launch.FUSED_RC, launch._launch
+    launch._launch = spy
+    sm90 = device == "cuda" and torch.cuda.get_device_capability() == (9, 0)
+    rows = {}
+    try:
+        for cid, kw in FUSED_CASES:
+            if cid not in cases:
+                continue
+            x, extra = fused_inputs(cid, kw, device)
+            snap = {n: t.clone() for n, t in x.items() if isinstance(t, torch.Tensor)}
+            outs = []
+            for fused in (False, True):
+                launch.FUSED_RC = fused
+                ran.clear()
+                outs.append(launch.gdn_fwd(x["q"], x["k"], x["v"], x["g"], x["beta"], scale=x["scale"],
+                                           initial_state=x["initial_state"], output_final_state=True,
+                                           use_qk_l2norm_in_kernel=True, state_v_first=x["state_v_first"],
+                                           cu_seqlens=x["cu_seqlens"], sm_count=sm_count, **extra))
+                if device == "cuda":
+                    torch.cuda.synchronize()
+            took = ran == ["atrex_sm90_gdn_fused_rc"]
+            rows[f"fused_{cid}_ran_where_it_applies"] = [0.0 if took == sm90 else 1.0, 0.0, 0.0]
+            rows[f"fused_{cid}_inputs_untouched"] = [
+                0.0 if all(torch.equal(t, x[n]) for n, t in snap.items()) else 1.0, 0.0, 0.0]
+            (o0, h0), (o1, h1) = outs
+            rows[f"fused_{cid}_vs_two_kernels"] = [max(rrmse(o0, o1), rrmse(h0, h1)), 0.0, 2e-3]
+            ro, rh = ref_recurrence(x["q"], x["k"], x["v"], x["g"], x["beta"], scale=x["scale"],
+                                    initial_state=x["initial_state"], state_v_first=x["state_v_first"],
+                                    use_qk_l2norm_in_kernel=True, cu_seqlens=x["cu_seqlens"],
+                                    use_beta_sigmoid_in_kernel=bool(extra), allow_neg_eigval=bool(extra))
+            finite = bool(torch.isfinite(o1.float()).all() and torch.isfinite(h1).all())
+            rows[f"fused_{cid}_finite"] = [0.0 if finite else 1.0, 0.0, 0.0]
+            rows[f"fused_{cid}_vs_float64"] = [max(rrmse(ro, o1), rrmse(rh, h1)), 0.0, bound_for(kw)]
+    finally:
+        launch.FUSED_RC, launch._launch = saved
+    return rows
+
+
+@pytest.mark.parametrize("case_id", [c[0] for c in FUSED_CASES])
+def test_fused_rc(case_id):
+    """``FUSED_RC`` (round 20) on one case (see ``fused_check``): the whole grid, one CTA per SM."""
+    pytest.importorskip("triton.experimental.gluon")
+    from atrex_nvidia.chunk_gdn.sm90 import launch
+    rows = fused_check(launch, "cuda", (case_id,))
+    bad = {k: v for k, v in rows.items() if not v[0] <= v[2]}
+    assert len(rows) == 5 and not bad, (rows, bad)
+
+
+@pytest.mark.parametrize("stages", [2, 3])
+def test_fused_rc_rings_across_items(stages, monkeypatch):
+    """``FUSED_RC`` with a 3-CTA grid (``sm_count=3``): each CTA runs many (V block, sequence x value head) items in a
+    row, empty sequences among them, so the load cursor of the output partition (which skips items without chunks)
+    and every ring's phases cross item boundaries; K = 64 (3 load slots fit in shared memory there) and K = 128 at 2
+    slots."""
+    pytest.importorskip("triton.experimental.gluon")
+    from atrex_nvidia.chunk_gdn.sm90 import launch
+    monkeypatch.setattr(launch, "FUSED_STAGES", stages)
+    cases = ("fu_varlen_K64_gva", "fu_B2_T63_K64") + (("ws_varlen_empty_odd", "qwen_varlen_mixed") if stages == 2
+                                                      else ())
+    rows = fused_check(launch, "cuda", cases, sm_count=3)
+    bad = {k: v for k, v in rows.items() if not v[0] <= v[2]}
+    assert len(rows) == 5 * len(cases) and not bad, (rows, bad)
+
+
+def test_fused_rc_graph_capture(monkeypatch):
+    """``FUSED_RC`` under CUDA-graph capture with new cu_seqlens contents at replay (``graph_replay_check``): one
+    launch, its descriptor scratch from the graph's pool; replay equals eager."""
+    pytest.importorskip("triton.experimental.gluon")
+    from atrex_nvidia.chunk_gdn.sm90 import launch
+    monkeypatch.setattr(launch, "FUSED_RC", True)
+    for new, same_o, same_h in graph_replay_check(fwd(), "cuda"):
+        assert same_o and same_h, new
+    names = {key[0] for key in launch.WARM.keys()}
+    sm90 = torch.cuda.get_device_capability() == (9, 0)
+    assert ("atrex_sm90_gdn_fused_rc" in names) == sm90, names

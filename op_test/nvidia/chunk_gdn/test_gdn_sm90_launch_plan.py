@@ -523,3 +523,43 @@ def test_intra_v3_diag16_knob(plan, monkeypatch):
         m2 = intra(plan(**two))
         assert m2["GS"] == 2 and bool(m2.get("DIAG16")) is want_two
         assert not intra(plan(**one, l2norm=False)).get("DIAG16")
+
+
+FUSED = "atrex_sm90_gdn_fused_rc"
+
+
+def test_fused_rc_plans_one_launch_in_its_domain(plan, monkeypatch):
+    """``FUSED_RC`` (round 20): a call in its domain is one launch of the fused Gluon kernel (no chunk-offsets, slot-map,
+    gates, intra or state launch), persistent over (V block of 64, sequence x value head) items, at most one CTA per
+    SM, with the knob's load slots and register split, the raw q / k / v and g / beta with their strides, cu_seqlens
+    passed through. Off (the default) or outside the domain, the call plans what it plans without the knob."""
+    if not L._gluon_ws_supported():
+        pytest.skip("this Triton has no Gluon warp_specialize (the fused kernel's domain)")
+    cu = [0, 0, 1, 65, 300, 1024]
+    base = [n for n, *_ in plan(T=1024, H=2, HV=4, cu_seqlens=cu)["all"]]
+    assert FUSED not in base
+    monkeypatch.setattr(L, "FUSED_RC", True)
+    seen = plan(T=1024, H=2, HV=4, cu_seqlens=cu)
+    assert [n for n, *_ in seen["all"]] == [FUSED]
+    _, grid, args, meta = seen["all"][0]
+    assert grid == (5 * 4 * 2,)  # 5 sequences x 4 value heads x 2 V blocks, fewer than the SMs
+    assert meta["BK"] == 128 and meta["BV"] == 64 and meta["IS_VARLEN"] and meta["G"] == 2
+    assert (meta["STAGES"], meta["AUX_REGS"], meta["OUT_REGS"]) == (L.FUSED_STAGES, L.FUSED_AUX_REGS, L.FUSED_OUT_REGS)
+    assert meta["num_warps"] == 4 and not meta["USE_H0"] and meta["STORE_HT"]
+    q, k, v, g, beta, h0, o, ht, cu_t = args[:9]
+    assert q.shape == (1, 1024, 2, 128) and v.shape == (1, 1024, 4, 128) and g.shape == beta.shape == (1, 1024, 4)
+    assert cu_t.tolist() == cu and o.shape == v.shape and ht.shape == (5, 4, 128, 128)
+    assert args[-1] == 5 * 4 and args[-7:-1] == (1024, 2 * 128, 4 * 128, 256, 256, 512)  # ROWS .. s_vr, N_NH
+    # more items than SMs: one CTA per SM; fixed length, K = 64
+    assert plan(T=256, B=200, H=2, HV=4, K=64)["all"][0][1] == (132,)
+    assert plan(T=256, B=2, H=2, HV=4, K=64, sm_count=3)["all"][0][1] == (3,)
+    # outside the domain: no in-kernel L2 norm, K or V not in it, fewer than 64 rows, the interpreter, no Gluon
+    for kw in (dict(l2norm=False), dict(K=32), dict(K=256), dict(K=128, V=96), dict(T=63), dict(K=80)):
+        names = [n for n, *_ in plan(**kw)["all"]]
+        assert FUSED not in names and any("intra" in n for n in names), (kw, names)
+    with monkeypatch.context() as m:
+        m.setenv("TRITON_INTERPRET", "1")
+        assert FUSED not in [n for n, *_ in plan()["all"]]
+    with monkeypatch.context() as m:
+        m.setattr(L, "_gluon_ws_supported", lambda: False)
+        assert FUSED not in [n for n, *_ in plan()["all"]]

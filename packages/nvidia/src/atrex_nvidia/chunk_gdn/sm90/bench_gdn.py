@@ -263,6 +263,12 @@ VARIANTS = [
     # T=32768/16/32 against 0.417 for the pairs)
     ("i3_d16_gs1_r128", dict(diag16=True, mask_out=True, maxnreg=128, gva_share=1)),
     ("i3_d16_r128_packed", dict(diag16=True, mask_out=True, maxnreg=128, gs2_maxnreg=168, slot_map="packed")),
+    # round 20: the whole call as one persistent Gluon launch (FUSED_RC: gl_rc's chain and output partitions plus an
+    # aux partition forming the intra operands in shared memory); _a200 / _a160: 200 / 160 registers per aux thread
+    # (the chain gets 200 / 240 of the three warp groups' 3 x 168)
+    ("fused", dict(fused=True)),
+    ("fused_a200", dict(fused=True, fused_aux_regs=200)),
+    ("fused_a160", dict(fused=True, fused_aux_regs=160)),
 ]
 
 # launch-module attributes a variant may set (key in VARIANTS -> attribute of launch.py)
@@ -275,7 +281,8 @@ _HOOKS = dict(state="STATE_CFG_OVERRIDE", intra="INTRA_CFG_OVERRIDE", wy="USE_WY
               rc_persistent="GL_RC_PERSISTENT", fold_qk_norm="FOLD_QK_NORM", gva_share="INTRA_V3_GVA_SHARE", diag16="INTRA_V3_DIAG16",
               fast_exp="INTRA_V3_FAST_EXP", gs2_maxnreg="INTRA_V3_GS2_MAXNREG", mask_out="INTRA_V3_MASK_OUT",
               split_xu="STATE_SPLIT_XU", ws_fac_smem="GL_WS_FAC_SMEM", slot_map="INTRA_SLOT_MAP",
-              acc_merge="INTRA_V3_ACC_MERGE", fast="FAST_PATH", gates="INTRA_V3_GATES")
+              acc_merge="INTRA_V3_ACC_MERGE", fast="FAST_PATH", gates="INTRA_V3_GATES", fused="FUSED_RC",
+              fused_stages="FUSED_STAGES", fused_aux_regs="FUSED_AUX_REGS", fused_out_regs="FUSED_OUT_REGS")
 
 
 def _select_variants(spec):

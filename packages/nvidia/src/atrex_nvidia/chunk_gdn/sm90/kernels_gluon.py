@@ -605,19 +605,28 @@ def atrex_sm90_gdn_state_output_gl_rc(
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Fused chunk step (round 20, ``launch.FUSED_RC``; built on the CPU, not yet run on a GPU). gl_rc's three partitions
-# plus a fourth, "aux" (4 warps), that forms each chunk's intra operands in shared memory, so that the call is one
-# launch reading q, k, v, g, beta once and writing only o and the final state (rounds 17-18: the two-kernel data flow's
-# HBM traffic alone is ~0.34 ms at varlen 16x1024, about the 3x goal's whole budget). Per chunk:
-#   loader (1 warp):  g and beta rows (masked: 0 past the sequence end) into the slot's gate rows, then the raw k, q
-#                     and v tiles by TMA (``ready``).
-#   aux (4 warps):    q, k L2-normalised in place; K K^T and Q K^T by wgmma; gamma = cumsum g; the factor rows the
-#                     chain and output partitions read (gl_rc's layout); Aqk; L and its inverse A (v3's merges, mask-out
-#                     and accumulating form, fp16 where every g <= 0, else bf16 + the Newton step) into the slot's A and
-#                     Aqk tiles; then ``iready``.
-#   chain, output:    gl_rc's, unchanged, waiting on ``iready`` instead of ``ready``.
-# Round 18's fused Triton kernel put the intra work on each program's sequential chain; here it runs in its own warps,
-# up to STAGES chunks ahead of the chain. It covers calls with in-kernel L2 norm (the fp16 inverse's bound needs it).
+# Fused chunk step (round 20, ``launch.FUSED_RC``; built on the CPU, not yet run on a GPU). gl_rc's chain partition
+# plus two others, so that the call is one launch reading q, k, v, g, beta once and writing only o and the final state
+# (rounds 17-18: the two-kernel data flow's HBM traffic alone is ~0.34 ms at varlen 16x1024, about the 3x goal's whole
+# budget). Per chunk:
+#   aux (4 warps):    k L2-normalised in place; K K^T by wgmma; gamma = cumsum g; the factor rows the chain and output
+#                     read (gl_rc's layout) and gamma; L and its inverse A (v3's arithmetic: fp16 accumulating mask-out
+#                     merges where every g of the chunk is <= 0, else bf16 subtracting merges + the Newton step) into
+#                     the slot's A tile; then ``iready``. Up to STAGES chunks ahead of the chain.
+#   chain (4 warps):  gl_rc's, unchanged, waiting on ``iready`` instead of ``ready``.
+#   output (4 warps): after ``iready``, while the chain works on the chunk: q L2-normalised in place, Q K^T, the decay
+#                     tile and Aqk, kept in registers as the left operand of Aqk U; then gl_rc's output step. Then, once
+#                     the chain is done with the chunk's slot (``empty``), the loads of chunk it + STAGES into it: its
+#                     g and beta rows (loaded a chunk ahead, 0 past the sequence end) into the slot's gate rows, the raw
+#                     k, q, v tiles by TMA (``ready``). The load cursor walks the CTA's (item, chunk) sequence, skipping
+#                     empty sequences.
+# The aux partition is the one whose per-chunk time can exceed a chain step (v3's whole program takes ~7 us alone,
+# round 18): the q side of the intra work (a third of it) runs in the output partition, which otherwise waits for
+# the chain.
+# Three warp groups, 3 x 168 registers per thread: 224 for the chain (gl_rc's chain spills at 168), FUSED_AUX_REGS /
+# FUSED_OUT_REGS for the other two. A separate one-warp loader (gl_rc's form, tried first) costs a fourth, padded
+# warp group, and then the chain spilled ~90 instructions' worth at 168 registers (Triton 3.6 SASS). Round 18's fused
+# Triton kernel put the intra work on each program's sequential chain; here it runs in its own warps.
 # ---------------------------------------------------------------------------------------------------------------
 
 
@@ -646,9 +655,11 @@ def _fu_l2norm(t_s, BLK: gl.constexpr):
 
 
 @gluon.jit
-def _fu_merge(X, La, x_s, m_s, rr, cc, zero, B: gl.constexpr, A16: gl.constexpr):
-    """One merge level of the inverse on the whole tile: X + X_h (-mask_B(L X_h)) (the v3 kernel's mask-out,
-    accumulating merge), with both right operands through shared memory (``x_s``, ``m_s``: the merge dtype)."""
+def _fu_merge(X, La, x_s, m_s, rr, cc, zero, B: gl.constexpr, A16: gl.constexpr, ACC: gl.constexpr):
+    """One merge level of the inverse on the whole tile, both right operands through shared memory (``x_s``, ``m_s``:
+    the merge dtype), in the v3 kernel's forms: with ``ACC`` X + X_h (-mask_B(L X_h)) accumulated onto X in the tensor
+    cores (v3's accumulating mask-out merge), else X - X_h mask_B(L X_h) (v3's subtracting merge; masking the product
+    instead of L gives the same bits, ``kernels._merge_level_mask_out``)."""
     lvl = ((rr // (2 * B)) == (cc // (2 * B))) & ((rr // B) != (cc // B))
     Xh = X.to(x_s.dtype)
     x_s.store(Xh)
@@ -656,27 +667,37 @@ def _fu_merge(X, La, x_s, m_s, rr, cc, zero, B: gl.constexpr, A16: gl.constexpr)
     _cta_barrier()
     mx = warpgroup_mma(La, x_s, zero, use_acc=False, is_async=True)
     mx = warpgroup_mma_wait(0, deps=[mx])
-    m_s.store(gl.where(lvl, -mx, 0.0).to(m_s.dtype))
+    if ACC:
+        m_s.store(gl.where(lvl, -mx, 0.0).to(m_s.dtype))
+    else:
+        m_s.store(gl.where(lvl, mx, 0.0).to(m_s.dtype))
     fence_async_shared()
     _cta_barrier()
     xa = gl.convert_layout(Xh, A16, assert_trivial=True)
-    X = warpgroup_mma(xa, m_s, X, is_async=True)
-    return warpgroup_mma_wait(0, deps=[X])
+    if ACC:
+        X = warpgroup_mma(xa, m_s, X, is_async=True)
+        X = warpgroup_mma_wait(0, deps=[X])
+    else:
+        d = warpgroup_mma(xa, m_s, zero, use_acc=False, is_async=True)
+        X = X - warpgroup_mma_wait(0, deps=[d])
+    return X
 
 
 @gluon.jit
 def _fu_inverse(Lm, x_s, m_s, rr, cc, zero, A16: gl.constexpr, NEWTON: gl.constexpr):
     """``(I + Lm)^-1`` of a strictly lower 64x64 fp32 tile in the wgmma accumulator layout: X_2 from the 2x2 diagonal
-    blocks, then merges b = 2 .. 32 in ``x_s``'s dtype; with ``NEWTON`` (bf16) the v3 kernel's refinement step."""
+    blocks, then merges b = 2 .. 32 in ``x_s``'s dtype. Without ``NEWTON`` (fp16) the v3 kernel's accumulating
+    mask-out merges (its two-head programs' form); with it (bf16, the positive-g fallback) v3's subtracting merges and
+    its refinement step (its one-head programs' form), so that each path is arithmetic the v3 kernel's tests cover."""
     dt: gl.constexpr = x_s.dtype
     X = gl.where(rr == cc, 1.0, 0.0) - gl.where((rr // 2) == (cc // 2), Lm, 0.0)
     Lh = Lm.to(dt)
     La = gl.convert_layout(Lh, A16, assert_trivial=True)
-    X = _fu_merge(X, La, x_s, m_s, rr, cc, zero, 2, A16)
-    X = _fu_merge(X, La, x_s, m_s, rr, cc, zero, 4, A16)
-    X = _fu_merge(X, La, x_s, m_s, rr, cc, zero, 8, A16)
-    X = _fu_merge(X, La, x_s, m_s, rr, cc, zero, 16, A16)
-    X = _fu_merge(X, La, x_s, m_s, rr, cc, zero, 32, A16)
+    X = _fu_merge(X, La, x_s, m_s, rr, cc, zero, 2, A16, not NEWTON)
+    X = _fu_merge(X, La, x_s, m_s, rr, cc, zero, 4, A16, not NEWTON)
+    X = _fu_merge(X, La, x_s, m_s, rr, cc, zero, 8, A16, not NEWTON)
+    X = _fu_merge(X, La, x_s, m_s, rr, cc, zero, 16, A16, not NEWTON)
+    X = _fu_merge(X, La, x_s, m_s, rr, cc, zero, 32, A16, not NEWTON)
     if NEWTON:  # R = I - (I + L) Xb with L = hi + lo (bf16 each), then A = Xb + Xb R
         Xb = X.to(dt)
         x_s.store(Xb)
@@ -696,10 +717,11 @@ def _fu_inverse(Lm, x_s, m_s, rr, cc, zero, A16: gl.constexpr, NEWTON: gl.conste
 
 
 @gluon.jit
-def _fu_aux(k_s, q_s, a_s, aq_s, gb_s, f_s, xh_s, mh_s, xb_s, mb_s, ready, iready, cu, T, HV, N_ITEMS, NV,
+def _fu_aux(k_s, a_s, gb_s, f_s, gm_s, xh_s, mh_s, xb_s, mb_s, ready, iready, cu, T, HV, N_ITEMS, NV,
             G: gl.constexpr, IS_VARLEN: gl.constexpr, BK: gl.constexpr, STAGES: gl.constexpr,
             FAST_EXP: gl.constexpr):
-    """Aux partition (4 warps): each chunk's intra operands, into the chunk's ring slot (the block comment above)."""
+    """Aux partition (4 warps): each chunk's k normalised in place, its gate rows (factor rows, gamma) and the inverse
+    A into the chunk's ring slot (the block comment above)."""
     M64: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 64, 16])
     ROW: gl.constexpr = gl.SliceLayout(1, M64)
     COL: gl.constexpr = gl.SliceLayout(0, M64)
@@ -719,13 +741,10 @@ def _fu_aux(k_s, q_s, a_s, aq_s, gb_s, f_s, xh_s, mh_s, xb_s, mb_s, ready, iread
             slot = it % STAGES
             mbarrier.wait(ready.index(slot), (it // STAGES) & 1)
             kb = k_s.index(slot)
-            qb = q_s.index(slot)
             _fu_l2norm(kb, BLK)
-            _fu_l2norm(qb, BLK)
             fence_async_shared()
             _cta_barrier()
             kk = warpgroup_mma(kb, kb.permute((1, 0)), zero, use_acc=False, is_async=True)
-            qk = warpgroup_mma(qb, kb.permute((1, 0)), zero, use_acc=False, is_async=True)
             # the gate rows while the dots run (g, beta: 0 past the sequence end, so gamma stays at gamma_last there)
             gr = gb_s.index(2 * slot).load(SCAN)
             bt = gb_s.index(2 * slot + 1).load(ROW)
@@ -738,11 +757,11 @@ def _fu_aux(k_s, q_s, a_s, aq_s, gb_s, f_s, xh_s, mh_s, xb_s, mb_s, ready, iread
             f_s.index(slot * 5 + 2).store(eg)
             f_s.index(slot * 5 + 3).store(gl.where(r < nv, gl.exp(glast - gam), 0.0))
             f_s.index(slot * 5 + 4).store(gl.exp(glast + gam * 0.0))
+            gm_s.index(slot).store(gam)  # (for the output partition's Aqk)
             gc = gl.expand_dims(gl.convert_layout(gam, gl.SliceLayout(0, M64)), 0)
             e = _fu_exp(gl.where(rr >= cc, gl.expand_dims(gam, 1) - gc, 0.0), FAST_EXP)
             g_pos = gl.max(gr, 0) > 0.0
-            kk, qk = warpgroup_mma_wait(0, deps=[kk, qk])
-            aq_s.index(slot).store(gl.where(rr >= cc, qk * e, 0.0).to(dt))
+            kk = warpgroup_mma_wait(0, deps=[kk])
             Lm = gl.where(rr > cc, gl.expand_dims(bt, 1) * e * kk, 0.0)
             if g_pos:  # a decay factor above 1: fp16's range no longer bounds the merges (v3's fallback)
                 X = _fu_inverse(Lm, xb_s, mb_s, rr, cc, zero, A16, True)
@@ -750,7 +769,7 @@ def _fu_aux(k_s, q_s, a_s, aq_s, gb_s, f_s, xh_s, mh_s, xb_s, mb_s, ready, iread
                 X = _fu_inverse(Lm, xh_s, mh_s, rr, cc, zero, A16, False)
             a_s.index(slot).store(X.to(dt))
             fence_async_shared()
-            _cta_barrier()  # every aux warp's stores (tiles, factor rows) precede the arrive
+            _cta_barrier()  # every aux warp's stores (k, A, the gate rows) precede the arrive
             mbarrier.arrive(iready.index(slot), count=1)
             it += 1
 
@@ -797,18 +816,23 @@ def _fu_issue(kdesc, qdesc, vdesc, k_s, q_s, v_s, gb_s, ready, lit, tg0, c, h, h
 
 
 @gluon.jit
-def _fu_output(q_s, aq_s, sb_s, u_s, f_s, k_s, v_s, gb_s, ready, iready, empty, su_ready, su_empty, o, qd, kd, vd, g,
+def _fu_output(q_s, sb_s, u_s, f_s, gm_s, k_s, v_s, gb_s, ready, iready, empty, su_ready, su_empty, o, qd, kd, vd, g,
                beta, cu, T, HV, K, V, N_ITEMS, NV, ROWS, QW, VW, s_qr, s_kr, s_vr, s_gb, s_gt, s_gh, s_bb, s_bt, s_bh,
                s_ob, s_ot, s_oh, scale,
                G: gl.constexpr, IS_VARLEN: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr,
-               BETA_SIGMOID: gl.constexpr, NEG_EIGVAL: gl.constexpr):
-    """Output and load partition (4 warps): gl_rc's output step for each chunk, and the loads. A slot is refilled
-    with chunk it + STAGES as soon as the chain and this partition are done with chunk it (this partition, which
-    reads S_c and U_c after the chain has made them, is the later of the two): so the loads need no warps of their
-    own, which leaves the CTA three warp groups and their registers for the chain and the aux partition."""
+               BETA_SIGMOID: gl.constexpr, NEG_EIGVAL: gl.constexpr, FAST_EXP: gl.constexpr):
+    """Output and load partition (4 warps). Per chunk: q normalised in place, Q K^T and Aqk (in registers: the left
+    operand of Aqk U), formed while the chain works on the chunk, then gl_rc's output step; and the loads. A slot is
+    refilled with chunk it + STAGES as soon as the chain and this partition are done with chunk it (this partition,
+    which reads S_c and U_c after the chain has made them, is the later of the two): so the loads need no warps of
+    their own, which leaves the CTA three warp groups and their registers for the chain and the aux partition."""
     MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BV, 16])
     ROW: gl.constexpr = gl.SliceLayout(1, MMA)
     COL: gl.constexpr = gl.SliceLayout(0, MMA)
+    A64: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=MMA, k_width=2)
+    TK: gl.constexpr = BK // 8
+    BLK: gl.constexpr = gl.BlockedLayout([1, 8], [32 // TK, TK], [4, 1], [1, 0])
+    dt: gl.constexpr = q_s.dtype
     FL: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
     SH_K: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, BK], gl.bfloat16)
     SH_V: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, BV], gl.bfloat16)
@@ -818,6 +842,8 @@ def _fu_output(q_s, aq_s, sb_s, u_s, f_s, k_s, v_s, gb_s, ready, iready, empty, 
     fr = gl.arange(0, 64, layout=FL)
     zero = gl.zeros([64, BV], gl.float32, MMA)
     ro = gl.arange(0, 64, layout=ROW)
+    rr = gl.expand_dims(ro, 1)
+    cc = gl.expand_dims(gl.arange(0, 64, layout=COL), 0)
     # the first STAGES chunks of the CTA's sequence
     li, lc, lL, ltg, lh, lhv, liv, gv, bv = _fu_cursor(gl.program_id(0), 0, N_ITEMS, NV, cu, T, HV, g, beta, s_gb,
                                                       s_gt, s_gh, s_bb, s_bt, s_bh, fr, G, IS_VARLEN, BETA_SIGMOID,
@@ -841,11 +867,21 @@ def _fu_output(q_s, aq_s, sb_s, u_s, f_s, k_s, v_s, gb_s, ready, iready, empty, 
             l0 = c * 64
             slot = it % STAGES
             b = it % 2
-            mbarrier.wait(iready.index(slot), (it // STAGES) & 1)
+            mbarrier.wait(iready.index(slot), (it // STAGES) & 1)  # k normalised, the gate rows
+            qb = q_s.index(slot)
+            _fu_l2norm(qb, BLK)
+            fence_async_shared()
+            _cta_barrier()
+            qk = warpgroup_mma(qb, k_s.index(slot).permute((1, 0)), zero, use_acc=False, is_async=True)
+            gr = gm_s.index(slot).load(ROW)
+            gc = gm_s.index(slot).load(COL)
+            e = _fu_exp(gl.where(rr >= cc, gl.expand_dims(gr, 1) - gl.expand_dims(gc, 0), 0.0), FAST_EXP)
             eg = f_s.index(slot * 5 + 2).load(ROW)
+            qk = warpgroup_mma_wait(0, deps=[qk])
+            aqk = gl.convert_layout(gl.where(rr >= cc, qk * e, 0.0).to(dt), A64, assert_trivial=True)
             mbarrier.wait(su_ready.index(b), (it // 2) & 1)
-            qs = warpgroup_mma(q_s.index(slot), sb_s.index(b).permute((1, 0)), zero, use_acc=False, is_async=True)
-            ot = warpgroup_mma(aq_s.index(slot), u_s.index(b).permute((1, 0)), zero, use_acc=False, is_async=True)
+            qs = warpgroup_mma(qb, sb_s.index(b).permute((1, 0)), zero, use_acc=False, is_async=True)
+            ot = warpgroup_mma(aqk, u_s.index(b).permute((1, 0)), zero, use_acc=False, is_async=True)
             qs, ot = warpgroup_mma_wait(0, deps=[qs, ot])
             _cta_barrier()  # every warp's wgmma reads of S_c, U_c and the slot are complete
             mbarrier.arrive(su_empty.index(b), count=1)
@@ -896,12 +932,12 @@ def atrex_sm90_gdn_fused_rc(
     k_s = gl.allocate_shared_memory(dt, [STAGES, 64, BK], SH_K)
     q_s = gl.allocate_shared_memory(dt, [STAGES, 64, BK], SH_K)
     a_s = gl.allocate_shared_memory(dt, [STAGES, 64, 64], SH_A)
-    aq_s = gl.allocate_shared_memory(dt, [STAGES, 64, 64], SH_A)
     v_s = gl.allocate_shared_memory(dt, [STAGES, 64, BV], SH_V)
     sb_s = gl.allocate_shared_memory(dt, [2, BV, BK], SH_S)
     u_s = gl.allocate_shared_memory(dt, [2, BV, 64], SH_U)
     f_s = gl.allocate_shared_memory(gl.float32, [STAGES * 5, 64], ROWL)
     gb_s = gl.allocate_shared_memory(gl.float32, [STAGES * 2, 64], ROWL)
+    gm_s = gl.allocate_shared_memory(gl.float32, [STAGES, 64], ROWL)
     # the inverse's right operands: fp16 (tiles with every g <= 0) and bf16 (the fallback); (one pair reinterpreted
     # would save 16 KB, but the reinterpret call is named differently in Triton 3.6 and 3.9)
     xh_s = gl.allocate_shared_memory(gl.float16, [64, 64], SH_H)
@@ -927,10 +963,10 @@ def atrex_sm90_gdn_fused_rc(
         (_rc_chain, (k_s, a_s, v_s, f_s, sb_s, u_s, iready, empty, su_ready, su_empty, g, h0, ht, cu, T, HV, K, V,
                      N_ITEMS, NV, 0, s_h0n, s_h0h, s_h0k, s_h0v, G, IS_VARLEN, BK, BV, USE_H0, STORE_HT,
                      STATE_V_FIRST, STAGES)),
-        (_fu_output, (q_s, aq_s, sb_s, u_s, f_s, k_s, v_s, gb_s, ready, iready, empty, su_ready, su_empty, o, qd, kd,
+        (_fu_output, (q_s, sb_s, u_s, f_s, gm_s, k_s, v_s, gb_s, ready, iready, empty, su_ready, su_empty, o, qd, kd,
                       vd, g, beta, cu, T, HV, K, V, N_ITEMS, NV, ROWS, QW, VW, s_qr, s_kr, s_vr, s_gb, s_gt, s_gh,
                       s_bb, s_bt, s_bh, s_ob, s_ot, s_oh, scale, G, IS_VARLEN, BK, BV, STAGES, BETA_SIGMOID,
-                      NEG_EIGVAL)),
-        (_fu_aux, (k_s, q_s, a_s, aq_s, gb_s, f_s, xh_s, mh_s, xb_s, mb_s, ready, iready, cu, T, HV, N_ITEMS, NV,
+                      NEG_EIGVAL, FAST_EXP)),
+        (_fu_aux, (k_s, a_s, gb_s, f_s, gm_s, xh_s, mh_s, xb_s, mb_s, ready, iready, cu, T, HV, N_ITEMS, NV,
                    G, IS_VARLEN, BK, STAGES, FAST_EXP)),
     ], [4, 4], [OUT_REGS, AUX_REGS])

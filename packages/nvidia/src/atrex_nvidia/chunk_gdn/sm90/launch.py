@@ -350,16 +350,17 @@ V2_MAX_BK = 128  # the v2 kernels run for padded K <= 128 (larger K: v1 pair)
 # GPU only (32- and 16-column blocks, 8 warps, PIPE, q before the inverse; and the default at B = 2 with GVA): the same
 # wrong rows (16-31 of a chunk) on every run, NaNs or illegal addresses; CTA barriers between the parts did not change
 # them (r68, r69). Not diagnosed further: the kernel lost at every shape it ran correctly.
-# FUSED_RC (round 20; built and checked on the CPU, never run on a GPU: no device was lent in rounds 19-20): the whole
-# call as one persistent Gluon launch, ``kernels_gluon.atrex_sm90_gdn_fused_rc``: gl_rc's chain, output and loader
-# partitions plus an aux partition that forms each chunk's intra operands (normalised q / k, gate factors, Aqk, the
-# inverse A) in the load slot, up to FUSED_STAGES chunks ahead of the chain. q, k, v, g, beta are read once and only o
-# and the final state written: no qn / kn / A / Aqk / factor workspaces, no intra launch. The path to the varlen
-# 16x1024 goal (rounds 17-18: the two kernels' HBM traffic alone is ~0.34 ms there). Domain: calls with in-kernel L2
-# norm (the fp16 inverse's bound), K in {64, 128}, V a multiple of 64, TMA-describable q / k / v, sm90, Triton >= 3.6
-# outside the interpreter. False: off (the default until measured); True: every call in its domain.
+# FUSED_RC (round 20; built and compiled on the CPU, never run on a GPU: no device was lent in rounds 19-20): the whole
+# call as one persistent Gluon launch, ``kernels_gluon.atrex_sm90_gdn_fused_rc``: gl_rc's chain partition, an aux
+# partition that forms each chunk's k-side intra operands (normalised k, gate factors, the inverse A) in the load slot,
+# and an output partition that also forms Aqk (in registers) and issues the loads. q, k, v, g, beta are read once and
+# only o and the final state written: no qn / kn / A / Aqk / factor workspaces, no other launch. The path to the varlen
+# 16x1024 goal (rounds 17-18: the two kernels' HBM traffic alone is ~0.34 ms there); BENCH_H200.md round 20 has its
+# SASS and the risk (the aux partition's time per chunk against a chain step). Domain: calls with in-kernel L2 norm
+# (the fp16 inverse's bound), K in {64, 128}, V a multiple of 64, B*T >= 64, TMA-describable q / k / v, sm90, Triton
+# >= 3.6 outside the interpreter. False: off (the default until measured); True: every call in its domain.
 FUSED_RC = False
-FUSED_STAGES = 2      # load slots (shared memory at K = 128: ~195 KB with 2)
+FUSED_STAGES = 2      # load slots (shared memory at K = 128: 184.9 KB with 2; 3 exceed the 227 KB)
 FUSED_AUX_REGS = 176  # registers per aux-partition thread (setmaxnreg; the chain gets 224, the output 104)
 FUSED_OUT_REGS = 104  # ... per output-and-load-partition thread
 SPLIT_STATE_PASS = False
