@@ -68,6 +68,9 @@ def main(argv=None):
     ap.add_argument("--cases", default="T8192_H16_HV32,T32768_H16_HV32,varlen16x1024_H32_HV32,T8192_H32_HV32")
     ap.add_argument("--variants", default="default", help="bench_gdn sweep variants, comma-separated")
     ap.add_argument("--latency", action="store_true", help="also scripts/gdn_intra_latency.py's calls (3 configurations)")
+    ap.add_argument("--fused-tests", action="store_true",
+                    help="also the calls of the fused kernel's GPU tests (op_test _gdn_cases.FUSED_CASES, as "
+                         "test_fused_rc* make them, with and without the knob)")
     a = ap.parse_args(argv)
     os.environ["CUDA_VISIBLE_DEVICES"] = ""
     os.environ.pop("TRITON_INTERPRET", None)
@@ -105,6 +108,32 @@ def main(argv=None):
         for variant in ({}, dict(diag16=True), dict(diag16=True, mask_out=True, maxnreg=128)):
             for m in (1, 2, 4, 8):
                 call(bg.make((f"lat{m}", [64] * (132 * m), 1, 1), device="cpu"), variant)
+    if a.fused_tests:  # test_fused_rc (whole grid), test_fused_rc_rings_across_items (3 CTAs; 3 slots at K = 64)
+        sys.path.insert(0, os.path.join(ROOT, "op_test", "nvidia", "chunk_gdn"))
+        import _gdn_cases as C
+
+        from atrex_nvidia.chunk_gdn.sm90 import launch
+        for cid, kw in C.FUSED_CASES:
+            x, extra = C.fused_inputs(cid, kw, "cpu")
+            for hooks in (dict(FUSED_RC=True), dict(FUSED_RC=True, sm_count=3),
+                          dict(FUSED_RC=True, sm_count=3, FUSED_STAGES=3),
+                          dict(FUSED_RC=False), dict(FUSED_RC=False, sm_count=3)):  # (fused_check's comparison)
+                if "FUSED_STAGES" in hooks and kw.get("K") != 64:
+                    continue
+                with bg._Variant({}):
+                    for n, val in hooks.items():
+                        if n != "sm_count":
+                            setattr(launch, n, val)
+                    launch.gdn_fwd(x["q"], x["k"], x["v"], x["g"], x["beta"], scale=x["scale"],
+                                   initial_state=x["initial_state"], output_final_state=True,
+                                   use_qk_l2norm_in_kernel=True, state_v_first=x["state_v_first"],
+                                   cu_seqlens=x["cu_seqlens"], sm_count=hooks.get("sm_count"), **extra)
+        with bg._Variant(dict(fused=True)):  # test_fused_rc_graph_capture (graph_replay_check's inputs)
+            x = C.make_inputs(device="cpu", T=300, H=2, HV=4, K=64, cu_seqlens=[0, 10, 150, 150, 300],
+                              h0=C.torch.float32, state_v_first=True)
+            launch.gdn_fwd(x["q"], x["k"], x["v"], x["g"], x["beta"], scale=x["scale"],
+                           initial_state=x["initial_state"], output_final_state=True, use_qk_l2norm_in_kernel=True,
+                           state_v_first=True, cu_seqlens=x["cu_seqlens"])
     knobs.runtime.jit_cache_hook = None
     print(f"{len(recorded)} specialisations", flush=True)
     for i, (name, (jit_fn, opts)) in enumerate(sorted(recorded.items())):
