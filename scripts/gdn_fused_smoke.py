@@ -16,7 +16,9 @@ import _gdn_cases as C  # noqa: E402
 from atrex_nvidia.chunk_gdn.sm90 import launch  # noqa: E402
 
 CASES = sys.argv[1:] or ["fu_B2_T63_K64", "fu_varlen_K64_gva", "g_pos", "qwen_varlen_mixed", "qwen3next_T1000_bf16h0"]
-for cid in CASES:
-    print(f"SMOKE {cid} ...", flush=True)
-    for name, (err, _, bound) in C.fused_check(launch, "cuda", (cid,)).items():
-        print(f"SMOKE {name} {err:.3e} <= {bound:.1e} {'ok' if err <= bound else 'FAIL'}", flush=True)
+for diag16 in (False, True):
+    for cid in CASES:
+        print(f"SMOKE {cid} diag16={diag16} ...", flush=True)
+        for name, (err, _, bound) in C.fused_check(launch, "cuda", (cid,), diag16=diag16).items():
+            print(f"SMOKE {name} diag16={diag16} {err:.3e} <= {bound:.1e} {'ok' if err <= bound else 'FAIL'}",
+                  flush=True)

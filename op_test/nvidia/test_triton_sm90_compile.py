@@ -125,6 +125,9 @@ _SCRIPT = textwrap.dedent(r'''
                     cu_seqlens=[0, 0, 1, 65, 300], cu_dtype=torch.int64)):
         gdn(kw, FUSED_RC=True)
     gdn(dict(T=640, H=2, HV=4, K=64, cu_seqlens=[0, 1, 640]), FUSED_RC=True, FUSED_STAGES=3)
+    # ... with the aux partition's diagonal blocks per warp (FUSED_DIAG16), beside their twins above
+    gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=[64 * i for i in range(11)]), FUSED_RC=True, FUSED_DIAG16=True)
+    gdn(dict(B=2, T=130, H=1, HV=2, K=64, h0=torch.bfloat16), FUSED_RC=True, FUSED_DIAG16=True)
     x = C.make_inputs(device="cpu", T=200, H=2, HV=4, K=64, h0=torch.float32)
     GL.FUSED_RC = True
     GL.gdn_fwd(x["q"], x["k"], x["v"], x["g"], x["beta"], scale=x["scale"], initial_state=x["initial_state"],
@@ -201,6 +204,10 @@ _SCRIPT = textwrap.dedent(r'''
                 results[name]["setmaxnreg"] = sorted({int(n) for n in re.findall(r"setmaxnreg\.\w+\.sync\.aligned"
                                                                                  r"\.u32\s+(\d+)", k.asm["ptx"])})
                 results[name]["regs"] = [c["constants"].get((names.index(a),)) for a in ("AUX_REGS", "OUT_REGS")]
+                i_d = (names.index("DIAG16"),)
+                results[name]["diag16"] = bool(c["constants"].get(i_d, False))
+                results[name]["twin"] = repr((sorted((str(a), repr(b)) for a, b in c["constants"].items() if a != i_d),
+                                              repr(c["signature"])))
             if "state_output" in name:
                 i_t = [p.name for p in jit_fn.params].index("T")
                 results[name]["t_is_one"] = c["constants"].get((i_t,)) == 1
@@ -214,6 +221,7 @@ _SCRIPT = textwrap.dedent(r'''
             sass = subprocess.run([nvdisasm, "-c", path], capture_output=True, text=True, check=True).stdout
             results[name]["insns"] = sass.count(";")
             results[name]["hmma"] = sass.count("HMMA.")
+            results[name]["hgmma"] = sass.count("HGMMA.")
             results[name]["bars"] = sass.count("BAR.SYNC")
             results[name]["unwritten_ur"] = unwritten_uniform_reads(sass)[:4]
     print("RESULT " + json.dumps(results))
@@ -322,3 +330,23 @@ def test_fused_kernel_splits_registers_as_launched(compiled):
         assert r["ok"], (n, r)
         aux, out = r["regs"]
         assert {aux, out, 3 * 168 - aux - out} <= set(r["setmaxnreg"]), (n, r["setmaxnreg"], aux, out)
+
+
+def test_fused_diag16_runs_its_diagonal_blocks_as_warp_mma(compiled):
+    """``FUSED_DIAG16`` (round 20) in the SASS of each fused specialisation compiled with it, against its twin: the aux
+    partition's merges b = 2, 4, 8 lowered to mma.sync (HMMA.16816: 2 per dot, 6 dots, in the fp16 path and in the
+    bf16 fallback), and at least 12 fewer CTA barriers and 48 fewer wgmma instructions (HGMMA) than the twin (the six
+    staged 64-deep dots it replaces in each path). No fused specialisation without it has an HMMA."""
+    if not compiled["nvdisasm"]["path"]:
+        pytest.skip(f"Triton {compiled['nvdisasm']['triton']} ships no nvdisasm")
+    fused = {n: r for n, r in compiled.items() if n.startswith("atrex_sm90_gdn_fused_rc|") and "bars" in r}
+    on = {n: r for n, r in fused.items() if r["diag16"]}
+    assert on and all(r["hmma"] == 0 for r in fused.values() if not r["diag16"]), fused
+    pairs = []
+    for n, r in on.items():
+        assert r["hmma"] == 24, (n, r["hmma"])
+        for twin in (o for o in fused.values() if not o["diag16"] and o["twin"] == r["twin"]):
+            pairs.append((twin["bars"], r["bars"], twin["hgmma"], r["hgmma"]))
+            assert twin["bars"] - r["bars"] >= 12 and twin["hgmma"] - r["hgmma"] >= 48, (n, pairs[-1])
+    print("FUSED_DIAG16 (barriers without, with; HGMMA without, with):", pairs)
+    assert len(pairs) == len(on), (len(pairs), len(on))

@@ -1257,19 +1257,20 @@ def fused_inputs(case_id, kw, device):
     return x, extra
 
 
-def fused_check(launch, device, cases, sm_count=None):
-    """``FUSED_RC`` against the float64 recurrence (the contract bound) and against the two-kernel call on the same
-    inputs (the same math and operand roundings, formed in shared memory instead of HBM workspaces: far closer to each
-    other than either is to float64, 2e-3), with a row per case that passes only if the fused kernel ran where it
-    applies (sm90) and nowhere else. Rows ``[err, 0, bound]``."""
+def fused_check(launch, device, cases, sm_count=None, diag16=False):
+    """``FUSED_RC`` (with ``FUSED_DIAG16`` = ``diag16``) against the float64 recurrence (the contract bound) and against
+    the two-kernel call on the same inputs (the same math and operand roundings, formed in shared memory instead of HBM
+    workspaces: far closer to each other than either is to float64, 2e-3), with a row per case that passes only if the
+    fused kernel ran, in the form asked for, where it applies (sm90) and nowhere else. Rows ``[err, 0, bound]``."""
     ran, orig = [], launch._launch
 
     def spy(kern, grid, args, meta):
-        ran.append(kern.__name__)
+        ran.append((kern.__name__, meta.get("DIAG16")))
         orig(kern, grid, args, meta)
 
-    saved = launch.FUSED_RC, launch._launch
+    saved = launch.FUSED_RC, launch.FUSED_DIAG16, launch._launch
     launch._launch = spy
+    launch.FUSED_DIAG16 = diag16
     sm90 = device == "cuda" and torch.cuda.get_device_capability() == (9, 0)
     rows = {}
     try:
@@ -1288,7 +1289,7 @@ def fused_check(launch, device, cases, sm_count=None):
                                            cu_seqlens=x["cu_seqlens"], sm_count=sm_count, **extra))
                 if device == "cuda":
                     torch.cuda.synchronize()
-            took = ran == ["atrex_sm90_gdn_fused_rc"]
+            took = ran == [("atrex_sm90_gdn_fused_rc", diag16)]
             rows[f"fused_{cid}_ran_where_it_applies"] = [0.0 if took == sm90 else 1.0, 0.0, 0.0]
             rows[f"fused_{cid}_inputs_untouched"] = [
                 0.0 if all(torch.equal(t, x[n]) for n, t in snap.items()) else 1.0, 0.0, 0.0]
@@ -1302,16 +1303,18 @@ def fused_check(launch, device, cases, sm_count=None):
             rows[f"fused_{cid}_finite"] = [0.0 if finite else 1.0, 0.0, 0.0]
             rows[f"fused_{cid}_vs_float64"] = [max(rrmse(ro, o1), rrmse(rh, h1)), 0.0, bound_for(kw)]
     finally:
-        launch.FUSED_RC, launch._launch = saved
+        launch.FUSED_RC, launch.FUSED_DIAG16, launch._launch = saved
     return rows
 
 
+@pytest.mark.parametrize("diag16", [False, True], ids=["merges", "diag16"])
 @pytest.mark.parametrize("case_id", [c[0] for c in FUSED_CASES])
-def test_fused_rc(case_id):
-    """``FUSED_RC`` (round 20) on one case (see ``fused_check``): the whole grid, one CTA per SM."""
+def test_fused_rc(case_id, diag16):
+    """``FUSED_RC`` (round 20) on one case (see ``fused_check``): the whole grid, one CTA per SM; the aux partition's
+    inverse with its ten staged whole-tile merges, and with ``FUSED_DIAG16`` (its merges b = 2, 4, 8 per warp)."""
     pytest.importorskip("triton.experimental.gluon")
     from atrex_nvidia.chunk_gdn.sm90 import launch
-    rows = fused_check(launch, "cuda", (case_id,))
+    rows = fused_check(launch, "cuda", (case_id,), diag16=diag16)
     bad = {k: v for k, v in rows.items() if not v[0] <= v[2]}
     assert len(rows) == 5 and not bad, (rows, bad)
 

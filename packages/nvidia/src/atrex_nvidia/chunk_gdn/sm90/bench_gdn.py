@@ -269,6 +269,8 @@ VARIANTS = [
     ("fused", dict(fused=True)),
     ("fused_a200", dict(fused=True, fused_aux_regs=200)),
     ("fused_a160", dict(fused=True, fused_aux_regs=160)),
+    # ... with the aux partition's diagonal 16x16 blocks per warp (FUSED_DIAG16: mma.sync, four staged dots of ten)
+    ("fused_d16", dict(fused=True, fused_diag16=True)),
 ]
 
 # launch-module attributes a variant may set (key in VARIANTS -> attribute of launch.py)
@@ -282,7 +284,8 @@ _HOOKS = dict(state="STATE_CFG_OVERRIDE", intra="INTRA_CFG_OVERRIDE", wy="USE_WY
               fast_exp="INTRA_V3_FAST_EXP", gs2_maxnreg="INTRA_V3_GS2_MAXNREG", mask_out="INTRA_V3_MASK_OUT",
               split_xu="STATE_SPLIT_XU", ws_fac_smem="GL_WS_FAC_SMEM", slot_map="INTRA_SLOT_MAP",
               acc_merge="INTRA_V3_ACC_MERGE", fast="FAST_PATH", gates="INTRA_V3_GATES", fused="FUSED_RC",
-              fused_stages="FUSED_STAGES", fused_aux_regs="FUSED_AUX_REGS", fused_out_regs="FUSED_OUT_REGS")
+              fused_stages="FUSED_STAGES", fused_aux_regs="FUSED_AUX_REGS", fused_out_regs="FUSED_OUT_REGS",
+              fused_diag16="FUSED_DIAG16")
 
 
 def _select_variants(spec):

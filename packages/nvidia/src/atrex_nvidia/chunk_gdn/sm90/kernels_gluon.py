@@ -20,7 +20,7 @@ test_triton_sm90_compile.py) and by the GPU target cases.
 
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
-from triton.experimental.gluon.language.nvidia.ampere import async_copy
+from triton.experimental.gluon.language.nvidia.ampere import async_copy, mma_v2
 from triton.experimental.gluon.language.nvidia.hopper import (
     fence_async_shared,
     mbarrier,
@@ -684,18 +684,62 @@ def _fu_merge(X, La, x_s, m_s, rr, cc, zero, B: gl.constexpr, A16: gl.constexpr,
 
 
 @gluon.jit
-def _fu_inverse(Lm, x_s, m_s, rr, cc, zero, A16: gl.constexpr, NEWTON: gl.constexpr):
+def _fu_merge16(X, Da, rr, cc, B: gl.constexpr, DA: gl.constexpr, DB: gl.constexpr, MV2: gl.constexpr):
+    """One merge level on the four 16x16 diagonal blocks (``[4, 16, 16]``, one per warp) with mma.sync: the v3
+    kernel's ``_merge16`` (X - X_h mask_B(D X_h)), every operand in registers."""
+    lvl = ((rr // (2 * B)) == (cc // (2 * B))) & ((rr // B) != (cc // B))
+    Xh = X.to(Da.dtype)
+    z = gl.zeros([4, 16, 16], gl.float32, MV2)
+    mx = mma_v2(Da, gl.convert_layout(Xh, DB), z)
+    mx = gl.where(lvl, mx, 0.0).to(Da.dtype)
+    return X - mma_v2(gl.convert_layout(Xh, DA), gl.convert_layout(mx, DB), z)
+
+
+@gluon.jit
+def _fu_diag16(Lm, dt: gl.constexpr):
+    """The inverses of the four 16x16 diagonal blocks of ``I + Lm`` (merges b = 2, 4, 8 in ``dt``, L rounded to it
+    once), as a [64, 64] fp32
+    tile in the aux partition's wgmma accumulator layout that is block diagonal with exact zeros elsewhere: the v3 kernel's ``_diag16_inverse`` (round 19,
+    INTRA_V3_DIAG16), here for the aux partition (``FUSED_DIAG16``). In the wgmma accumulator layout warp w holds rows
+    16w .. 16w + 15, so diagonal block w is its own data: the merges run per warp as batched mma.sync with no
+    shared-memory staging or barrier, where the whole-tile merges stage each dot's right operand."""
+    M64: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 64, 16])
+    MV2: gl.constexpr = gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=[4, 1, 1], instr_shape=[1, 16, 8])
+    DA: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=MV2, k_width=2)
+    DB: gl.constexpr = gl.DotOperandLayout(operand_index=1, parent=MV2, k_width=2)
+    L4 = gl.reshape(Lm, [4, 16, 4, 16])
+    rb = gl.arange(0, 4, layout=gl.SliceLayout(1, gl.SliceLayout(2, gl.SliceLayout(3, L4.type.layout))))
+    cb = gl.arange(0, 4, layout=gl.SliceLayout(0, gl.SliceLayout(1, gl.SliceLayout(3, L4.type.layout))))
+    sel = gl.expand_dims(gl.expand_dims(gl.expand_dims(rb, 1), 2), 3) == gl.expand_dims(
+        gl.expand_dims(gl.expand_dims(cb, 0), 1), 3)
+    D = gl.convert_layout(gl.sum(gl.where(sel, L4, 0.0), axis=2), MV2).to(dt).to(gl.float32)
+    r = gl.expand_dims(gl.expand_dims(gl.arange(0, 16, layout=gl.SliceLayout(0, gl.SliceLayout(2, MV2))), 0), 2)
+    c = gl.expand_dims(gl.expand_dims(gl.arange(0, 16, layout=gl.SliceLayout(0, gl.SliceLayout(1, MV2))), 0), 1)
+    Da = gl.convert_layout(D.to(dt), DA)
+    X = gl.where(r == c, 1.0, 0.0) - gl.where((r // 2) == (c // 2), D, 0.0)
+    X = _fu_merge16(X, Da, r, c, 2, DA, DB, MV2)
+    X = _fu_merge16(X, Da, r, c, 4, DA, DB, MV2)
+    X = _fu_merge16(X, Da, r, c, 8, DA, DB, MV2)
+    X4 = gl.where(sel, gl.expand_dims(gl.convert_layout(X, gl.SliceLayout(2, L4.type.layout)), 2), 0.0)
+    return gl.convert_layout(gl.reshape(X4, [64, 64]), M64)
+
+
+@gluon.jit
+def _fu_inverse(Lm, x_s, m_s, rr, cc, zero, A16: gl.constexpr, NEWTON: gl.constexpr, DIAG16: gl.constexpr):
     """``(I + Lm)^-1`` of a strictly lower 64x64 fp32 tile in the wgmma accumulator layout: X_2 from the 2x2 diagonal
     blocks, then merges b = 2 .. 32 in ``x_s``'s dtype. Without ``NEWTON`` (fp16) the v3 kernel's accumulating
     mask-out merges (its two-head programs' form); with it (bf16, the positive-g fallback) v3's subtracting merges and
     its refinement step (its one-head programs' form), so that each path is arithmetic the v3 kernel's tests cover."""
     dt: gl.constexpr = x_s.dtype
-    X = gl.where(rr == cc, 1.0, 0.0) - gl.where((rr // 2) == (cc // 2), Lm, 0.0)
     Lh = Lm.to(dt)
     La = gl.convert_layout(Lh, A16, assert_trivial=True)
-    X = _fu_merge(X, La, x_s, m_s, rr, cc, zero, 2, A16, not NEWTON)
-    X = _fu_merge(X, La, x_s, m_s, rr, cc, zero, 4, A16, not NEWTON)
-    X = _fu_merge(X, La, x_s, m_s, rr, cc, zero, 8, A16, not NEWTON)
+    if DIAG16:  # merges b = 2, 4, 8 per warp on the 16x16 diagonal blocks (mma.sync, registers only)
+        X = _fu_diag16(Lm, dt)
+    else:
+        X = gl.where(rr == cc, 1.0, 0.0) - gl.where((rr // 2) == (cc // 2), Lm, 0.0)
+        X = _fu_merge(X, La, x_s, m_s, rr, cc, zero, 2, A16, not NEWTON)
+        X = _fu_merge(X, La, x_s, m_s, rr, cc, zero, 4, A16, not NEWTON)
+        X = _fu_merge(X, La, x_s, m_s, rr, cc, zero, 8, A16, not NEWTON)
     X = _fu_merge(X, La, x_s, m_s, rr, cc, zero, 16, A16, not NEWTON)
     X = _fu_merge(X, La, x_s, m_s, rr, cc, zero, 32, A16, not NEWTON)
     if NEWTON:  # R = I - (I + L) Xb with L = hi + lo (bf16 each), then A = Xb + Xb R
@@ -719,7 +763,7 @@ def _fu_inverse(Lm, x_s, m_s, rr, cc, zero, A16: gl.constexpr, NEWTON: gl.conste
 @gluon.jit
 def _fu_aux(k_s, a_s, gb_s, f_s, gm_s, xh_s, mh_s, xb_s, mb_s, ready, iready, cu, T, HV, N_ITEMS, NV,
             G: gl.constexpr, IS_VARLEN: gl.constexpr, BK: gl.constexpr, STAGES: gl.constexpr,
-            FAST_EXP: gl.constexpr):
+            FAST_EXP: gl.constexpr, DIAG16: gl.constexpr):
     """Aux partition (4 warps): each chunk's k normalised in place, its gate rows (factor rows, gamma) and the inverse
     A into the chunk's ring slot (the block comment above)."""
     M64: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 64, 16])
@@ -764,9 +808,9 @@ def _fu_aux(k_s, a_s, gb_s, f_s, gm_s, xh_s, mh_s, xb_s, mb_s, ready, iready, cu
             kk = warpgroup_mma_wait(0, deps=[kk])
             Lm = gl.where(rr > cc, gl.expand_dims(bt, 1) * e * kk, 0.0)
             if g_pos:  # a decay factor above 1: fp16's range no longer bounds the merges (v3's fallback)
-                X = _fu_inverse(Lm, xb_s, mb_s, rr, cc, zero, A16, True)
+                X = _fu_inverse(Lm, xb_s, mb_s, rr, cc, zero, A16, True, DIAG16)
             else:
-                X = _fu_inverse(Lm, xh_s, mh_s, rr, cc, zero, A16, False)
+                X = _fu_inverse(Lm, xh_s, mh_s, rr, cc, zero, A16, False, DIAG16)
             a_s.index(slot).store(X.to(dt))
             fence_async_shared()
             _cta_barrier()  # every aux warp's stores (k, A, the gate rows) precede the arrive
@@ -912,6 +956,7 @@ def atrex_sm90_gdn_fused_rc(
     USE_H0: gl.constexpr, STORE_HT: gl.constexpr, STATE_V_FIRST: gl.constexpr,
     STAGES: gl.constexpr, OUT_REGS: gl.constexpr, AUX_REGS: gl.constexpr,
     BETA_SIGMOID: gl.constexpr = False, NEG_EIGVAL: gl.constexpr = False, FAST_EXP: gl.constexpr = True,
+    DIAG16: gl.constexpr = False,
 ):
     """The whole chunked forward of calls with in-kernel L2 norm in one persistent launch (the block comment above):
     gl_rc's items, grid and chain partition; the intra operands formed in shared memory by the aux partition from
@@ -968,5 +1013,5 @@ def atrex_sm90_gdn_fused_rc(
                       s_bb, s_bt, s_bh, s_ob, s_ot, s_oh, scale, G, IS_VARLEN, BK, BV, STAGES, BETA_SIGMOID,
                       NEG_EIGVAL, FAST_EXP)),
         (_fu_aux, (k_s, a_s, gb_s, f_s, gm_s, xh_s, mh_s, xb_s, mb_s, ready, iready, cu, T, HV, N_ITEMS, NV,
-                   G, IS_VARLEN, BK, STAGES, FAST_EXP)),
+                   G, IS_VARLEN, BK, STAGES, FAST_EXP, DIAG16)),
     ], [4, 4], [OUT_REGS, AUX_REGS])

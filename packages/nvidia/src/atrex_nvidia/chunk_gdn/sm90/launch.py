@@ -363,6 +363,9 @@ FUSED_RC = False
 FUSED_STAGES = 2      # load slots (shared memory at K = 128: 184.9 KB with 2; 3 exceed the 227 KB)
 FUSED_AUX_REGS = 176  # registers per aux-partition thread (setmaxnreg; the chain gets 224, the output 104)
 FUSED_OUT_REGS = 104  # ... per output-and-load-partition thread
+# FUSED_DIAG16: the aux partition's inverse forms its four 16x16 diagonal blocks per warp (merges b = 2, 4, 8 as batched
+# mma.sync in registers: the v3 kernel's INTRA_V3_DIAG16), leaving four of its ten staged whole-tile dots
+FUSED_DIAG16 = False
 SPLIT_STATE_PASS = False
 SPLIT_MIN_T = 16384
 SPLIT_PIECES = 4
@@ -779,7 +782,7 @@ def _fused_launch(q, k, v, g, beta, o, ht, scale, initial_state, l2norm, state_v
         USE_H0=use_h0, STORE_HT=ht is not None, STATE_V_FIRST=bool(state_v_first),
         STAGES=int(FUSED_STAGES), OUT_REGS=int(FUSED_OUT_REGS), AUX_REGS=int(FUSED_AUX_REGS),
         BETA_SIGMOID=bool(beta_sigmoid), NEG_EIGVAL=bool(neg_eigval), FAST_EXP=bool(INTRA_V3_FAST_EXP),
-        num_warps=4))
+        DIAG16=bool(FUSED_DIAG16), num_warps=4))
 
 
 def _split_bounds(T, pieces):
@@ -889,7 +892,7 @@ def _knobs():
             INTRA_V3_FP16_FALLBACK, GL_RC_STAGES, GL_RC_PERSISTENT, STATE_AUTO_GL_RC, FOLD_QK_NORM, INTRA_V3_GVA_SHARE,
             INTRA_V3_FAST_EXP, INTRA_V3_GS2_MAXNREG, INTRA_V3_MASK_OUT, STATE_SPLIT_XU, GL_WS_FAC_SMEM,
             INTRA_SLOT_MAP, INTRA_V3_ACC_MERGE, INTRA_V3_GATES, INTRA_V3_DIAG16, FUSED_RC, FUSED_STAGES,
-            FUSED_AUX_REGS, FUSED_OUT_REGS)
+            FUSED_AUX_REGS, FUSED_OUT_REGS, FUSED_DIAG16)
 
 
 def _call_signature(dev, tensors, flags):
