@@ -117,7 +117,7 @@ _SCRIPT = textwrap.dedent(r'''
     gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=[64 * i for i in range(11)]), INTRA_SLOT_MAP=False)
 
     # round 20: the fused kernel (FUSED_RC): varlen and fixed length, K = 128 and 64, GVA, both state layouts, fp16,
-    # beta through the in-kernel sigmoid, 3 load slots at K = 64
+    # beta through the in-kernel sigmoid, 3 load slots (K = 128: 219.7 KB of shared memory)
     for kw in (dict(T=640, H=32, HV=32, K=128, cu_seqlens=[64 * i for i in range(11)]),
                dict(T=256, H=16, HV=32, K=128, h0=torch.float32, state_v_first=True),
                dict(B=2, T=130, H=1, HV=2, K=64, h0=torch.bfloat16),
@@ -125,6 +125,7 @@ _SCRIPT = textwrap.dedent(r'''
                     cu_seqlens=[0, 0, 1, 65, 300], cu_dtype=torch.int64)):
         gdn(kw, FUSED_RC=True)
     gdn(dict(T=640, H=2, HV=4, K=64, cu_seqlens=[0, 1, 640]), FUSED_RC=True, FUSED_STAGES=3)
+    gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=[64 * i for i in range(11)]), FUSED_RC=True, FUSED_STAGES=3)
     # ... with the aux partition's diagonal blocks per warp (FUSED_DIAG16), beside their twins above
     gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=[64 * i for i in range(11)]), FUSED_RC=True, FUSED_DIAG16=True)
     gdn(dict(B=2, T=130, H=1, HV=2, K=64, h0=torch.bfloat16), FUSED_RC=True, FUSED_DIAG16=True)

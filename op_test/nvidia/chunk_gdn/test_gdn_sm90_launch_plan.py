@@ -545,7 +545,8 @@ def test_fused_rc_plans_one_launch_in_its_domain(plan, monkeypatch):
     assert grid == (5 * 4 * 2,)  # 5 sequences x 4 value heads x 2 V blocks, fewer than the SMs
     assert meta["BK"] == 128 and meta["BV"] == 64 and meta["IS_VARLEN"] and meta["G"] == 2
     assert (meta["STAGES"], meta["AUX_REGS"], meta["OUT_REGS"]) == (L.FUSED_STAGES, L.FUSED_AUX_REGS, L.FUSED_OUT_REGS)
-    assert meta["num_warps"] == 4 and not meta["USE_H0"] and meta["STORE_HT"]
+    assert meta["num_warps"] == 4 and not meta["USE_H0"] and meta["STORE_HT"] and not meta["DIAG16"]
+    assert meta["REINTERPRET"] in (1, 2)  # Gluon's shared-memory reinterpret, as named in Triton 3.6 / 3.9
     q, k, v, g, beta, h0, o, ht, cu_t = args[:9]
     assert q.shape == (1, 1024, 2, 128) and v.shape == (1, 1024, 4, 128) and g.shape == beta.shape == (1, 1024, 4)
     assert cu_t.tolist() == cu and o.shape == v.shape and ht.shape == (5, 4, 128, 128)
@@ -563,3 +564,9 @@ def test_fused_rc_plans_one_launch_in_its_domain(plan, monkeypatch):
     with monkeypatch.context() as m:
         m.setattr(L, "_gluon_ws_supported", lambda: False)
         assert FUSED not in [n for n, *_ in plan()["all"]]
+    # "auto": only calls with at least as many items as SMs
+    monkeypatch.setattr(L, "FUSED_RC", "auto")
+    assert [n for n, *_ in plan(T=1024, H=2, HV=4, cu_seqlens=cu, sm_count=40)["all"]] == [FUSED]  # 40 items
+    assert FUSED not in [n for n, *_ in plan(T=1024, H=2, HV=4, cu_seqlens=cu, sm_count=41)["all"]]
+    assert [n for n, *_ in plan(T=1024, H=32, HV=32, cu_seqlens=[64 * i for i in range(17)])["all"]] == [FUSED]
+    assert FUSED not in [n for n, *_ in plan(T=8192, H=16, HV=32)["all"]]  # 64 items on 132 SMs

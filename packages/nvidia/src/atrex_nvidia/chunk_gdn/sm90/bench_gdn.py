@@ -271,6 +271,10 @@ VARIANTS = [
     ("fused_a160", dict(fused=True, fused_aux_regs=160)),
     # ... with the aux partition's diagonal 16x16 blocks per warp (FUSED_DIAG16: mma.sync, four staged dots of ten)
     ("fused_d16", dict(fused=True, fused_diag16=True)),
+    # ... with 3 load slots (the aux partition up to two chunks ahead of the chain; at K = 128 they fit since the bf16
+    # fallback's operands reuse the fp16 ones' shared memory)
+    ("fused_s3", dict(fused=True, fused_stages=3)),
+    ("fused_d16_s3", dict(fused=True, fused_diag16=True, fused_stages=3)),
 ]
 
 # launch-module attributes a variant may set (key in VARIANTS -> attribute of launch.py)

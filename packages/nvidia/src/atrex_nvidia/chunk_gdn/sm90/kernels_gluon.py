@@ -956,7 +956,7 @@ def atrex_sm90_gdn_fused_rc(
     USE_H0: gl.constexpr, STORE_HT: gl.constexpr, STATE_V_FIRST: gl.constexpr,
     STAGES: gl.constexpr, OUT_REGS: gl.constexpr, AUX_REGS: gl.constexpr,
     BETA_SIGMOID: gl.constexpr = False, NEG_EIGVAL: gl.constexpr = False, FAST_EXP: gl.constexpr = True,
-    DIAG16: gl.constexpr = False,
+    DIAG16: gl.constexpr = False, REINTERPRET: gl.constexpr = 0,
 ):
     """The whole chunked forward of calls with in-kernel L2 norm in one persistent launch (the block comment above):
     gl_rc's items, grid and chain partition; the intra operands formed in shared memory by the aux partition from
@@ -983,12 +983,20 @@ def atrex_sm90_gdn_fused_rc(
     f_s = gl.allocate_shared_memory(gl.float32, [STAGES * 5, 64], ROWL)
     gb_s = gl.allocate_shared_memory(gl.float32, [STAGES * 2, 64], ROWL)
     gm_s = gl.allocate_shared_memory(gl.float32, [STAGES, 64], ROWL)
-    # the inverse's right operands: fp16 (tiles with every g <= 0) and bf16 (the fallback); (one pair reinterpreted
-    # would save 16 KB, but the reinterpret call is named differently in Triton 3.6 and 3.9)
+    # the inverse's right operands: fp16 (tiles with every g <= 0) and bf16 (the fallback), the latter the same bytes
+    # (REINTERPRET: the call's name in this Triton, 1 "_reinterpret" (3.6), 2 "reinterpret" (3.9); 0: separate
+    # buffers, 16 KB more, which leaves no room for 3 load slots at K = 128)
     xh_s = gl.allocate_shared_memory(gl.float16, [64, 64], SH_H)
     mh_s = gl.allocate_shared_memory(gl.float16, [64, 64], SH_H)
-    xb_s = gl.allocate_shared_memory(gl.bfloat16, [64, 64], SH_A)
-    mb_s = gl.allocate_shared_memory(gl.bfloat16, [64, 64], SH_A)
+    if REINTERPRET == 1:
+        xb_s = xh_s._reinterpret(gl.bfloat16, [64, 64], SH_A)
+        mb_s = mh_s._reinterpret(gl.bfloat16, [64, 64], SH_A)
+    elif REINTERPRET == 2:
+        xb_s = xh_s.reinterpret(gl.bfloat16, [64, 64], SH_A)
+        mb_s = mh_s.reinterpret(gl.bfloat16, [64, 64], SH_A)
+    else:
+        xb_s = gl.allocate_shared_memory(gl.bfloat16, [64, 64], SH_A)
+        mb_s = gl.allocate_shared_memory(gl.bfloat16, [64, 64], SH_A)
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     iready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())

@@ -358,9 +358,12 @@ V2_MAX_BK = 128  # the v2 kernels run for padded K <= 128 (larger K: v1 pair)
 # 16x1024 goal (rounds 17-18: the two kernels' HBM traffic alone is ~0.34 ms there); BENCH_H200.md round 20 has its
 # SASS and the risk (the aux partition's time per chunk against a chain step). Domain: calls with in-kernel L2 norm
 # (the fp16 inverse's bound), K in {64, 128}, V a multiple of 64, B*T >= 64, TMA-describable q / k / v, sm90, Triton
-# >= 3.6 outside the interpreter. False: off (the default until measured); True: every call in its domain.
+# >= 3.6 outside the interpreter. False: off (the default until measured); True: every call in its domain; "auto": the
+# calls in its domain with at least as many (V block of 64, sequence x value head) items as SMs (below that the grid
+# leaves SMs idle and each CTA walks a long sequence: the two-kernel call, whose intra kernel uses every SM, is the
+# better bet there, e.g. T=8192/16/32 has 64 items).
 FUSED_RC = False
-FUSED_STAGES = 2      # load slots (shared memory at K = 128: 184.9 KB with 2; 3 exceed the 227 KB)
+FUSED_STAGES = 2      # load slots (shared memory at K = 128: 168.5 KB with 2, 218.4 KB with 3)
 FUSED_AUX_REGS = 176  # registers per aux-partition thread (setmaxnreg; the chain gets 224, the output 104)
 FUSED_OUT_REGS = 104  # ... per output-and-load-partition thread
 # FUSED_DIAG16: the aux partition's inverse forms its four 16x16 diagonal blocks per warp (merges b = 2, 4, 8 as batched
@@ -751,6 +754,17 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     return _launch_all(dev, launches, o, ht, sig)
 
 
+@functools.cache
+def _smem_reinterpret():
+    """How this Triton's Gluon reinterprets a shared-memory buffer: 2 ``reinterpret`` (3.9), 1 ``_reinterpret``
+    (3.6), 0 neither (the fused kernel then allocates separate buffers)."""
+    from triton.experimental.gluon import language as gl
+    for code, name in ((2, "reinterpret"), (1, "_reinterpret")):
+        if hasattr(gl.shared_memory_descriptor, name):
+            return code
+    return 0
+
+
 def _fused_launch(q, k, v, g, beta, o, ht, scale, initial_state, l2norm, state_v_first, cu_seqlens, beta_sigmoid,
                   neg_eigval, fast, sm_count):
     """The launch of ``atrex_sm90_gdn_fused_rc`` (FUSED_RC) for this call, or None outside its domain."""
@@ -769,6 +783,8 @@ def _fused_launch(q, k, v, g, beta, o, ht, scale, initial_state, l2norm, state_v
     N = cu_seqlens.shape[0] - 1 if is_varlen else B
     n_items = N * HV * (V // 64)
     n_sm = sm_count or _sm_count(dev)
+    if FUSED_RC == "auto" and n_items < n_sm:
+        return None
     use_h0, h0, h0_strides = _h0_args(initial_state, state_v_first, q)
     kern = _gluon_state_kernel("atrex_sm90_gdn_fused_rc")
     return (kern, (min(n_items, n_sm),), (
@@ -782,7 +798,7 @@ def _fused_launch(q, k, v, g, beta, o, ht, scale, initial_state, l2norm, state_v
         USE_H0=use_h0, STORE_HT=ht is not None, STATE_V_FIRST=bool(state_v_first),
         STAGES=int(FUSED_STAGES), OUT_REGS=int(FUSED_OUT_REGS), AUX_REGS=int(FUSED_AUX_REGS),
         BETA_SIGMOID=bool(beta_sigmoid), NEG_EIGVAL=bool(neg_eigval), FAST_EXP=bool(INTRA_V3_FAST_EXP),
-        DIAG16=bool(FUSED_DIAG16), num_warps=4))
+        DIAG16=bool(FUSED_DIAG16), REINTERPRET=_smem_reinterpret(), num_warps=4))
 
 
 def _split_bounds(T, pieces):
