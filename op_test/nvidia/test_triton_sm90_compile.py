@@ -298,6 +298,20 @@ def test_intra_kernels_compile_with_the_launch_register_cap(compiled):
     assert {(2, True, 168), (1, False, 168)} <= kinds, kinds
 
 
+def _diag16_twins(compiled, prefix):
+    """(name, result, twin's result) for each specialisation of the kernel ``prefix`` compiled with DIAG16 and each
+    compiled without it under the same constants and signature otherwise (skips without nvdisasm). Asserts that some
+    have DIAG16, that no specialisation without it has an HMMA, and that each with it has a twin."""
+    if not compiled["nvdisasm"]["path"]:
+        pytest.skip(f"Triton {compiled['nvdisasm']['triton']} ships no nvdisasm")
+    kern = {n: r for n, r in compiled.items() if n.startswith(prefix) and "bars" in r}
+    on = {n: r for n, r in kern.items() if r["diag16"]}
+    assert on and all(r["hmma"] == 0 for r in kern.values() if not r["diag16"]), kern
+    found = [(n, r, t) for n, r in on.items() for t in kern.values() if not t["diag16"] and t["twin"] == r["twin"]]
+    assert {n for n, _, _ in found} == set(on), (sorted(on), len(found))
+    return found
+
+
 def test_intra_diag16_runs_its_diagonal_blocks_as_warp_mma_without_barriers(compiled):
     """``INTRA_V3_DIAG16`` (round 19) in the SASS of each intra v3 specialisation compiled with it, against its twin
     (the same constants and signature without it): the batched 16x16 dots lowered to mma.sync (HMMA.16816: 2 per dot,
@@ -305,18 +319,12 @@ def test_intra_diag16_runs_its_diagonal_blocks_as_warp_mma_without_barriers(comp
     per value head than the twin (the three whole-tile merge levels it replaces are six staged dots per path, each
     with a barrier or two). The T64 two-head program: 48 HMMA, barriers 121 -> 73 (Triton 3.6), 119 -> 71 (3.9). No
     specialisation without it has an HMMA."""
-    if not compiled["nvdisasm"]["path"]:
-        pytest.skip(f"Triton {compiled['nvdisasm']['triton']} ships no nvdisasm")
-    v3 = {n: r for n, r in compiled.items() if n.startswith("atrex_sm90_gdn_intra_chunk_v3|") and "bars" in r}
-    on = {n: r for n, r in v3.items() if r["diag16"]}
-    assert on and all(r["hmma"] == 0 for r in v3.values() if not r["diag16"]), v3
     pairs = []
-    for n, r in on.items():
+    for n, r, twin in _diag16_twins(compiled, "atrex_sm90_gdn_intra_chunk_v3|"):
         heads = r["gs"] or 1
         assert r["hmma"] >= 24 * heads, (n, r["hmma"])
-        for twin in (o for o in v3.values() if not o["diag16"] and o["twin"] == r["twin"]):
-            pairs.append((heads, r["hmma"], twin["bars"], r["bars"]))
-            assert twin["bars"] - r["bars"] >= 12 * heads, (n, twin["bars"], r["bars"])
+        pairs.append((heads, r["hmma"], twin["bars"], r["bars"]))
+        assert twin["bars"] - r["bars"] >= 12 * heads, (n, twin["bars"], r["bars"])
     print("DIAG16 (heads, HMMA, barriers without, with):", pairs)
     assert pairs, "no DIAG16 specialisation has a twin without it"
 
@@ -338,16 +346,9 @@ def test_fused_diag16_runs_its_diagonal_blocks_as_warp_mma(compiled):
     partition's merges b = 2, 4, 8 lowered to mma.sync (HMMA.16816: 2 per dot, 6 dots, in the fp16 path and in the
     bf16 fallback), and at least 12 fewer CTA barriers and 48 fewer wgmma instructions (HGMMA) than the twin (the six
     staged 64-deep dots it replaces in each path). No fused specialisation without it has an HMMA."""
-    if not compiled["nvdisasm"]["path"]:
-        pytest.skip(f"Triton {compiled['nvdisasm']['triton']} ships no nvdisasm")
-    fused = {n: r for n, r in compiled.items() if n.startswith("atrex_sm90_gdn_fused_rc|") and "bars" in r}
-    on = {n: r for n, r in fused.items() if r["diag16"]}
-    assert on and all(r["hmma"] == 0 for r in fused.values() if not r["diag16"]), fused
     pairs = []
-    for n, r in on.items():
+    for n, r, twin in _diag16_twins(compiled, "atrex_sm90_gdn_fused_rc|"):
         assert r["hmma"] == 24, (n, r["hmma"])
-        for twin in (o for o in fused.values() if not o["diag16"] and o["twin"] == r["twin"]):
-            pairs.append((twin["bars"], r["bars"], twin["hgmma"], r["hgmma"]))
-            assert twin["bars"] - r["bars"] >= 12 and twin["hgmma"] - r["hgmma"] >= 48, (n, pairs[-1])
+        pairs.append((twin["bars"], r["bars"], twin["hgmma"], r["hgmma"]))
+        assert twin["bars"] - r["bars"] >= 12 and twin["hgmma"] - r["hgmma"] >= 48, (n, pairs[-1])
     print("FUSED_DIAG16 (barriers without, with; HGMMA without, with):", pairs)
-    assert len(pairs) == len(on), (len(pairs), len(on))

@@ -29,6 +29,8 @@ from triton.experimental.gluon.language.nvidia.hopper import (
     warpgroup_mma_wait,
 )
 
+from . import kernels as _k  # (the Triton kernels: an elementwise helper the fused kernel shares)
+
 # CTA-wide barrier (inside a warp partition: that partition's warps): ``thread_barrier`` in 3.6, ``barrier`` in 3.9
 _cta_barrier = getattr(gl, "thread_barrier", None) or gl.barrier
 # TMA global -> shared (descriptor, coordinates, mbarrier, destination): ``async_copy_global_to_shared`` in Triton 3.6,
@@ -456,6 +458,24 @@ def _rc_loader(kd, qd, vd, ad, aqd, fac, k_s, q_s, a_s, aq_s, v_s, f_s, ready, e
 
 
 @gluon.jit
+def _rc_out_item(item, NV, cu, T, HV, V, o, s_ob, s_oh, COL: gl.constexpr, G: gl.constexpr, IS_VARLEN: gl.constexpr,
+                 BV: gl.constexpr):
+    """What an output partition needs of work item ``item``: (bos, L, its V columns, their mask, its output base)."""
+    i_v, n, hv, h, bos, b_idx, tg0, L = _rc_item(item, NV, cu, T, HV, G, IS_VARLEN)
+    cs = i_v * BV + gl.arange(0, BV, layout=COL)
+    return bos, L, cs, gl.expand_dims(cs < V, 0), o + b_idx.to(gl.int64) * s_ob + hv * s_oh
+
+
+@gluon.jit
+def _rc_out_store(qs, ot, eg, scale, o_base, bos, l0, L, ro, cs, mc, s_ot):
+    """O = scale (e^gamma (Q S_c) + Aqk U_c) of chunk rows [l0, l0 + 64) into the output (rows past L skipped)."""
+    out = (qs * gl.expand_dims(eg, 1) + ot) * scale
+    mo = gl.expand_dims((l0 + ro) < L, 1) & mc
+    p_o = o_base + gl.expand_dims((bos + l0 + ro).to(gl.int64) * s_ot, 1) + gl.expand_dims(cs, 0)
+    gl.store(p_o, out.to(p_o.dtype.element_ty), mask=mo)
+
+
+@gluon.jit
 def _rc_output(q_s, aq_s, sb_s, u_s, f_s, ready, empty, su_ready, su_empty, o, cu, T, HV, V, N_ITEMS, NV, TOTAL_T,
                s_ob, s_ot, s_oh, scale,
                G: gl.constexpr, IS_VARLEN: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr):
@@ -467,10 +487,7 @@ def _rc_output(q_s, aq_s, sb_s, u_s, f_s, ready, empty, su_ready, su_empty, o, c
     ro = gl.arange(0, 64, layout=ROW)
     it = 0
     for item in range(gl.program_id(0), N_ITEMS, gl.num_programs(0)):
-        i_v, n, hv, h, bos, b_idx, tg0, L = _rc_item(item, NV, cu, T, HV, G, IS_VARLEN)
-        cs = i_v * BV + gl.arange(0, BV, layout=COL)
-        mc = gl.expand_dims(cs < V, 0)
-        o_base = o + b_idx.to(gl.int64) * s_ob + hv * s_oh
+        bos, L, cs, mc, o_base = _rc_out_item(item, NV, cu, T, HV, V, o, s_ob, s_oh, COL, G, IS_VARLEN, BV)
         for c in range(gl.cdiv(L, 64)):
             l0 = c * 64
             slot = it % STAGES
@@ -484,10 +501,7 @@ def _rc_output(q_s, aq_s, sb_s, u_s, f_s, ready, empty, su_ready, su_empty, o, c
             _cta_barrier()  # every warp's wgmma reads of S_c, U_c and the slot are complete
             mbarrier.arrive(su_empty.index(b), count=1)
             mbarrier.arrive(empty.index(slot), count=1)
-            out = (qs * gl.expand_dims(eg, 1) + ot) * scale
-            mo = gl.expand_dims((l0 + ro) < L, 1) & mc
-            p_o = o_base + gl.expand_dims((bos + l0 + ro).to(gl.int64) * s_ot, 1) + gl.expand_dims(cs, 0)
-            gl.store(p_o, out.to(p_o.dtype.element_ty), mask=mo)
+            _rc_out_store(qs, ot, eg, scale, o_base, bos, l0, L, ro, cs, mc, s_ot)
             it += 1
 
 
@@ -635,14 +649,9 @@ def _add_f32(a, b):
     return a + b
 
 
-@gluon.jit
-def _fu_exp(x, FAST: gl.constexpr):
-    """``e^x`` of an fp32 tensor (``FAST``: ex2.approx.ftz, as the v3 kernel's FAST_EXP)."""
-    if FAST:
-        return gl.inline_asm_elementwise("ex2.approx.ftz.f32 $0, $1;", "=f,f", [x * 1.4426950408889634],
-                                         dtype=gl.float32, is_pure=True, pack=1)
-    else:
-        return gl.exp(x)
+# ``e^x`` of an fp32 tensor (FAST: ex2.approx.ftz): the v3 kernel's decay-tile exponential, so that the fused kernel's
+# decay tiles are the v3 kernel's bits
+_fu_exp = gluon.jit(_k._exp_tile.fn)
 
 
 @gluon.jit
@@ -903,10 +912,7 @@ def _fu_output(q_s, sb_s, u_s, f_s, gm_s, k_s, v_s, gb_s, ready, iready, empty, 
                                                               BETA_SIGMOID, NEG_EIGVAL)
     it = 0
     for item in range(gl.program_id(0), N_ITEMS, gl.num_programs(0)):
-        i_v, n, hv, h, bos, b_idx, tg0, L = _rc_item(item, NV, cu, T, HV, G, IS_VARLEN)
-        cs = i_v * BV + gl.arange(0, BV, layout=COL)
-        mc = gl.expand_dims(cs < V, 0)
-        o_base = o + b_idx.to(gl.int64) * s_ob + hv * s_oh
+        bos, L, cs, mc, o_base = _rc_out_item(item, NV, cu, T, HV, V, o, s_ob, s_oh, COL, G, IS_VARLEN, BV)
         for c in range(gl.cdiv(L, 64)):
             l0 = c * 64
             slot = it % STAGES
@@ -937,10 +943,7 @@ def _fu_output(q_s, sb_s, u_s, f_s, gm_s, k_s, v_s, gb_s, ready, iready, empty, 
                 li, lc, lL, ltg, lh, lhv, liv, gv, bv = _fu_cursor(li, lc + 1, N_ITEMS, NV, cu, T, HV, g, beta,
                                                                   s_gb, s_gt, s_gh, s_bb, s_bt, s_bh, fr, G,
                                                                   IS_VARLEN, BETA_SIGMOID, NEG_EIGVAL)
-            out = (qs * gl.expand_dims(eg, 1) + ot) * scale
-            mo = gl.expand_dims((l0 + ro) < L, 1) & mc
-            p_o = o_base + gl.expand_dims((bos + l0 + ro).to(gl.int64) * s_ot, 1) + gl.expand_dims(cs, 0)
-            gl.store(p_o, out.to(p_o.dtype.element_ty), mask=mo)
+            _rc_out_store(qs, ot, eg, scale, o_base, bos, l0, L, ro, cs, mc, s_ot)
             it += 1
 
 
