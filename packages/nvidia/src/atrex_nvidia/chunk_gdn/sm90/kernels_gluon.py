@@ -707,11 +707,11 @@ def _fu_merge16(X, Da, rr, cc, B: gl.constexpr, DA: gl.constexpr, DB: gl.constex
 @gluon.jit
 def _fu_diag16(Lm, dt: gl.constexpr):
     """The inverses of the four 16x16 diagonal blocks of ``I + Lm`` (merges b = 2, 4, 8 in ``dt``, L rounded to it
-    once), as a [64, 64] fp32
-    tile in the aux partition's wgmma accumulator layout that is block diagonal with exact zeros elsewhere: the v3 kernel's ``_diag16_inverse`` (round 19,
-    INTRA_V3_DIAG16), here for the aux partition (``FUSED_DIAG16``). In the wgmma accumulator layout warp w holds rows
-    16w .. 16w + 15, so diagonal block w is its own data: the merges run per warp as batched mma.sync with no
-    shared-memory staging or barrier, where the whole-tile merges stage each dot's right operand."""
+    once), as a [64, 64] fp32 tile in the aux partition's wgmma accumulator layout, block diagonal with exact zeros
+    elsewhere: the v3 kernel's ``_diag16_inverse`` (round 19, INTRA_V3_DIAG16), here for the aux partition
+    (``FUSED_DIAG16``). In the wgmma accumulator layout warp w holds rows 16w .. 16w + 15, so diagonal block w is its
+    own data: the merges run per warp as batched mma.sync with no shared-memory staging or barrier, where the
+    whole-tile merges stage each dot's right operand."""
     M64: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 64, 16])
     MV2: gl.constexpr = gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=[4, 1, 1], instr_shape=[1, 16, 8])
     DA: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=MV2, k_width=2)
