@@ -363,7 +363,7 @@ V2_MAX_BK = 128  # the v2 kernels run for padded K <= 128 (larger K: v1 pair)
 # leaves SMs idle and each CTA walks a long sequence: the two-kernel call, whose intra kernel uses every SM, is the
 # better bet there, e.g. T=8192/16/32 has 64 items).
 FUSED_RC = False
-FUSED_STAGES = 2      # load slots (shared memory at K = 128: 168.5 KB with 2, 218.4 KB with 3)
+FUSED_STAGES = 2      # load slots (shared memory at K = 128: 168.5 KB with 2, 219.7 KB with 3)
 FUSED_AUX_REGS = 176  # registers per aux-partition thread (setmaxnreg; the chain gets 224, the output 104)
 FUSED_OUT_REGS = 104  # ... per output-and-load-partition thread
 # FUSED_DIAG16: the aux partition's inverse forms its four 16x16 diagonal blocks per warp (merges b = 2, 4, 8 as batched
@@ -928,8 +928,8 @@ def _launch_all(dev, launches, o, ht, sig=None, split=()):
             "nvidia.gdn_sm90: this call's Triton specialisation has not run in this process, so it would "
             "compile during CUDA-graph capture; call atrex.prewarm('chunk_gdn', ...) (or run one eager call "
             "with the same shapes, dtypes and flags) before capturing")
-    # (the fused kernel always builds its descriptors in the kernel)
-    scratch = any(meta.get("DEVICE_DESC") or "AUX_REGS" in meta for _, _, _, meta in launches)
+    scratch = any(meta.get("DEVICE_DESC") or kern.__name__ == "atrex_sm90_gdn_fused_rc"  # (in-kernel descriptors)
+                  for kern, _, _, meta in launches)
     if scratch:  # Triton asks the context's allocator for descriptor scratch at launch; ours for these launches only
         from triton.runtime import _allocation
         token = _allocation._allocator.set(lambda size, alignment, stream: _scratch(size, dev))
