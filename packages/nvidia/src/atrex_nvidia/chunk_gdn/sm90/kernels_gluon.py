@@ -506,12 +506,16 @@ def _rc_output(q_s, aq_s, sb_s, u_s, f_s, ready, empty, su_ready, su_empty, o, c
 
 
 @gluon.jit
-def _rc_chain(k_s, a_s, v_s, f_s, sb_s, u_s, ready, empty, su_ready, su_empty, fac, h0, ht, cu, T, HV, K, V, N_ITEMS, NV,
-              TOTAL_T, s_h0n, s_h0h, s_h0k, s_h0v,
+def _rc_chain(k_s, a_s, v_s, f_s, sb_s, u_s, ready, empty, su_ready, su_empty, tready, h0, ht, cu, T, HV, K, V,
+              N_ITEMS, NV, TOTAL_T, s_h0n, s_h0h, s_h0k, s_h0v,
               G: gl.constexpr, IS_VARLEN: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr,
-              USE_H0: gl.constexpr, STORE_HT: gl.constexpr, STATE_V_FIRST: gl.constexpr, STAGES: gl.constexpr):
+              USE_H0: gl.constexpr, STORE_HT: gl.constexpr, STATE_V_FIRST: gl.constexpr, STAGES: gl.constexpr,
+              TMA_READY: gl.constexpr = False):
     """Chain partition (default, 4 warps): the transposed recurrence with register left operands; loads each item's
-    initial state and stores its final state."""
+    initial state and stores its final state. With ``TMA_READY`` (the fused kernel, whose ``ready`` is the aux
+    partition's barrier) it also waits on the slot's TMA barrier ``tready`` itself: the TMA-written v tile is then
+    ordered before its loads by an mbarrier this partition observed, not only through the aux partition's arrive (the
+    phase is complete by then: one try_wait)."""
     M64: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 64, 16])
     MS: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BK, 16])
     A64: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=M64, k_width=2)  # left operand, 64-wide result
@@ -543,6 +547,8 @@ def _rc_chain(k_s, a_s, v_s, f_s, sb_s, u_s, ready, empty, su_ready, su_empty, f
             sa = gl.convert_layout(s16, gl.DotOperandLayout(operand_index=0, parent=M64, k_width=2),
                                    assert_trivial=True)
             mbarrier.wait(ready.index(slot), (it // STAGES) & 1)
+            if TMA_READY:
+                mbarrier.wait(tready.index(slot), (it // STAGES) & 1)
             kb = k_s.index(slot)
             pt = warpgroup_mma(sa, kb.permute((1, 0)), zero, use_acc=False, is_async=True)
             # off the chain while P^T runs: S_c^T for the output partition, V^T of this chunk
@@ -608,7 +614,7 @@ def atrex_sm90_gdn_state_output_gl_rc(
     ready, empty, su_ready, su_empty = _ring_barriers(STAGES)
 
     gl.warp_specialize([
-        (_rc_chain, (k_s, a_s, v_s, f_s, sb_s, u_s, ready, empty, su_ready, su_empty, fac, h0, ht, cu, T, HV, K, V,
+        (_rc_chain, (k_s, a_s, v_s, f_s, sb_s, u_s, ready, empty, su_ready, su_empty, ready, h0, ht, cu, T, HV, K, V,
                      N_ITEMS, NV, TOTAL_T, s_h0n, s_h0h, s_h0k, s_h0v, G, IS_VARLEN, BK, BV, USE_H0, STORE_HT,
                      STATE_V_FIRST, STAGES)),
         (_rc_output, (q_s, aq_s, sb_s, u_s, f_s, ready, empty, su_ready, su_empty, o, cu, T, HV, V, N_ITEMS, NV,
@@ -918,6 +924,7 @@ def _fu_output(q_s, sb_s, u_s, f_s, gm_s, k_s, v_s, gb_s, ready, iready, empty, 
             slot = it % STAGES
             b = it % 2
             mbarrier.wait(iready.index(slot), (it // STAGES) & 1)  # k normalised, the gate rows
+            mbarrier.wait(ready.index(slot), (it // STAGES) & 1)  # the q tile (TMA; complete by now: see _rc_chain)
             qb = q_s.index(slot)
             _fu_l2norm(qb, BLK)
             fence_async_shared()
@@ -1016,9 +1023,9 @@ def atrex_sm90_gdn_fused_rc(
     _cta_barrier()
 
     gl.warp_specialize([
-        (_rc_chain, (k_s, a_s, v_s, f_s, sb_s, u_s, iready, empty, su_ready, su_empty, g, h0, ht, cu, T, HV, K, V,
-                     N_ITEMS, NV, 0, s_h0n, s_h0h, s_h0k, s_h0v, G, IS_VARLEN, BK, BV, USE_H0, STORE_HT,
-                     STATE_V_FIRST, STAGES)),
+        (_rc_chain, (k_s, a_s, v_s, f_s, sb_s, u_s, iready, empty, su_ready, su_empty, ready, h0, ht, cu, T, HV, K,
+                     V, N_ITEMS, NV, 0, s_h0n, s_h0h, s_h0k, s_h0v, G, IS_VARLEN, BK, BV, USE_H0, STORE_HT,
+                     STATE_V_FIRST, STAGES, True)),
         (_fu_output, (q_s, sb_s, u_s, f_s, gm_s, k_s, v_s, gb_s, ready, iready, empty, su_ready, su_empty, o, qd, kd,
                       vd, g, beta, cu, T, HV, K, V, N_ITEMS, NV, ROWS, QW, VW, s_qr, s_kr, s_vr, s_gb, s_gt, s_gh,
                       s_bb, s_bt, s_bh, s_ob, s_ot, s_oh, scale, G, IS_VARLEN, BK, BV, STAGES, BETA_SIGMOID,
