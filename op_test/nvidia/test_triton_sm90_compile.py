@@ -131,10 +131,12 @@ _SCRIPT = textwrap.dedent(r'''
     gdn(dict(B=2, T=130, H=1, HV=2, K=64, h0=torch.bfloat16), FUSED_RC=True, FUSED_DIAG16=True)
     x = C.make_inputs(device="cpu", T=200, H=2, HV=4, K=64, h0=torch.float32)
     GL.FUSED_RC = True
-    GL.gdn_fwd(x["q"], x["k"], x["v"], x["g"], x["beta"], scale=x["scale"], initial_state=x["initial_state"],
-               output_final_state=True, use_qk_l2norm_in_kernel=True, state_v_first=False, cu_seqlens=None,
-               use_beta_sigmoid_in_kernel=True, allow_neg_eigval=True)
-    GL.FUSED_RC = False
+    try:
+        GL.gdn_fwd(x["q"], x["k"], x["v"], x["g"], x["beta"], scale=x["scale"], initial_state=x["initial_state"],
+                   output_final_state=True, use_qk_l2norm_in_kernel=True, state_v_first=False, cu_seqlens=None,
+                   use_beta_sigmoid_in_kernel=True, allow_neg_eigval=True)
+    finally:
+        GL.FUSED_RC = False
     # ---- nvidia.decode_splitkv: head dims, pages, split / no split, fp8, sinks and LSE
     from atrex.api.flash_attn import normalize_flash_attn_call
     from atrex.dispatch.target import DeviceTarget
@@ -330,8 +332,8 @@ def test_intra_diag16_runs_its_diagonal_blocks_as_warp_mma_without_barriers(comp
 
 
 def test_fused_kernel_splits_registers_as_launched(compiled):
-    """``FUSED_RC`` (round 20): every fused specialisation compiled (the shared-memory test above covers its fit: ~196
-    KB at K = 128 with 2 load slots), and its PTX hands the aux and output partitions the registers the launcher asked
+    """``FUSED_RC`` (round 20): every fused specialisation compiled (the shared-memory test above covers its fit: 168.5
+    KB at K = 128 with 2 load slots, 219.7 KB with 3), and its PTX hands the aux and output partitions the registers the launcher asked
     for, the chain the rest of the three warp groups' 3 x 168 (setmaxnreg; 224 with the defaults)."""
     fused = {n: r for n, r in compiled.items() if n.startswith("atrex_sm90_gdn_fused_rc|")}
     assert len(fused) >= 6, sorted(fused)
