@@ -3,8 +3,11 @@
 #   1. a smoke run, case by case with each row printed at once (a lost mbarrier phase hangs: the timeout ends it);
 #   2. its GPU cases (test_fused_rc: 14 cases x the aux partition's two inverse forms, against float64 and the
 #      two-kernel call; the 3-CTA rings; graph capture);
-#   3. a bench_gdn sweep of default / fused / fused_d16 / fused_s3 / fused_d16_s3 / fused_a200 on the varlen goal case
-#      and T=8192/16/32, in the same process as fla.
+#   3. a bench_gdn sweep of default / fused / fused_d16 / fused_s3 / fused_d16_s3 / fused_a200 on the varlen goal case,
+#      T=8192/16/32 and T=32768/16/32, in the same process as fla (swept in that order, so a deadline drops T=32768
+#      first). T=32768 has 64 items for 132 SMs, so "auto" would not take the fused kernel there; its row says whether
+#      the fused kernel's chain-bound time (~512 steps of ~1.5 us) beats the two-kernel call's 0.944 ms anyway. Its
+#      specialisations are T=8192's (T is not specialised): the carried cache holds them.
 # Budget: ~520 s of the 600 s a call may run. If the smoke run fails, steps 2-3 still run (their logs say which
 # cases); if it hangs (timeout), the rest of the call runs r71's steps instead (round 19's knobs), as the fused tests
 # and sweep would hang too.
@@ -22,6 +25,6 @@ if [ "$rc" = 124 ]; then
   GDN_CASES=T8192_H16_HV32,T32768_H16_HV32,varlen16x1024_H32_HV32,T8192_H32_HV32 gdn_sweep 250 default,i3_d16,i3_d16_r128
 else
   gdn_target_tests 150 "fused"
-  GDN_CASES=varlen16x1024_H32_HV32,T8192_H16_HV32 gdn_sweep 230 default,fused,fused_d16,fused_s3,fused_d16_s3,fused_a200
+  GDN_CASES=varlen16x1024_H32_HV32,T8192_H16_HV32,T32768_H16_HV32 gdn_sweep 230 default,fused,fused_d16,fused_s3,fused_d16_s3,fused_a200
 fi
 gdn_archive r73

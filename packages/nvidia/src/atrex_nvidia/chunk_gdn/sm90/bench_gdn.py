@@ -404,8 +404,9 @@ def main(argv=None):
             inputs[case[0]] = (x, row)
         else:
             del x
-    if a.sweep:
-        for cid, (x, row) in inputs.items():
+    if a.sweep:  # in --sweep-cases order, so that a deadline drops the cases listed last
+        for cid in [c for c in a.sweep_cases.split(",") if c in inputs]:
+            x, row = inputs[cid]
             of = fla_call(x)()[0] if have_fla else None
             sw = sweeps.setdefault(cid, {})
             for name, ov in _select_variants(a.variants):
