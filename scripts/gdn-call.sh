@@ -7,10 +7,16 @@ export PYTHONPATH="$PWD/packages/core/python:$PWD/packages/nvidia/src:$PWD/packa
 export ATREX_EXTRA_PLUGINS=atrex_nvidia._plugin:plugin ATREX_STRICT_PLUGINS=1 PYTHONUNBUFFERED=1
 GDN_CASES=T8192_H16_HV32,T32768_H16_HV32,varlen16x1024_H32_HV32
 # A Triton cache prebuilt on the CPU for the host's Triton (scripts/gdn_host_cache.py, round 19), carried as
-# .gpuhost/tcache (run's carry: [".gpuhost/g", ".gpuhost/tcache"]): copied to a writable folder and used as
-# TRITON_CACHE_DIR; gdn_archive reports the ATREX kernels the call still compiled (cache misses).
-if [ -d .gpuhost/tcache ]; then
-  rm -rf /tmp/atrex-tcache; cp -r .gpuhost/tcache /tmp/atrex-tcache
+# .gpuhost/tcache.tgz (round 21: the folder compresses ~5x, 63 MB -> 12 MB, leaving the carry limit room; run's carry:
+# [".gpuhost/g", ".gpuhost/tcache.tgz"]) or as the folder .gpuhost/tcache: unpacked or copied to a writable folder and
+# used as TRITON_CACHE_DIR; gdn_archive reports the ATREX kernels the call still compiled (cache misses).
+if [ -f .gpuhost/tcache.tgz ] || [ -d .gpuhost/tcache ]; then
+  rm -rf /tmp/atrex-tcache
+  if [ -f .gpuhost/tcache.tgz ]; then
+    mkdir -p /tmp/atrex-tcache; tar xzf .gpuhost/tcache.tgz -C /tmp/atrex-tcache --strip-components=1
+  else
+    cp -r .gpuhost/tcache /tmp/atrex-tcache
+  fi
   export TRITON_CACHE_DIR=/tmp/atrex-tcache
   ls /tmp/atrex-tcache > "$OUT/tcache_before.txt"
   echo "triton cache: $(wc -l < "$OUT/tcache_before.txt") prebuilt entries"
@@ -75,6 +81,19 @@ gdn_ncu() {
   ncu -i "$OUT/$name.ncu-rep" --page details > "$OUT/${name}_details.txt" 2>&1
   grep -E "Duration|Issued Warp Per Scheduler|Warp Cycles Per Issued|L2 Cache Throughput" "$OUT/${name}_details.txt" | head -4
   gzip -f "$OUT/${name}_sass.csv"; rm -f "$OUT/$name.ncu-rep"
+}
+
+# gdn_fused_probe TIMEOUT ARG...: scripts/gdn_fused_probe.py ARG... with scripts/diag/fused_probe.patch applied to the
+# tree for the run (then reverted): where the fused kernel hangs (each partition's last step) or which intermediate
+# tile is first wrong. Full log in $OUT/probe.log.
+gdn_fused_probe() {
+  local t=$1; shift
+  if ! patch -p1 -s --no-backup-if-mismatch < scripts/diag/fused_probe.patch; then
+    echo "probe: the patch does not apply"; return 0
+  fi
+  timeout "$t" python3 scripts/gdn_fused_probe.py "$@" > "$OUT/probe.log" 2>&1
+  echo "probe exit $?"; grep -E "^PROBE|Error" "$OUT/probe.log" | head -40 | cut -c1-220
+  patch -R -p1 -s --no-backup-if-mismatch < scripts/diag/fused_probe.patch
 }
 
 # gdn_diag_sweeps TIMEOUT CONFIG...: timing-only diagnostics. Each CONFIG is NAME or NAME:PATCH[+PATCH...] (files

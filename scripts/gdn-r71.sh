@@ -5,7 +5,7 @@
 #   2. a bench_gdn sweep of default / i3_d16 / i3_d16_r128 on the goal cases and T=8192/32/32 (fixed-length one-head
 #      programs), in the same process as fla.
 # Budget: ~500 s of the 600 s a call may run. r72 follows.
-#   (carry [".gpuhost/g", ".gpuhost/tcache"]: the fla bundle and the Triton cache prebuilt by scripts/gdn_host_cache.py)
+#   (carry [".gpuhost/g", ".gpuhost/tcache.tgz"]: the fla bundle and the Triton cache prebuilt by scripts/gdn_host_cache.py)
 #   bash .gpuhost/g/install.sh; bash scripts/gdn-r71.sh
 . scripts/gdn-call.sh
 gdn_target_tests 180 "diag16 or ut_inverse or slot_map"

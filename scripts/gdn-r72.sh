@@ -6,7 +6,7 @@
 #      (where it must change nothing: fixed-length calls have no map);
 #   3. one value head per program for the GVA cases at 128 registers with DIAG16 (i3_d16_gs1_r128).
 # Sweeps by bench_gdn in the same process as fla. Budget: ~520 s of the 600 s a call may run.
-#   (carry [".gpuhost/g", ".gpuhost/tcache"]: the fla bundle and the Triton cache prebuilt by scripts/gdn_host_cache.py)
+#   (carry [".gpuhost/g", ".gpuhost/tcache.tgz"]: the fla bundle and the Triton cache prebuilt by scripts/gdn_host_cache.py)
 #   bash .gpuhost/g/install.sh; bash scripts/gdn-r72.sh
 . scripts/gdn-call.sh
 for h in "" "--hook INTRA_V3_DIAG16=True" "--hook INTRA_V3_DIAG16=True --hook INTRA_V3_MASK_OUT=True --hook INTRA_V3_MAXNREG=128"; do

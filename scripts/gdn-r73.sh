@@ -8,21 +8,30 @@
 #      first). T=32768 has 64 items for 132 SMs, so "auto" would not take the fused kernel there; its row says whether
 #      the fused kernel's chain-bound time (~512 steps of ~1.5 us) beats the two-kernel call's 0.944 ms anyway. Its
 #      specialisations are T=8192's (T is not specialised): the carried cache holds them.
-# Budget: ~520 s of the 600 s a call may run. If the smoke run fails, steps 2-3 still run (their logs say which
-# cases); if it hangs (timeout), the rest of the call runs r71's steps instead (round 19's knobs), as the fused tests
-# and sweep would hang too.
-#   (carry [".gpuhost/g", ".gpuhost/tcache"]: the fla bundle and the Triton cache prebuilt by scripts/gdn_host_cache.py)
+# Budget: ~540 s of the 600 s a call may run. If the smoke run hangs (timeout) or fails, the probe
+# (scripts/gdn_fused_probe.py with scripts/diag/fused_probe.patch, round 21) reruns the case it points at and prints
+# where each partition stopped (a hang) or which intermediate tile is first wrong. Then, after a hang, the rest of the
+# call runs r71's steps (round 19's knobs: the fused tests and sweep would hang too); after a failure, the sweep only
+# (the fused GPU cases would fail; the timings still say what the design costs).
+#   (carry [".gpuhost/g", ".gpuhost/tcache.tgz"]: the fla bundle and the Triton cache prebuilt by
+#   scripts/gdn_host_cache.py, the probe's kernels included)
 #   bash .gpuhost/g/install.sh; bash scripts/gdn-r73.sh
 . scripts/gdn-call.sh
 timeout 100 python3 scripts/gdn_fused_smoke.py > "$OUT/smoke.log" 2>&1; rc=$?; echo "smoke exit $rc"
 grep -E "SMOKE .*(FAIL|ok)" "$OUT/smoke.log" | grep -c ok; grep -E "FAIL|Error|error" "$OUT/smoke.log" | head -8 | cut -c1-200
 grep WHERE "$OUT/smoke.log" | head -6 | cut -c1-300
 tail -n 2 "$OUT/smoke.log" | cut -c1-200
+failed=0; grep -q FAIL "$OUT/smoke.log" && failed=1
+if [ "$rc" = 124 ] || [ "$rc" != 0 ] || [ "$failed" = 1 ]; then
+  gdn_fused_probe 90 --from-smoke "$OUT/smoke.log" --timeout 15
+fi
 if [ "$rc" = 124 ]; then
-  # the fused kernel hangs (its first rows are in smoke.log): the rest of the call measures round 19's knobs (r71)
+  # the fused kernel hangs: the rest of the call measures round 19's knobs (r71)
   echo "fused kernel hung: r71's steps instead"
-  gdn_target_tests 150 "diag16 or ut_inverse or slot_map"
-  GDN_CASES=T8192_H16_HV32,T32768_H16_HV32,varlen16x1024_H32_HV32,T8192_H32_HV32 gdn_sweep 250 default,i3_d16,i3_d16_r128
+  gdn_target_tests 130 "diag16 or ut_inverse or slot_map"
+  GDN_CASES=T8192_H16_HV32,T32768_H16_HV32,varlen16x1024_H32_HV32,T8192_H32_HV32 gdn_sweep 200 default,i3_d16,i3_d16_r128
+elif [ "$failed" = 1 ] || [ "$rc" != 0 ]; then
+  GDN_CASES=varlen16x1024_H32_HV32,T8192_H16_HV32,T32768_H16_HV32 gdn_sweep 230 default,fused,fused_d16,fused_s3,fused_d16_s3,fused_a200
 else
   gdn_target_tests 150 "fused"
   GDN_CASES=varlen16x1024_H32_HV32,T8192_H16_HV32,T32768_H16_HV32 gdn_sweep 230 default,fused,fused_d16,fused_s3,fused_d16_s3,fused_a200

@@ -5,7 +5,7 @@
 # then what a default change needs: `atrex verify chunk_gdn --size small`, the whole sm90 target file, and the graph
 # bench (`atrex bench run chunk_gdn --size perf --graph`, fla-core 0.6 in the same run; records in $OUT/history.jsonl).
 # Budget: ~560 s of the 600 s a call may run.
-#   (carry [".gpuhost/g", ".gpuhost/tcache"])
+#   (carry [".gpuhost/g", ".gpuhost/tcache.tgz"])
 #   bash .gpuhost/g/install.sh; ATREX_BENCH_COMMIT=<sha> FUSED_DIAG16=True bash scripts/gdn-r74.sh
 F=packages/nvidia/src/atrex_nvidia/chunk_gdn/sm90/launch.py
 sed -i 's/^FUSED_RC = False/FUSED_RC = "auto"/' "$F"

@@ -19,7 +19,8 @@ import _gdn_cases as C  # noqa: E402
 
 from atrex_nvidia.chunk_gdn.sm90 import launch  # noqa: E402
 
-CASES = sys.argv[1:] or ["fu_B2_T63_K64", "fu_varlen_K64_gva", "g_pos", "qwen_varlen_mixed", "qwen3next_T1000_bf16h0"]
+DEFAULT_CASES = ["fu_B2_T63_K64", "fu_varlen_K64_gva", "g_pos", "qwen_varlen_mixed", "qwen3next_T1000_bf16h0"]
+CASES = (sys.argv[1:] if __name__ == "__main__" else []) or DEFAULT_CASES
 
 
 def where_wrong(cid, diag16, device="cuda"):

@@ -71,6 +71,9 @@ def main(argv=None):
     ap.add_argument("--fused-tests", action="store_true",
                     help="also the calls of the fused kernel's GPU tests (op_test _gdn_cases.FUSED_CASES, as "
                          "test_fused_rc* make them, with and without the knob)")
+    ap.add_argument("--fused-probe", action="store_true",
+                    help="only the calls of scripts/gdn_fused_probe.py on the smoke run's cases, both inverse forms "
+                         "(run in a tree with scripts/diag/fused_probe.patch applied)")
     a = ap.parse_args(argv)
     os.environ["CUDA_VISIBLE_DEVICES"] = ""
     os.environ.pop("TRITON_INTERPRET", None)
@@ -100,9 +103,28 @@ def main(argv=None):
 
     cases = {c[0]: c for c in bg.CASES}
     variants = dict(bg.VARIANTS)
-    for cid in a.cases.split(","):
+    if a.fused_probe:  # scripts/gdn_fused_probe.py CASE [--diag16] for each case of the smoke run
+        sys.path[:0] = [os.path.join(ROOT, "op_test", "nvidia", "chunk_gdn"), os.path.join(ROOT, "scripts")]
+        import _gdn_cases as C
+        import gdn_fused_probe as P
+        import gdn_fused_smoke as S
+
+        from atrex_nvidia.chunk_gdn.sm90 import launch
+        if not hasattr(launch, "FUSED_PROBE"):
+            raise SystemExit("--fused-probe needs scripts/diag/fused_probe.patch applied")
+        for cid in S.DEFAULT_CASES:
+            x, extra = C.fused_inputs(cid, dict(C.FUSED_CASES)[cid], "cpu")
+            for diag16 in (False, True):
+                with bg._Variant(dict(fused=True, fused_diag16=diag16)):
+                    launch.FUSED_PROBE = P.buffers(x, "cpu")
+                    launch.gdn_fwd(x["q"], x["k"], x["v"], x["g"], x["beta"], scale=x["scale"],
+                                   initial_state=x["initial_state"], output_final_state=True,
+                                   use_qk_l2norm_in_kernel=True, state_v_first=x["state_v_first"],
+                                   cu_seqlens=x["cu_seqlens"], **extra)
+        a.cases, a.variants = "", ""
+    for cid in filter(None, a.cases.split(",")):
         x = bg.make(cases[cid], device="cpu")
-        for name in a.variants.split(","):
+        for name in filter(None, a.variants.split(",")):
             call(x, variants[name])
     if a.latency:  # scripts/gdn-r72.sh's three configurations of scripts/gdn_intra_latency.py
         for variant in ({}, dict(diag16=True), dict(diag16=True, mask_out=True, maxnreg=128)):
