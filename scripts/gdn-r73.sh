@@ -12,7 +12,8 @@
 # (scripts/gdn_fused_probe.py with scripts/diag/fused_probe.patch, round 21) reruns the case it points at and prints
 # where each partition stopped (a hang) or which intermediate tile is first wrong. Then, after a hang, the rest of the
 # call runs r71's steps (round 19's knobs: the fused tests and sweep would hang too); after a failure, the sweep only
-# (the fused GPU cases would fail; the timings still say what the design costs).
+# (the fused GPU cases would fail; the timings still say what the design costs); after a device fault, memcheck on the
+# case and r71's sweep (a fault is sticky for the process that meets it).
 #   (carry [".gpuhost/g", ".gpuhost/tcache.tgz"]: the fla bundle and the Triton cache prebuilt by
 #   scripts/gdn_host_cache.py, the probe's kernels included)
 #   bash .gpuhost/g/install.sh; bash scripts/gdn-r73.sh
@@ -25,7 +26,19 @@ failed=0; grep -q FAIL "$OUT/smoke.log" && failed=1
 if [ "$rc" = 124 ] || [ "$rc" != 0 ] || [ "$failed" = 1 ]; then
   gdn_fused_probe 90 --from-smoke "$OUT/smoke.log" --timeout 15
 fi
-if [ "$rc" = 124 ]; then
+fault=0; grep -q -i -E "illegal|misaligned|unspecified launch|an error occurred on the GPU" "$OUT/smoke.log" && fault=1
+if [ "$fault" = 1 ]; then
+  # a device fault: memcheck on the case the smoke run was in (Triton keeps line info: the report names the source line)
+  c=$(grep -o -E "^SMOKE [A-Za-z0-9_]+ diag16=[A-Za-z]+ \.\.\." "$OUT/smoke.log" | tail -n 1 | cut -d' ' -f2)
+  timeout 80 compute-sanitizer --tool memcheck --show-backtrace no python3 scripts/gdn_fused_smoke.py "$c" \
+    > "$OUT/memcheck.log" 2>&1
+  echo "memcheck ($c) exit $?"; grep -m 6 -E "Invalid|Address|at 0x|kernels_gluon|ERROR SUMMARY" "$OUT/memcheck.log" | cut -c1-220
+fi
+if [ "$fault" = 1 ]; then
+  # a fault is sticky for the process: a sweep with fused variants would lose the rest; round 19's knobs instead
+  echo "fused kernel faulted: r71's sweep instead"
+  GDN_CASES=T8192_H16_HV32,T32768_H16_HV32,varlen16x1024_H32_HV32,T8192_H32_HV32 gdn_sweep 200 default,i3_d16,i3_d16_r128
+elif [ "$rc" = 124 ]; then
   # the fused kernel hangs: the rest of the call measures round 19's knobs (r71)
   echo "fused kernel hung: r71's steps instead"
   gdn_target_tests 130 "diag16 or ut_inverse or slot_map"

@@ -4,7 +4,8 @@ the kernel
 
 * write each partition's progress (chunk counter, step) through to a pinned, host-mapped buffer as it goes. If the
   launch has not finished after ``--timeout`` seconds, this script prints where every CTA's chain, output and aux
-  partitions stopped (grouped), which names the mbarrier wait that never completes, and exits with status 3;
+  partitions stopped (grouped), which names the mbarrier wait that never completes, and exits with status 3 (after a
+  device fault: the same, status 4);
 * dump each chunk's intermediate tiles (aux partition: A = (I + L)^-1, the normalised k, the factor rows and gamma;
   output partition: the normalised q, Aqk, U_c) to fp32 buffers (NaN where never written). This script compares
   them, and the output, with a float64 chunked forward of its own, chunk by chunk, and prints for each quantity the
@@ -236,13 +237,19 @@ def main(argv=None):
     ev = torch.cuda.Event()
     ev.record()
     t0 = time.time()
-    while not ev.query():
-        if time.time() - t0 > a.timeout:
-            print(f"PROBE HANG: the launch has not finished after {a.timeout:.0f} s", flush=True)
-            for line in trace_lines(bufs["prog"], n_ctas):
-                print(line, flush=True)
-            os._exit(3)
-        time.sleep(0.05)
+    try:
+        while not ev.query():
+            if time.time() - t0 > a.timeout:
+                print(f"PROBE HANG: the launch has not finished after {a.timeout:.0f} s", flush=True)
+                for line in trace_lines(bufs["prog"], n_ctas):
+                    print(line, flush=True)
+                os._exit(3)
+            time.sleep(0.05)
+    except RuntimeError as e:  # a device fault: the pinned progress words are still readable
+        print(f"PROBE FAULT: {str(e).splitlines()[0][:200]}", flush=True)
+        for line in trace_lines(bufs["prog"], n_ctas):
+            print(line, flush=True)
+        os._exit(4)
     print(f"PROBE finished in < {time.time() - t0:.2f} s; final progress:", flush=True)
     for line in trace_lines(bufs["prog"], n_ctas)[:4]:
         print(line, flush=True)
