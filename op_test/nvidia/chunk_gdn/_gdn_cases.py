@@ -306,8 +306,10 @@ VARIANT_HOOKS = {  # launcher variants measured by bench_gdn's sweep besides the
     # round 17: the gate rows from the separate gates kernel (INTRA_V3_GATES), with and without the accumulating merges
     "intra_v3_gates": dict(INTRA_V3_GATES=True),
     "intra_v3_gates_sub": dict(INTRA_V3_GATES=True, INTRA_V3_ACC_MERGE=False),
-    # round 19: the fp16 inverse's 16x16 diagonal blocks per warp (INTRA_V3_DIAG16) in every program
+    # round 19: the fp16 inverse's 16x16 diagonal blocks per warp (INTRA_V3_DIAG16) in every program (the default
+    # since round 22); the whole-tile merges it replaced stay covered
     "intra_v3_diag16": dict(INTRA_V3_DIAG16=True),
+    "intra_v3_merges": dict(INTRA_V3_DIAG16=False),
     "intra_slot_map_packed": dict(INTRA_SLOT_MAP="packed"),  # round 19: each slot's token range in the map
     # ... with masked products and a 128-register cap for one-head programs (four CTAs per SM), pairs at 168
     "intra_v3_diag16_r128": dict(INTRA_V3_DIAG16=True, INTRA_V3_MASK_OUT=True, INTRA_V3_MAXNREG=128,
@@ -955,7 +957,8 @@ def diag16_check(launch, device="cpu", cases=("T1", "T63", "T130_B2_gva_bf16h0",
     level's fp16 rounding of X carries that on: within 1e-3 rrmse on the CPU and on a GPU (as the
     other two-binary checks; a wrong block or level is off by O(1): ``ut_inverse_accuracy`` checks the inverse itself
     against float64). Rows ``[err, 0, 1e-3]``, and per case a row that fails unless the v3 launch had ``DIAG16`` set
-    with the knob on and not with it off, where the call takes the fp16 inverse (L2 norm; ``T130_B2_gva_fp16`` has
+    with the knob on and not with it off, and had it in a third call with the knob as shipped (on since round 22: r76
+    and r77 on an H100), where the call takes the fp16 inverse (L2 norm; ``T130_B2_gva_fp16`` has
     none: its call must not change; in ``g_strong`` (g = -20) every off-diagonal entry of L rounds to 0 in fp16, so
     there both inverses are exactly the identity)."""
     saved = (launch.INTRA_V3_DIAG16, launch._launch_all)
@@ -976,7 +979,13 @@ def diag16_check(launch, device="cpu", cases=("T1", "T63", "T130_B2_gva_bf16h0",
             err = _knob_pair_error(launch, x, device, {"INTRA_V3_DIAG16": False}, {"INTRA_V3_DIAG16": True},
                                    exact=False)
             rows[f"diag16_{cid}"] = [err, 0.0, 1e-3]
-            want = [[False], [True]] if x["use_qk_l2norm_in_kernel"] else [[False], [False]]
+            launch.INTRA_V3_DIAG16 = saved[0]  # and a call with the shipped default: DIAG16 since round 22
+            launch.gdn_fwd(x["q"], x["k"], x["v"], x["g"], x["beta"], scale=x["scale"],
+                           initial_state=x["initial_state"], output_final_state=True,
+                           use_qk_l2norm_in_kernel=x["use_qk_l2norm_in_kernel"], state_v_first=x["state_v_first"],
+                           cu_seqlens=x["cu_seqlens"])
+            on = x["use_qk_l2norm_in_kernel"]
+            want = [[False], [True], [True]] if on else [[False], [False], [False]]
             rows[f"diag16_{cid}_ran"] = [0.0 if flags == want else 1.0, 0.0, 0.0]
     finally:
         launch.INTRA_V3_DIAG16, launch._launch_all = saved

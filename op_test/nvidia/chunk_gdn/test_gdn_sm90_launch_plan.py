@@ -510,13 +510,14 @@ def test_intra_v3_gates_knob(plan, monkeypatch):
 
 def test_intra_v3_diag16_knob(plan, monkeypatch):
     """``INTRA_V3_DIAG16`` (round 19) sets DIAG16 on the v3 launch where it takes the fp16 inverse (in-kernel L2 norm):
-    True for every program, "gs1" / "gs2" for one- / two-head programs only, False (the default until measured) for
-    none; never without L2 norm (the bf16 merges + Newton path). Part of the call signature."""
+    True (the default since round 22: r76/r77 on an H100) for every program, "gs1" / "gs2" for one- / two-head programs
+    only, False for none; never without L2 norm (the bf16 merges + Newton path). Part of the call signature."""
     intra = lambda seen: next(m for n, _g, _a, m in seen["launches"] if n == "atrex_sm90_gdn_intra_chunk_v3")
     one, two = dict(T=200, H=4, HV=4, K=64), dict(T=200, H=2, HV=4, K=64)
-    assert not intra(plan(**one)).get("DIAG16") and not intra(plan(**two)).get("DIAG16")
+    assert L.INTRA_V3_DIAG16 is True
+    assert intra(plan(**one)).get("DIAG16") and intra(plan(**two)).get("DIAG16")
     sig0 = L._knobs()
-    for val, want_one, want_two in ((True, True, True), ("gs1", True, False), ("gs2", False, True)):
+    for val, want_one, want_two in ((False, False, False), ("gs1", True, False), ("gs2", False, True)):
         monkeypatch.setattr(L, "INTRA_V3_DIAG16", val)
         assert L._knobs() != sig0
         assert bool(intra(plan(**one)).get("DIAG16")) is want_one

@@ -250,6 +250,7 @@ VARIANTS = [
     ("i3_nogates", dict(gates=False)),
     # round 19: the fp16 inverse's 16x16 diagonal blocks per warp (INTRA_V3_DIAG16); _gs1 / _gs2 for one kind of program
     ("i3_d16", dict(diag16=True)),
+    ("i3_merges", dict(diag16=False)),  # the whole-tile merges: the default until round 22
     ("i3_d16_gs1", dict(diag16="gs1")),
     ("i3_d16_gs2", dict(diag16="gs2")),
     # ... with masked products everywhere and one-head programs at 128 registers (four CTAs per SM; Triton 3.6: 96 bytes

@@ -181,12 +181,14 @@ INTRA_V3_GATES = "varlen1"
 # warp, as batched [4, 16, 16] dots on the warp's own rows (kernels._diag16_inverse: mma.sync and shuffles, no
 # shared memory), and only the merges b = 16, 32 on the whole tile: four whole-tile dots, each behind a shared-memory
 # staging step and a CTA barrier, instead of ten. True: every v3 program; "gs1" / "gs2": the one- / two-head programs
-# only; False: none (the default until it is measured on the H200: none was lent in round 19).
+# only; False: none. True since round 22, measured on an H100 (no H200 would start; BENCH_H200.md round 22, r76: the
+# intra kernel 0.135 -> 0.105 ms at T=8192/16/32, 0.494 -> 0.390 at T=32768/16/32, 0.275 -> 0.249 at varlen 16x1024,
+# o rrmse vs fla 9.8e-4 -> 9.9e-4; r77: the whole sm90 target file, 332 passed, and `atrex verify`, 22 passed, with it).
 # Triton 3.6 SASS (CPU, scripts/gdn_gluon_sass.py --intra; instructions / bytes of stack per thread, without -> with):
 #   one-head programs at 168 registers 3976 / 112 -> 3600 / 56 (fp16 path alone: 2632 -> 2424, BAR.SYNC 25 -> 13);
 #   two-head programs at 168: 7304 / 368 -> 6256 / 120;
 #   one-head programs at 128 registers with masked products (four CTAs per SM): 4552 / 600 -> 3912 / 96.
-INTRA_V3_DIAG16 = False
+INTRA_V3_DIAG16 = True
 # Since round 5 (H200, BENCH_H200.md) "auto": the tma kernel when the state pass has at most ~2 programs per SM (the
 # 3-stage configuration: T=8192/16/32 0.194 vs 0.209 ms, T=32768 0.746 vs 0.809 ms) and v2 otherwise (varlen
 # 16x1024, 1024 programs: tma 0.370 vs v2 0.340 ms, the in-kernel descriptor set-up is paid per program).
