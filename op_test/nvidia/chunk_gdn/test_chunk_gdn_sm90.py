@@ -5,32 +5,64 @@ import _gdn_cases as _t
 _t.skip_unless((9, 0), "sm90")
 
 from _gdn_cases import (  # noqa: E402,F401
-                         test_capture_unwarmed_raises_then_prewarm_captures,
-                         test_cases,
-                         test_cases_variants,
-                         test_cases_wy_form,
-                         test_dispatch_selects_gdn_sm90_and_matches_launcher,
-                         test_fp16_default_takes_the_fast_kernels,
-                         test_fp16_inverse_guard_positive_g,
-                         test_fused_rc,
-                         test_fused_rc_graph_capture,
-                         test_fused_rc_rings_across_items,
-                         test_gluon_rc_rings_across_items,
-                         test_gluon_state_kernel,
-                         test_gluon_ws_fac_smem_same_bits,
-                         test_gluon_ws_rings_and_empty_sequences,
-                         test_graph_capture_replay_changed_cu_seqlens,
-                         test_intra_diag16,
-                         test_intra_gates,
-                         test_intra_gva_share,
-                         test_intra_mask_out_matches_default,
-                         test_intra_slot_map,
-                         test_kernel_names_in_profiler,
-                         test_split_and_carry,
-                         test_split_state_pass_graph_capture,
-                         test_state_split_xu_decay0_probe,
-                         test_t1_replay_of_the_faulting_order,
-                         test_t1_shapes_between_other_kernels,
-                         test_ut_inverse_accuracy_and_acc_merge,
+    test_capture_unwarmed_raises_then_prewarm_captures,
+    test_cases,
+    test_cases_variants,
+    test_cases_wy_form,
+    test_dispatch_selects_gdn_sm90_and_matches_launcher,
+    test_fp16_default_takes_the_fast_kernels,
+    test_fp16_inverse_guard_positive_g,
+    test_fused_rc,
+    test_fused_rc_graph_capture,
+    test_fused_rc_rings_across_items,
+    test_gluon_rc_rings_across_items,
+    test_gluon_state_kernel,
+    test_gluon_ws_fac_smem_same_bits,
+    test_gluon_ws_rings_and_empty_sequences,
+    test_graph_capture_replay_changed_cu_seqlens,
+    test_intra_diag16,
+    test_intra_gates,
+    test_intra_gva_share,
+    test_intra_mask_out_matches_default,
+    test_intra_slot_map,
+    test_kernel_names_in_profiler,
+    test_split_and_carry,
+    test_split_state_pass_graph_capture,
+    test_state_split_xu_decay0_probe,
+    test_t1_replay_of_the_faulting_order,
+    test_t1_shapes_between_other_kernels,
+    test_ut_inverse_accuracy_and_acc_merge,
 )
 
+
+def test_default_inverse_form_is_diag16_at_the_goal_shapes():
+    """Round 22 made ``INTRA_V3_DIAG16 = True`` the default on sm90 (r76/r77, on an H100): at the Qwen3-Next goal
+    shapes (two-head fixed-length programs, H = 16 / HV = 32; one-head varlen programs, H = HV = 32), shortened, the
+    shipped call launches the v3 intra kernel with DIAG16, and its output and final state stay within the contract's
+    bound of the float64 recurrence."""
+    from atrex_nvidia.chunk_gdn.sm90 import launch
+    seen, orig = [], launch._launch_all
+
+    def spy(dev, launches, *a, **kw):
+        seen.extend((kern.__name__, meta) for kern, _g, _a, meta in launches)
+        return orig(dev, launches, *a, **kw)
+
+    shapes = (dict(T=1000, H=16, HV=32, K=128),
+              dict(T=1000, H=32, HV=32, K=128, cu_seqlens=[0, 1, 65, 300, 1000], h0=_t.torch.float32))
+    launch._launch_all = spy
+    try:
+        for kw in shapes:
+            seen.clear()
+            x = _t.make_inputs(device="cuda", **kw)
+            o, ht = launch.gdn_fwd(x["q"], x["k"], x["v"], x["g"], x["beta"], scale=x["scale"],
+                                   initial_state=x["initial_state"], output_final_state=True,
+                                   use_qk_l2norm_in_kernel=True, state_v_first=False, cu_seqlens=x["cu_seqlens"])
+            intra = [m for n, m in seen if n == "atrex_sm90_gdn_intra_chunk_v3"]
+            assert len(intra) == 1 and intra[0].get("DIAG16"), (kw, [n for n, _ in seen])
+            ro, rh = _t.ref_recurrence(x["q"], x["k"], x["v"], x["g"], x["beta"], scale=x["scale"],
+                                       initial_state=x["initial_state"], use_qk_l2norm_in_kernel=True,
+                                       cu_seqlens=x["cu_seqlens"])
+            err = max(_t.rrmse(ro, o), _t.rrmse(rh, ht))
+            assert err <= _t.bound_for(kw), (kw, err)
+    finally:
+        launch._launch_all = orig
