@@ -139,8 +139,9 @@ def main(argv=None):
             x, extra = C.fused_inputs(cid, kw, "cpu")
             for hooks in (dict(FUSED_RC=True), dict(FUSED_RC=True, FUSED_DIAG16=True), dict(FUSED_RC=True, sm_count=3),
                           dict(FUSED_RC=True, sm_count=3, FUSED_STAGES=3),
-                          dict(FUSED_RC=False), dict(FUSED_RC=False, INTRA_V3_DIAG16=True),
-                          dict(FUSED_RC=False, sm_count=3)):  # (fused_check's comparison, in both inverse forms)
+                          dict(FUSED_RC=False), dict(FUSED_RC=False, INTRA_V3_DIAG16=False),
+                          dict(FUSED_RC=False, INTRA_V3_DIAG16=False, sm_count=3)):
+                # (fused_check's comparison, in the inverse form of each fused run: INTRA_V3_DIAG16 is on by default)
                 if hooks.get("sm_count") and cid not in ("fu_varlen_K64_gva", "fu_B2_T63_K64", "ws_varlen_empty_odd",
                                                           "qwen_varlen_mixed"):
                     continue  # (test_fused_rc_rings_across_items' cases)
