@@ -34,8 +34,10 @@ def per_call_us(fn, n=300):
     return host, wall
 
 
-VARIANTS = {"default": {}, "state tma": dict(STATE_IMPL="tma"),
-            "state tma, host descriptors": dict(STATE_IMPL="tma", TMA_DEVICE_DESC=False)}
+VARIANTS = {"default": {}}
+if "--all" in __import__("sys").argv:  # the round-5 comparison: the old tma state kernel, in-kernel / host descriptors
+    VARIANTS.update({"state tma": dict(STATE_IMPL="tma"),
+                     "state tma, host descriptors": dict(STATE_IMPL="tma", TMA_DEVICE_DESC=False)})
 
 
 def host_times(T):
