@@ -13,8 +13,8 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,memory.total --format=csv > 
 timeout 270 python3 -m atrex bench run chunk_gdn --size perf --graph --out "$OUT/graph" --history "$OUT/history.jsonl" \
   > "$OUT/bench_graph.log" 2>&1
 echo "bench graph exit $?"; grep -h "^| perf" "$OUT"/graph/bench_*.md | cut -c1-160; tail -c 300 "$OUT/bench_graph.log"
-timeout 60 python3 scripts/gdn_host_overhead.py > "$OUT/host_overhead.log" 2>&1
+timeout 80 python3 scripts/gdn_host_overhead.py > "$OUT/host_overhead.log" 2>&1
 echo "host overhead exit $?"; grep "us/call" "$OUT/host_overhead.log"
 gdn_target_tests 90 "intra_diag16 or default_inverse_form"
-gdn_sweep 150 default,i3_merges
+gdn_sweep 130 default,i3_merges
 gdn_archive r79
