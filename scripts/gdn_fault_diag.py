@@ -45,10 +45,10 @@ def _where(ptr, segs):
 if arm == "sync":
     orig = launch._launch
 
-    def _launch(kern, grid, args, meta):
+    def _launch(kern, grid, args, meta, slot=None):
         segs = _segments()
         stage[0] = f"kernel {kern.fn.__name__} grid {grid}"
-        orig(kern, grid, args, meta)
+        orig(kern, grid, args, meta, slot)
         try:
             torch.cuda.synchronize()
             stage[0] = f"after {kern.fn.__name__} (synchronised)"

@@ -34,22 +34,27 @@ def per_call_us(fn, n=300):
     return host, wall
 
 
-VARIANTS = {"default": {}}
+# round 23: FAST_LAUNCH (a warm call's launches replayed through the compiled kernels) against Triton's own launch
+# path, twice each, interleaved
+VARIANTS = {"default": {}, "no fast launch": dict(FAST_LAUNCH=False), "default (again)": {},
+            "no fast launch (again)": dict(FAST_LAUNCH=False)}
 if "--all" in __import__("sys").argv:  # the round-5 comparison: the old tma state kernel, in-kernel / host descriptors
     VARIANTS.update({"state tma": dict(STATE_IMPL="tma"),
                      "state tma, host descriptors": dict(STATE_IMPL="tma", TMA_DEVICE_DESC=False)})
 
 
-def host_times(T):
+def host_times(T, cu=None):
     x = inputs(T)
+    cu = None if cu is None else torch.tensor(cu, dtype=torch.int32, device="cuda")
     direct = lambda: gdn_fwd(x["q"], x["k"], x["v"], x["g"], x["beta"], scale=0.088, initial_state=None,
                              output_final_state=True, use_qk_l2norm_in_kernel=True, state_v_first=False,
-                             cu_seqlens=None)
+                             cu_seqlens=cu)
     public = lambda: atrex.chunk_gated_delta_rule(x["q"], x["k"], x["v"], x["g"], x["beta"], scale=0.088,
-                                                  output_final_state=True, use_qk_l2norm_in_kernel=True)
+                                                  output_final_state=True, use_qk_l2norm_in_kernel=True,
+                                                  cu_seqlens=cu)
     for name, fn in (("launcher", direct), ("public API", public)):
         host, wall = per_call_us(fn)
-        print(f"T={T:5d} {name:10s}: host {host:7.1f} us/call, wall {wall:7.1f} us/call")
+        print(f"T={T:5d}{' varlen' if cu is not None else ''} {name:10s}: host {host:7.1f} us/call, wall {wall:7.1f} us/call")
 
 
 for vname, hooks in VARIANTS.items():
@@ -59,6 +64,7 @@ for vname, hooks in VARIANTS.items():
     print(f"-- {vname}")
     for T in (64, 4096):
         host_times(T)
+    host_times(1024, cu=[0, 100, 300, 1024])
     for a, val in saved.items():
         setattr(L, a, val)
 x = inputs(64)

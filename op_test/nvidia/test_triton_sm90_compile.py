@@ -63,10 +63,25 @@ _SCRIPT = textwrap.dedent(r'''
     sig_keys, sig_clash = {}, []
     _launch_all = GL._launch_all
 
+    # and FAST_LAUNCH's argument list (round 23) for each launch is the one Triton's own binder forms
+    bound_checked, bound_wrong = [0], []
+
+    def same(a, b):
+        return a is b or (not isinstance(a, torch.Tensor) and not isinstance(b, torch.Tensor) and type(a) is type(b)
+                          and a == b)
+
     def recording_launch_all(dev, launches, o, ht, sig=None, split=False):
         keys = [launch_key(kern, args, meta) for kern, _, args, meta in launches]
         if sig_keys.setdefault(sig, keys) != keys:
             sig_clash.append(repr(sig)[:300])
+        for kern, _, args, meta in launches:
+            binder = kern.device_caches[0][4]  # (the stand-in driver's device 0)
+            want = tuple(binder(*args, **meta)[0].values())
+            got = GL._bound_args(args, meta, GL._param_tail(kern, len(args)))
+            bound_checked[0] += 1
+            if len(want) != len(got) or not all(same(a, b) for a, b in zip(want, got)):
+                bad = [i for i, (a, b) in enumerate(zip(want, got)) if not same(a, b)]
+                bound_wrong.append(f"{kern.__name__}: {len(want)} vs {len(got)} arguments, differing at {bad[:5]}")
         return _launch_all(dev, launches, o, ht, sig, split=split)
 
     GL._launch_all = recording_launch_all
@@ -171,7 +186,9 @@ _SCRIPT = textwrap.dedent(r'''
                        output_final_state=True, use_qk_l2norm_in_kernel=l2, state_v_first=False, cu_seqlens=None)
     GL._launch_all = _launch_all
     results = {"signature_determines_keys": dict(ok=not sig_clash and len(sig_keys) > 20, clashes=sig_clash[:3],
-                                                 signatures=len(sig_keys))}
+                                                 signatures=len(sig_keys)),
+               "fast_launch_bound_args": dict(ok=not bound_wrong and bound_checked[0] > 50, checked=bound_checked[0],
+                                              wrong=bound_wrong[:3])}
     import os, re, subprocess, tempfile
     from sass_check import unwritten_uniform_reads
     try:
@@ -254,6 +271,15 @@ def test_launchers_request_every_kernel(compiled):
             "atrex_sm90_gdn_state_output_tma", "atrex_sm90_gdn_state_output_gl_ws", "atrex_sm90_gdn_state_output_gl_rc",
             "atrex_sm90_gdn_fused_rc", "atrex_sm90_decode_splitkv", "atrex_sm90_decode_combine"}
     assert want <= names, f"not requested: {sorted(want - names)}"
+
+
+def test_fast_launch_binds_arguments_as_triton_does(compiled):
+    """``launch.FAST_LAUNCH`` (round 23) replays a warm call's launches through the compiled kernels with the argument
+    list ``_bound_args`` forms from the launch's positional arguments, its ``meta`` and the kernel's parameters. For
+    every launch of every call the gate plans (all kernels and variants above), that list is, element by element, the
+    one Triton's own binder forms for ``kern[grid](*args, **meta)``."""
+    r = compiled["fast_launch_bound_args"]
+    assert r["ok"], r
 
 
 def test_every_specialisation_compiles_for_sm90_within_shared_memory(compiled):

@@ -333,6 +333,88 @@ def test_cases_variants(case_id, kw, variant, monkeypatch):
     assert eo <= bound and eh <= bound, (case_id, variant, eo, eh, bound)
 
 
+# FAST_LAUNCH's cases: gl_ws (fixed length, GVA), gl_rc with the gates kernel (varlen, one-head programs), the
+# operand-scaled pair (K = 100, fp16, two batch rows), and the split state pass (two streams)
+FAST_LAUNCH_CASES = [
+    ("gl_ws", "qwen3next_T1000_bf16h0", {}),  # (labels name the sm90 kernels; elsewhere the Triton ones run)
+    ("gl_rc_varlen", "qwen_varlen_mixed", {}),
+    ("v1_pair", "fla_D100_fp16", {}),
+    ("split_pass", "qwen3next_T1000_bf16h0", dict(SPLIT_STATE_PASS=True, SPLIT_MIN_T=128, SPLIT_PIECES=2)),
+]
+
+
+@pytest.mark.parametrize("label,case_id,knobs", FAST_LAUNCH_CASES, ids=[c[0] for c in FAST_LAUNCH_CASES])
+def test_fast_launch_replays_the_triton_launches(label, case_id, knobs, monkeypatch):
+    """``FAST_LAUNCH`` (round 23): a call whose signature launched before goes through no Triton JIT dispatch (every
+    launch replays the compiled kernel Triton returned), gives the same bits as Triton's own path, eagerly and under
+    CUDA-graph capture; with a launch hook installed (profilers) it takes Triton's path and the hook sees every
+    launch; the output stays within the contract bound of the float64 recurrence."""
+    import triton
+    from triton.runtime import jit
+
+    from atrex_nvidia.chunk_gdn.sm90 import launch
+    for name, value in knobs.items():
+        monkeypatch.setattr(launch, name, value)
+    monkeypatch.setattr(launch, "_COMPILED", {})
+    kw = dict(GPU_CASES)[case_id]
+    inp = make_inputs(device="cuda", **kw)
+    runs, orig_run = [], jit.JITFunction.run
+
+    def counting_run(self, *a, **k):
+        runs.append(self.__name__)
+        return orig_run(self, *a, **k)
+
+    monkeypatch.setattr(jit.JITFunction, "run", counting_run)
+
+    def call():
+        return fwd()(inp["q"], inp["k"], inp["v"], inp["g"], inp["beta"], scale=inp["scale"],
+                     initial_state=inp["initial_state"], output_final_state=True,
+                     use_qk_l2norm_in_kernel=inp["use_qk_l2norm_in_kernel"], state_v_first=inp["state_v_first"],
+                     cu_seqlens=inp["cu_seqlens"])
+
+    monkeypatch.setattr(launch, "FAST_LAUNCH", False)
+    oe, he = call()  # Triton's path only
+    triton_launches = list(runs)
+    assert len(triton_launches) >= 2, triton_launches
+    monkeypatch.setattr(launch, "FAST_LAUNCH", True)
+    runs.clear()
+    call()  # records the compiled kernels
+    assert runs == triton_launches
+    runs.clear()
+    of, hf = call()  # replays them
+    torch.cuda.synchronize()
+    assert runs == [], runs
+    assert torch.equal(of, oe) and torch.equal(hf, he)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        og, hg = call()
+    assert runs == [], runs
+    og.zero_()
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(og, oe) and torch.equal(hg, he)
+    seen = []
+    hook = seen.append
+    chain = triton.knobs.runtime.launch_enter_hook
+    if hasattr(chain, "add"):  # Triton 3.6: a HookChain
+        chain.add(hook)
+    else:
+        monkeypatch.setattr(triton.knobs.runtime, "launch_enter_hook", hook)
+    try:
+        oh, hh = call()
+        torch.cuda.synchronize()
+    finally:
+        if hasattr(chain, "remove"):
+            chain.remove(hook)
+    assert runs == triton_launches and len(seen) == len(triton_launches), (runs, len(seen))
+    assert torch.equal(oh, oe) and torch.equal(hh, he)
+    ro, rh = ref_recurrence(inp["q"], inp["k"], inp["v"], inp["g"], inp["beta"], scale=inp["scale"],
+                            initial_state=inp["initial_state"], state_v_first=inp["state_v_first"],
+                            use_qk_l2norm_in_kernel=inp["use_qk_l2norm_in_kernel"], cu_seqlens=inp["cu_seqlens"])
+    bound = bound_for(kw)
+    assert rrmse(ro, of) <= bound and rrmse(rh, hf) <= bound
+
+
 @pytest.mark.parametrize("pieces", [2, 4])
 def test_split_state_pass_graph_capture(pieces, monkeypatch):
     """The split state pass (two streams inside the call) under CUDA-graph capture: replay equals eager, and the
@@ -413,9 +495,9 @@ def test_t1_shapes_between_other_kernels(state_impl, monkeypatch):
     monkeypatch.setattr(launch, "STATE_IMPL", state_impl)
     launched, orig = [], launch._launch
 
-    def spy(kern, grid, args, meta):
+    def spy(kern, grid, args, meta, slot=None):
         launched.append(kern)
-        orig(kern, grid, args, meta)
+        orig(kern, grid, args, meta, slot)
 
     monkeypatch.setattr(launch, "_launch", spy)
     twins = set(K_.NO_T1_SPECIALISATION.values())

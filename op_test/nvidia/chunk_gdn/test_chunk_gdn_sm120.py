@@ -8,6 +8,7 @@ from _gdn_cases import (  # noqa: E402,F401
                          test_cases,
                          test_cases_variants,
                          test_cases_wy_form,
+                         test_fast_launch_replays_the_triton_launches,
                          test_fp16_default_takes_the_fast_kernels,
                          test_fused_rc,
                          test_fused_rc_graph_capture,

@@ -10,6 +10,7 @@ from _gdn_cases import (  # noqa: E402,F401
     test_cases_variants,
     test_cases_wy_form,
     test_dispatch_selects_gdn_sm90_and_matches_launcher,
+    test_fast_launch_replays_the_triton_launches,
     test_fp16_default_takes_the_fast_kernels,
     test_fp16_inverse_guard_positive_g,
     test_fused_rc,

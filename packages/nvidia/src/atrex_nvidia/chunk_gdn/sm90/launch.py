@@ -893,8 +893,53 @@ def _state_v1_launch(grid, qn, kn, v, beta, gam, A, Aqk, W, U, h0, o, ht, cu, sc
     ))
 
 
-def _launch(kern, grid_, args, meta):
-    kern[grid_](*args, **meta)
+# FAST_LAUNCH (round 23): a call whose signature (``_call_signature``) launched before replays its launches through
+# the compiled kernels Triton returned for them, skipping Triton's per-launch binder, specialisation and cache-key
+# work (on this project's 2-core CPU under the sm90 stand-in, ~28 us of host time per launch, two to four launches per
+# call). The signature determines every launch's specialisation (the same premise as the warm-key memo), so the
+# compiled kernel is the one ``kern[grid](...)`` would look up. Not taken while a launch hook is installed
+# (profilers that want Triton's launch metadata) or when the current device is not the one the kernel was loaded on.
+FAST_LAUNCH = True
+_COMPILED = {}  # call signature -> per launch: None or (compiled kernel, its device, the parameters after the positional)
+_COMPILED_MAX = 4096
+
+
+def _param_tail(kern, n_positional):
+    """The kernel's parameters after the first ``n_positional`` as (name, default) pairs (``inspect._empty`` where the
+    parameter has none): with them a launch's ``meta`` gives the rest of Triton's bound argument list."""
+    params = list(kern.signature.parameters.values())[n_positional:]
+    return tuple((p.name, p.default) for p in params)
+
+
+def _no_hook(hook):
+    """Whether a Triton launch hook knob calls nothing: None, or (Triton 3.6) an empty ``HookChain``."""
+    return hook is None or (isinstance(getattr(hook, "calls", None), list) and not hook.calls)
+
+
+def _bound_args(args, meta, tail):
+    """The argument list Triton's binder forms for ``kern[grid](*args, **meta)``: the positional arguments, then each
+    remaining parameter from ``meta`` or its default; launch options in ``meta`` (num_warps, ...) are not parameters."""
+    return (*args, *[meta[n] if n in meta else d for n, d in tail])
+
+
+def _launch(kern, grid_, args, meta, slot=None):
+    """Launch one kernel. ``slot``, a call signature's record in ``_COMPILED`` and the launch's index in it, names a
+    launch whose specialisation the signature determines: its first launch records the compiled kernel, later ones
+    replay it (FAST_LAUNCH)."""
+    hit = slot[0][slot[1]] if slot is not None else None
+    if hit is not None and FAST_LAUNCH and _no_hook(triton.knobs.runtime.launch_enter_hook) and _no_hook(
+            triton.knobs.runtime.launch_exit_hook):
+        compiled, device, tail = hit
+        drv = triton.runtime.driver.active
+        if drv.get_current_device() == device:
+            g1 = grid_[1] if len(grid_) > 1 else 1
+            g2 = grid_[2] if len(grid_) > 2 else 1
+            compiled.run(grid_[0], g1, g2, drv.get_current_stream(device), compiled.function,
+                         compiled.packed_metadata, None, None, None, *_bound_args(args, meta, tail))
+            return
+    compiled = kern[grid_](*args, **meta)
+    if slot is not None and FAST_LAUNCH and compiled is not None and not hasattr(compiled, "result"):
+        slot[0][slot[1]] = (compiled, triton.runtime.driver.active.get_current_device(), _param_tail(kern, len(args)))
 
 
 def _tensor_sig(t):
@@ -930,6 +975,15 @@ def _launch_all(dev, launches, o, ht, sig=None, split=()):
             "nvidia.gdn_sm90: this call's Triton specialisation has not run in this process, so it would "
             "compile during CUDA-graph capture; call atrex.prewarm('chunk_gdn', ...) (or run one eager call "
             "with the same shapes, dtypes and flags) before capturing")
+    # a signature stands for its launches' specialisations only where it determines them (sig given) and on a GPU
+    record = None
+    if sig is not None and dev.type == "cuda":
+        record = _COMPILED.get(sig)
+        if record is None or len(record) != len(launches):
+            record = [None] * len(launches)
+            if len(_COMPILED) < _COMPILED_MAX:
+                _COMPILED[sig] = record
+    slot = (lambda i: (record, i)) if record is not None else (lambda i: None)
     scratch = any(meta.get("DEVICE_DESC") or kern.__name__ == "atrex_sm90_gdn_fused_rc"  # (in-kernel descriptors)
                   for kern, _, _, meta in launches)
     if scratch:  # Triton asks the context's allocator for descriptor scratch at launch; ours for these launches only
@@ -944,17 +998,17 @@ def _launch_all(dev, launches, o, ht, sig=None, split=()):
             side.wait_stream(main)  # (under capture this forks the side stream into the graph)
             j = 0
             for n in split:
-                for launch in launches[j:j + n - 1]:
-                    _launch(*launch)
+                for i in range(j, j + n - 1):
+                    _launch(*launches[i], slot=slot(i))
                 ready = main.record_event()
                 with torch.cuda.stream(side):
                     side.wait_event(ready)
-                    _launch(*launches[j + n - 1])
+                    _launch(*launches[j + n - 1], slot=slot(j + n - 1))
                 j += n
             main.wait_stream(side)
         else:
-            for launch in launches:
-                _launch(*launch)
+            for i, launch in enumerate(launches):
+                _launch(*launch, slot=slot(i))
     finally:
         if scratch:
             _allocation._allocator.reset(token)
