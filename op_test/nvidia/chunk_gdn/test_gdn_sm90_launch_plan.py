@@ -571,3 +571,29 @@ def test_fused_rc_plans_one_launch_in_its_domain(plan, monkeypatch):
     assert FUSED not in [n for n, *_ in plan(T=1024, H=2, HV=4, cu_seqlens=cu, sm_count=41)["all"]]
     assert [n for n, *_ in plan(T=1024, H=32, HV=32, cu_seqlens=[64 * i for i in range(17)])["all"]] == [FUSED]
     assert FUSED not in [n for n, *_ in plan(T=8192, H=16, HV=32)["all"]]  # 64 items on 132 SMs
+
+
+def test_host_integer_helpers_equal_triton_s():
+    """The launcher's plain-Python ``_cdiv`` and ``_next_pow2`` (round 23: Triton 3.6's are constexpr functions, ~3x
+    the host time) give Triton's values over every size a plan uses."""
+    import triton
+    assert [L._next_pow2(n) for n in range(70000)] == [triton.next_power_of_2(n) for n in range(70000)]
+    assert all(L._cdiv(a, b) == triton.cdiv(a, b) for a in range(5000) for b in (1, 7, 16, 32, 64, 1024))
+
+
+def test_fast_launch_records_only_gpu_calls_with_a_signature(monkeypatch):
+    """FAST_LAUNCH keeps compiled kernels only for calls on a GPU with a signature: a CPU plan (interpreter or
+    stand-in) leaves the record empty, and ``_launch`` without a slot goes through ``kern[grid]``."""
+    monkeypatch.setattr(L, "_COMPILED", {})
+    calls = []
+
+    class Kern:
+        __name__ = "k"
+
+        def __getitem__(self, grid):
+            return lambda *a, **kw: calls.append((grid, a, kw))
+
+    L._launch(Kern(), (3,), (1, 2), dict(X=4, num_warps=4))
+    assert calls == [((3,), (1, 2), dict(X=4, num_warps=4))] and L._COMPILED == {}
+    L._launch_all(torch.device("cpu"), [(Kern(), (1,), (5,), {})], None, None, sig=("cpu-sig",))
+    assert len(calls) == 2 and L._COMPILED == {}

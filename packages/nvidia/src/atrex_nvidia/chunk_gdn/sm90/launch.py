@@ -24,6 +24,16 @@ from . import kernels as _k
 WARM = WarmRecord()
 
 
+def _cdiv(a, b):
+    """``triton.cdiv`` as plain Python (Triton 3.6's is a constexpr function, ~3x the host time per call)."""
+    return -(-a // b)
+
+
+def _next_pow2(n):
+    """``triton.next_power_of_2`` as plain Python (the same values for n >= 0)."""
+    return 1 << (n - 1).bit_length() if n > 0 else 0
+
+
 def warmed_count() -> int:
     return len(WARM)
 
@@ -471,9 +481,9 @@ def _state_cfg(n_programs, V, v2=False, sm_count=132):
     if STATE_CFG_OVERRIDE is not None:
         return STATE_CFG_OVERRIDE
     cfg = _STATE_CFG_FEW if n_programs < 4 * sm_count else _STATE_CFG_MANY
-    if v2 and n_programs * triton.cdiv(V, _STATE_V2_FEW_CFG[0]) <= 2 * sm_count:
+    if v2 and n_programs * _cdiv(V, _STATE_V2_FEW_CFG[0]) <= 2 * sm_count:
         cfg = _STATE_V2_FEW_CFG
-    bv = min(cfg[0], max(16, triton.next_power_of_2(V)))
+    bv = min(cfg[0], max(16, _next_pow2(V)))
     return (bv,) + cfg[1:]
 
 
@@ -487,11 +497,11 @@ def _chunk_slots(launches, cu_seqlens, q, B, T, N, slot_map=False):
         co = torch.empty((N + 1 + int(slot_map) * n_slots,), dtype=torch.int32, device=q.device)
         launches.append((_k.atrex_sm90_gdn_chunk_offsets, (1,), (cu_seqlens, co, N), dict(BLOCK=1024, num_warps=4)))
         if slot_map:
-            launches.append((_k.atrex_sm90_gdn_slot_seq, (triton.cdiv(n_slots, 1024),),
+            launches.append((_k.atrex_sm90_gdn_slot_seq, (_cdiv(n_slots, 1024),),
                              (co, cu_seqlens, N, n_slots, n_search), dict(BLOCK=1024, PACKED=slot_map == 2,
                                                                           num_warps=4)))
         return cu_seqlens, co, n_slots, n_search
-    return q, q, B * triton.cdiv(T, 64), 0  # q: unused placeholder pointers
+    return q, q, B * _cdiv(T, 64), 0  # q: unused placeholder pointers
 
 
 def _slot_map_meta(slot_map, is_varlen):
@@ -548,7 +558,7 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     is_varlen = cu_seqlens is not None
     N = cu_seqlens.shape[0] - 1 if is_varlen else B
     total_t = B * T
-    BK = max(16, triton.next_power_of_2(K))
+    BK = max(16, _next_pow2(K))
 
     if _outputs is not None:
         o, ht = _outputs
@@ -646,8 +656,8 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
             if ((INTRA_V3_GATES is True or (INTRA_V3_GATES == "varlen1" and gs == 1 and is_varlen)) and state_v2
                     and not fold):
                 extra["GATES"] = True
-                bh = min(32, triton.next_power_of_2(HV))
-                launches.append((_k.atrex_sm90_gdn_gates, (n_slots, triton.cdiv(HV, bh)), (
+                bh = min(32, _next_pow2(HV))
+                launches.append((_k.atrex_sm90_gdn_gates, (n_slots, _cdiv(HV, bh)), (
                     g, beta, fac, co, cu, T, N, HV, n_search,
                     g.stride(0), g.stride(1), g.stride(2), beta.stride(0), beta.stride(1), beta.stride(2), total_t),
                     dict(IS_VARLEN=is_varlen, BH=bh, BETA_SIGMOID=bool(use_beta_sigmoid_in_kernel),
@@ -680,7 +690,7 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     rc = (state_v2 and BK in (64, 128) and V % 64 == 0 and sm90 and not _interpreting() and _gluon_ws_supported()
           and TMA_DEVICE_DESC and not STATE_TMA_PERSISTENT
           and (STATE_IMPL == "gl_rc"
-               or (STATE_IMPL == "auto" and STATE_AUTO_GL_RC and N * HV * triton.cdiv(V, 32) > n_sm)))
+               or (STATE_IMPL == "auto" and STATE_AUTO_GL_RC and N * HV * _cdiv(V, 32) > n_sm)))
     tma = _tma_operands(qn, kn, v, A, Aqk, B, T, H, HV, K, V, BK, 64) if rc else None
     rc = tma is not None
     if rc:
@@ -689,7 +699,7 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     split_xu = (STATE_SPLIT_XU == "always" or (STATE_SPLIT_XU == "small" and BK <= 32)
                 or (not use_qk_l2norm_in_kernel and (
                     STATE_SPLIT_XU == "no_l2norm" or (STATE_SPLIT_XU == "small_no_l2norm" and BK <= 32))))
-    grid = (triton.cdiv(V, BV), N * HV)
+    grid = (_cdiv(V, BV), N * HV)
     want_tma = (STATE_IMPL in ("tma", "gl_ws", "gl_rc")
                 or (STATE_IMPL == "auto" and (BV, sw, sst) == _STATE_V2_FEW_CFG))
     if not rc:  # (FOLD_QK_NORM outside gl_rc: state v2, the other kernel that reads the folded factors)
@@ -866,7 +876,7 @@ def _intra_v1_launch(n_slots, H, q, k, v, g, beta, A, Aqk, gam, qn, kn, W, U, cu
         q.stride(0), q.stride(1), q.stride(2), k.stride(0), k.stride(1), k.stride(2),
         v.stride(0), v.stride(1), v.stride(2), g.stride(0), g.stride(1), g.stride(2), beta.stride(0), beta.stride(1), beta.stride(2),
         total_t), dict(
-        IS_VARLEN=is_varlen, G=G, BK=BK, BVA=max(16, triton.next_power_of_2(V)),
+        IS_VARLEN=is_varlen, G=G, BK=BK, BVA=max(16, _next_pow2(V)),
         USE_L2NORM=bool(use_qk_l2norm_in_kernel), BETA_SIGMOID=bool(use_beta_sigmoid_in_kernel),
         NEG_EIGVAL=bool(allow_neg_eigval), INV_PRODUCT=inv_product, STORE_WY=use_wy,
         STORE_QKN=bool(fast and use_qk_l2norm_in_kernel), STORE_FAC=bool(store_fac),
