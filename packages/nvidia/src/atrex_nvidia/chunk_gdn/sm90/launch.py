@@ -948,7 +948,9 @@ def _launch(kern, grid_, args, meta, slot=None):
                          compiled.packed_metadata, None, None, None, *_bound_args(args, meta, tail))
             return
     compiled = kern[grid_](*args, **meta)
-    if slot is not None and FAST_LAUNCH and compiled is not None and not hasattr(compiled, "result"):
+    # (a plain JIT function only: an autotuner or heuristics wrapper would choose its own meta-parameters per call)
+    if (slot is not None and FAST_LAUNCH and compiled is not None and not hasattr(compiled, "result")
+            and isinstance(kern, triton.runtime.jit.JITFunction)):
         slot[0][slot[1]] = (compiled, triton.runtime.driver.active.get_current_device(), _param_tail(kern, len(args)))
 
 
