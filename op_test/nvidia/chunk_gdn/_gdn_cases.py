@@ -548,9 +548,9 @@ def test_gluon_state_kernel(case_id, kw, impl, monkeypatch):
     monkeypatch.setattr(launch, "STATE_IMPL", impl)
     ran, orig = [], launch._launch
 
-    def spy(kern, grid, args, meta):
+    def spy(kern, grid, args, meta, slot=None):
         ran.append(kern.__name__)
-        orig(kern, grid, args, meta)
+        orig(kern, grid, args, meta, slot)
 
     monkeypatch.setattr(launch, "_launch", spy)
     eo, eh, bound = run_case(fwd(), case_id, kw, "cuda")
@@ -572,9 +572,9 @@ def test_fp16_default_takes_the_fast_kernels(case_id, kw, monkeypatch):
     from atrex_nvidia.chunk_gdn.sm90 import launch
     ran, orig = [], launch._launch
 
-    def spy(kern, grid, args, meta):
+    def spy(kern, grid, args, meta, slot=None):
         ran.append(kern.__name__)
-        orig(kern, grid, args, meta)
+        orig(kern, grid, args, meta, slot)
 
     monkeypatch.setattr(launch, "_launch", spy)
     inp = make_inputs(device="cuda", **kw)
@@ -598,9 +598,9 @@ def state_impl_outputs(launch, monkeypatch, inp, impls, **kw):
     import torch as _torch
     ran, orig = [], launch._launch
 
-    def spy(kern, grid, args, meta):
+    def spy(kern, grid, args, meta, slot=None):
         ran.append((kern.__name__, grid))
-        orig(kern, grid, args, meta)
+        orig(kern, grid, args, meta, slot)
 
     monkeypatch.setattr(launch, "_launch", spy)
     outs, grids = {}, {}
@@ -1137,10 +1137,10 @@ def split_xu_check(launch, device="cpu"):
         x = {n: (t.to(device) if isinstance(t, torch.Tensor) else t) for n, t in kw.items()}
         metas = []
 
-        def spy(kern, grid, args, meta, metas=metas):
+        def spy(kern, grid, args, meta, slot=None, metas=metas):
             if "state_output" in kern.__name__:
                 metas.append(dict(meta))
-            orig(kern, grid, args, meta)
+            orig(kern, grid, args, meta, slot)
 
         errs = {}
         try:
@@ -1356,9 +1356,9 @@ def fused_check(launch, device, cases, sm_count=None, diag16=False):
     that passes only if the fused kernel ran, in the form asked for, where it applies (sm90) and nowhere else. Rows ``[err, 0, bound]``."""
     ran, orig = [], launch._launch
 
-    def spy(kern, grid, args, meta):
+    def spy(kern, grid, args, meta, slot=None):
         ran.append((kern.__name__, meta.get("DIAG16")))
-        orig(kern, grid, args, meta)
+        orig(kern, grid, args, meta, slot)
 
     saved = launch.FUSED_RC, launch.FUSED_DIAG16, launch.INTRA_V3_DIAG16, launch._launch
     launch._launch = spy
