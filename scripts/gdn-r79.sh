@@ -16,8 +16,8 @@ gdn_target_tests 100 "intra_diag16 or default_inverse_form or fast_launch"
 FL=True; grep -q "fast_launch.*FAILED\|FAILED.*fast_launch" "$OUT/tests.log" && FL=False && echo "FAST_LAUNCH off for the bench"
 # the graph bench one case per process, goal cases first, so that a timeout keeps the cases already done (r77's single
 # run printed nothing in 150 s); each appends to $OUT/history.jsonl and writes its table under $OUT/graph/<case>/
-export FL; bench_case() {  # bench_case TIMEOUT MATCH (cut to what is left before 490 s into the call)
-  local t=$(( $1 < 490 - SECONDS ? $1 : 490 - SECONDS )); [ "$t" -ge 30 ] || { echo "bench $2 skipped"; return; }
+export FL; bench_case() {  # bench_case TIMEOUT MATCH (cut to what is left before $R79_CAP s, default 490, into the call)
+  local cap=${R79_CAP:-490} t; t=$(( $1 < cap - SECONDS ? $1 : cap - SECONDS )); [ "$t" -ge 30 ] || { echo "bench $2 skipped"; return; }
   timeout "$t" python3 -c "import sys, runpy; import atrex_nvidia.chunk_gdn.sm90.launch as L; L.FAST_LAUNCH = $FL
 sys.argv = ['atrex'] + sys.argv[1:]; runpy.run_module('atrex', run_name='__main__')" \
     bench run chunk_gdn --size perf --match "$2" --graph --out "$OUT/graph/$2" --history "$OUT/history.jsonl" \
