@@ -12,6 +12,8 @@
 . scripts/gdn-call.sh
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,memory.total --format=csv > "$OUT/smi.txt"; tail -1 "$OUT/smi.txt"
 gdn_target_tests 100 "intra_diag16 or default_inverse_form or fast_launch"
+timeout 80 python3 scripts/gdn_host_overhead.py > "$OUT/host_overhead.log" 2>&1
+echo "host overhead exit $?"; grep "us/call\|^--" "$OUT/host_overhead.log"
 # the graph bench with FAST_LAUNCH off if its test failed (a replay through wrong arguments would spoil the record)
 FL=True; grep -q "fast_launch.*FAILED\|FAILED.*fast_launch" "$OUT/tests.log" && FL=False && echo "FAST_LAUNCH off for the bench"
 # the graph bench one case per process, goal cases first, so that a timeout keeps the cases already done (r77's single
@@ -26,6 +28,4 @@ sys.argv = ['atrex'] + sys.argv[1:]; runpy.run_module('atrex', run_name='__main_
 }
 bench_case 150 T8192-H16-HV32; bench_case 120 T32768; bench_case 100 varlen; bench_case 70 T4096; bench_case 60 T8192-H32
 grep -h "^| perf" "$OUT"/graph/*/bench_*.md | cut -c1-160; tail -c 300 "$OUT/bench_graph.log"
-timeout 80 python3 scripts/gdn_host_overhead.py > "$OUT/host_overhead.log" 2>&1
-echo "host overhead exit $?"; grep "us/call\|^--" "$OUT/host_overhead.log"
 gdn_archive r79
