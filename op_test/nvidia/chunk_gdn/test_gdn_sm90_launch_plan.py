@@ -597,3 +597,4 @@ def test_fast_launch_records_only_gpu_calls_with_a_signature(monkeypatch):
     assert calls == [((3,), (1, 2), dict(X=4, num_warps=4))] and L._COMPILED == {}
     L._launch_all(torch.device("cpu"), [(Kern(), (1,), (5,), {})], None, None, sig=("cpu-sig",))
     assert len(calls) == 2 and L._COMPILED == {}
+

@@ -913,6 +913,11 @@ def _state_v1_launch(grid, qn, kn, v, beta, gam, A, Aqk, W, U, h0, o, ht, cu, sc
 # 150 / 194 us against 313 / 307 us through Triton's path, at T=4096 150 / 178 against 249 / 245 us; at a 3-sequence
 # varlen T=1024 the passes overlapped (host noise). GPU cases: test_fast_launch_replays_the_triton_launches.
 FAST_LAUNCH = True
+# The Triton releases whose JIT launch sequence (``JITFunction.run``: ``CompiledKernel.run`` with the grid, stream,
+# function, packed metadata, launch metadata, the two hooks and the bound arguments) FAST_LAUNCH reproduces and that a
+# GPU test has run; under any other Triton every launch takes Triton's own path.
+_FAST_LAUNCH_TRITON = ("3.6.",)
+_FAST_LAUNCH_OK = triton.__version__.startswith(_FAST_LAUNCH_TRITON) and hasattr(triton, "knobs")
 _COMPILED = {}  # call signature -> per launch: None or (compiled kernel, its device, the parameters after the positional)
 _COMPILED_MAX = 4096
 
@@ -992,7 +997,7 @@ def _launch_all(dev, launches, o, ht, sig=None, split=()):
             "with the same shapes, dtypes and flags) before capturing")
     # a signature stands for its launches' specialisations only where it determines them (sig given) and on a GPU
     record = None
-    if sig is not None and dev.type == "cuda":
+    if sig is not None and dev.type == "cuda" and _FAST_LAUNCH_OK:
         record = _COMPILED.get(sig)
         if record is None or len(record) != len(launches):
             record = [None] * len(launches)
