@@ -399,17 +399,13 @@ def test_fast_launch_replays_the_triton_launches(label, case_id, knobs, monkeypa
     assert torch.equal(og, oe) and torch.equal(hg, he)
     seen = []
     hook = seen.append
-    chain = triton.knobs.runtime.launch_enter_hook
-    if hasattr(chain, "add"):  # Triton 3.6: a HookChain
-        chain.add(hook)
-    else:
-        monkeypatch.setattr(triton.knobs.runtime, "launch_enter_hook", hook)
+    chain = triton.knobs.runtime.launch_enter_hook  # (Triton 3.6: a HookChain)
+    chain.add(hook)
     try:
         oh, hh = call()
         torch.cuda.synchronize()
     finally:
-        if hasattr(chain, "remove"):
-            chain.remove(hook)
+        chain.remove(hook)
     assert runs == triton_launches and len(seen) == len(triton_launches), (runs, len(seen))
     assert torch.equal(oh, oe) and torch.equal(hh, he)
     ro, rh = ref_recurrence(inp["q"], inp["k"], inp["v"], inp["g"], inp["beta"], scale=inp["scale"],

@@ -584,7 +584,9 @@ def test_host_integer_helpers_equal_triton_s():
 def test_fast_launch_records_only_gpu_calls_with_a_signature(monkeypatch):
     """FAST_LAUNCH keeps compiled kernels only for calls on a GPU with a signature: a CPU plan (interpreter or
     stand-in) leaves the record empty, and ``_launch`` without a slot goes through ``kern[grid]``."""
+    from atrex_nvidia.triton_warm import WarmRecord
     monkeypatch.setattr(L, "_COMPILED", {})
+    monkeypatch.setattr(L, "WARM", WarmRecord())  # (the fake call's keys stay out of the process's record)
     calls = []
 
     class Kern:
