@@ -294,6 +294,8 @@ VARIANT_HOOKS = {  # launcher variants measured by bench_gdn's sweep besides the
     "state_gluon_rc_s2_grid": dict(STATE_IMPL="gl_rc", GL_RC_STAGES=2, GL_RC_PERSISTENT=False),
     "fold_qk_norm": dict(FOLD_QK_NORM=True),  # round 10: raw q/k in the state kernel (v2 or gl_rc), norms in factors
     "fold_qk_norm_gluon_rc": dict(FOLD_QK_NORM=True, STATE_IMPL="gl_rc"),
+    # round 24: gl_rc's output partition normalises q and forms Aqk (the intra kernel reads no q)
+    "state_gluon_rc_qside": dict(STATE_IMPL="gl_rc", GL_RC_QSIDE=True),
     # round 10's intra v3 configuration (one value head per program, tl.exp); round 11's GVA pairs at the v3 cap
     "intra_v3_gs1_slowexp": dict(INTRA_V3_GVA_SHARE=1, INTRA_V3_FAST_EXP=False),
     "intra_v3_gs2_r232": dict(INTRA_V3_GS2_MAXNREG=232, INTRA_V3_MASK_OUT=False),  # round 11's default
@@ -530,6 +532,45 @@ GLUON_CASES = [(cid, kw) for cid, kw in GPU_CASES
     ("K128_varlen_i64_gva", dict(T=40 * 70, H=2, HV=8, K=128, cu_seqlens=[70 * i for i in range(41)],
                                  cu_dtype=torch.int64)),
 ]
+
+
+# GL_RC_QSIDE's cases: varlen with 1-, 64-, 65-token sequences and one-head intra programs (G = 1: the gates kernel's
+# form, as the varlen goal shape), two-head programs (GVA, varlen and fixed length, int64 cu_seqlens), fp16 with the
+# state_v_first layout, K = 64 with strong decay and an initial state
+QSIDE_CASES = [(cid, kw) for cid, kw in GLUON_CASES if cid in (
+    "qwen_varlen_mixed", "K128_varlen_i64_gva", "qwen3next_T1000_bf16h0", "qwen_varlen_fp16_vfirst", "K64_strong_h0",
+    "K128_varlen_short")] + [
+    ("varlen_g1", dict(T=1100, H=4, HV=4, K=128, cu_seqlens=[0, 1, 64, 65, 1000, 1100], h0=torch.float32)),
+]
+
+
+@pytest.mark.parametrize("case_id,kw", QSIDE_CASES, ids=[c[0] for c in QSIDE_CASES])
+def test_rc_qside(case_id, kw, monkeypatch):
+    """``GL_RC_QSIDE`` (round 24): gl_rc's output partition L2-normalises the raw q in its load slot and forms Aqk
+    itself; the intra kernel reads no q and writes no q copy and no Aqk. Against the same call without it (gl_rc
+    both): within 1e-3 rrmse (another binary: the Q K^T products are summed by wgmma instead of the intra kernel's dot,
+    so single bf16 roundings of Aqk may flip, as in the other two-binary checks; a wrong decay tile, row mask or q norm
+    is off by O(1)); both launches took QSIDE; and against the float64 recurrence within the contract bound."""
+    import torch
+
+    from atrex_nvidia.chunk_gdn.sm90 import launch
+    if launch._capability(torch.device("cuda")) != (9, 0) or not launch._gluon_ws_supported():
+        pytest.skip("gl_rc, GL_RC_QSIDE's state kernel, runs on sm90 with Gluon's warp specialisation only")
+    monkeypatch.setattr(launch, "STATE_IMPL", "gl_rc")
+    monkeypatch.setattr(launch, "GL_RC_QSIDE", False)
+    took, orig = [], launch._launch_all
+
+    def spy(dev, launches, *a, **k):
+        took.append(sorted(kern.__name__ for kern, _g, _a, meta in launches if meta.get("QSIDE")))
+        return orig(dev, launches, *a, **k)
+
+    monkeypatch.setattr(launch, "_launch_all", spy)
+    x = make_inputs(device="cuda", **kw)
+    err = _knob_pair_error(launch, x, "cuda", {"GL_RC_QSIDE": False}, {"GL_RC_QSIDE": True}, exact=False)
+    assert took == [[], ["atrex_sm90_gdn_intra_chunk_v3", "atrex_sm90_gdn_state_output_gl_rc"]], took
+    assert err <= 1e-3, (case_id, err)
+    eo, eh, bound = run_case(fwd(), case_id, kw, "cuda")  # (GL_RC_QSIDE on)
+    assert took[-1] == took[1] and eo <= bound and eh <= bound, (case_id, eo, eh, bound)
 
 
 @pytest.mark.parametrize("impl", ["gl_ws", "gl_rc", "gl_ws_round12"])

@@ -600,3 +600,32 @@ def test_fast_launch_records_only_gpu_calls_with_a_signature(monkeypatch):
     L._launch_all(torch.device("cpu"), [(Kern(), (1,), (5,), {})], None, None, sig=("cpu-sig",))
     assert len(calls) == 2 and L._COMPILED == {}
 
+
+
+def test_rc_qside_moves_the_q_side_into_gl_rc(plan, monkeypatch):
+    """GL_RC_QSIDE (round 24): where the state pass is gl_rc and q, k are L2-normalised in the kernel, the intra kernel
+    takes QSIDE (no q read, no q copy, no Aqk) and gl_rc takes QSIDE (raw q as its q operand, FAST_EXP as the intra
+    kernel's decay tile); its Aqk operand is then the A workspace (never read). Not where the state pass is another
+    kernel (few programs: gl_ws), without in-kernel L2 norm, with FOLD_QK_NORM, or with the knob off."""
+    cu = [64 * 4 * i for i in range(17)]  # 16 sequences x 32 heads: gl_rc
+    monkeypatch.setattr(L, "GL_RC_QSIDE", True)
+    seen = plan(T=cu[-1], H=32, HV=32, cu_seqlens=cu)
+    (iname, _, iargs, imeta), (sname, _, sargs, smeta) = seen["launches"][-2:]
+    if not L._gluon_ws_supported():  # (no gl_rc under this Triton: nothing moves)
+        assert sname == V2 and "QSIDE" not in imeta
+        return
+    assert iname == "atrex_sm90_gdn_intra_chunk_v3" and imeta["QSIDE"] is True and imeta["STORE_QKN"] is True
+    assert sname == GL_RC and smeta["QSIDE"] is True and smeta["FAST_EXP"] is bool(L.INTRA_V3_FAST_EXP)
+    q_raw, A, Aqk_i, qn_i, kn_i = iargs[0], iargs[4], iargs[5], iargs[8], iargs[9]
+    assert Aqk_i is A and qn_i is q_raw and kn_i is not iargs[1]  # no Aqk, no q copy; k's copy is written
+    assert sargs[0] is q_raw and sargs[1] is kn_i and sargs[3] is A and sargs[4] is A  # (qd, kd, vd, ad, aqd)
+    off = dict(GL_RC_QSIDE=False), dict(l2norm=False), dict(FOLD_QK_NORM=True)
+    for knob in off:
+        with monkeypatch.context() as m:
+            for a, val in knob.items():
+                if a != "l2norm":
+                    m.setattr(L, a, val)
+            seen = plan(T=cu[-1], H=32, HV=32, cu_seqlens=cu, l2norm=knob.get("l2norm", True))
+            assert all("QSIDE" not in meta for *_, meta in seen["all"]), knob
+    seen = plan(T=8192 // 32, H=16, HV=32)  # few programs: gl_ws
+    assert state_kernel(seen) == FEW and all("QSIDE" not in meta for *_, meta in seen["all"])

@@ -276,6 +276,8 @@ VARIANTS = [
     # fallback's operands reuse the fp16 ones' shared memory)
     ("fused_s3", dict(fused=True, fused_stages=3)),
     ("fused_d16_s3", dict(fused=True, fused_diag16=True, fused_stages=3)),
+    # round 24: gl_rc's output partition normalises q and forms Aqk (GL_RC_QSIDE); the intra kernel reads no q
+    ("rc_qside", dict(rc_qside=True)),
 ]
 
 # launch-module attributes a variant may set (key in VARIANTS -> attribute of launch.py)
@@ -290,7 +292,7 @@ _HOOKS = dict(state="STATE_CFG_OVERRIDE", intra="INTRA_CFG_OVERRIDE", wy="USE_WY
               split_xu="STATE_SPLIT_XU", ws_fac_smem="GL_WS_FAC_SMEM", slot_map="INTRA_SLOT_MAP",
               acc_merge="INTRA_V3_ACC_MERGE", fast="FAST_PATH", gates="INTRA_V3_GATES", fused="FUSED_RC",
               fused_stages="FUSED_STAGES", fused_aux_regs="FUSED_AUX_REGS", fused_out_regs="FUSED_OUT_REGS",
-              fused_diag16="FUSED_DIAG16")
+              fused_diag16="FUSED_DIAG16", rc_qside="GL_RC_QSIDE")
 
 
 def _select_variants(spec):

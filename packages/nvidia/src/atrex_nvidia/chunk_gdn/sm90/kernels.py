@@ -627,13 +627,16 @@ def _intra_tile(q, k, g, beta, co, cu, N, T, HV, n_search, s_qb, s_qh, s_kb, s_k
 
 
 @triton.jit
-def _store_qk_normalised(qn, kn, qf, kf, rg, mrow, offs_k, mk, h, hv, HV, K, G: tl.constexpr):
-    """The L2-normalised q, k tiles into ``[B*T, H, K]`` (by the first value head of each q/k head)."""
+def _store_qk_normalised(qn, kn, qf, kf, rg, mrow, offs_k, mk, h, hv, HV, K, G: tl.constexpr,
+                         STORE_Q: tl.constexpr = True):
+    """The L2-normalised q, k tiles into ``[B*T, H, K]`` (by the first value head of each q/k head); k only without
+    ``STORE_Q``."""
     if hv % G == 0:
         H = HV // G
         p_n = rg[:, None] * H * K + h * K + offs_k[None, :]
         mn = mrow[:, None] & mk[None, :]
-        tl.store(qn + p_n, qf, mask=mn)
+        if STORE_Q:
+            tl.store(qn + p_n, qf, mask=mn)
         tl.store(kn + p_n, kf, mask=mn)
 
 
@@ -1192,6 +1195,7 @@ def atrex_sm90_gdn_intra_chunk_v3(
     FP16_FALLBACK: tl.constexpr = 2, FOLD_NORM: tl.constexpr = False, GS: tl.constexpr = 1,
     FAST_EXP: tl.constexpr = False, MASK_OUT: tl.constexpr = False, SLOT_MAP: tl.constexpr = False,
     ACC_MERGE: tl.constexpr = False, GATES: tl.constexpr = False, DIAG16: tl.constexpr = False,
+    QSIDE: tl.constexpr = False,
 ):
     """Intra-chunk kernel v3, one program per (chunk slot, value head), same outputs as v2; with ``GS > 1``
     (round 11, GVA; only ``GS == 2`` with ``G`` even) one program per (chunk slot, pair of value heads of one q/k head).
@@ -1229,6 +1233,9 @@ def atrex_sm90_gdn_intra_chunk_v3(
     launched before: the program loads gamma and beta of its value heads (and g, for the fp16 guard) beside q and k,
     so that no load waits for the g scan, and stores no plane. Rows past the sequence then read gamma = -1e30 instead of
     the last valid gamma (``_v3_gate_rows``: no decay factor there overflows).
+    With ``QSIDE`` (round 24; needs STORE_QKN and STORE_FAC, not FOLD_NORM: the state pass is gl_rc with its QSIDE,
+    which normalises q and forms Aqk itself) the program reads no q, stores only the normalised k, and forms and
+    stores no Aqk: its outputs are A, kn and the factor planes.
     """
     live, c, bos, eos, tg0, t0, h, hv0, q_base, k_base, g_base0, b_base0 = _intra_tile(
         q, k, g, beta, co, cu, N, T, HV, n_search, s_qb, s_qh, s_kb, s_kh, s_gb, s_gh, s_bb, s_bh, IS_VARLEN, G, GS,
@@ -1247,11 +1254,13 @@ def atrex_sm90_gdn_intra_chunk_v3(
     cc = r64[None, :]
     causal = rr >= cc
     tl.static_assert(GS == 1 or (GS == 2 and G % 2 == 0))
+    tl.static_assert(not QSIDE or (STORE_QKN and STORE_FAC and not FOLD_NORM))
     if GATES:
         tl.static_assert(STORE_FAC and not FOLD_NORM)
         # every load of the tile is independent of the others: gate rows first (small), then q and k
         gf0, gc0, bf0 = _v3_gate_rows(gam, g_base0, rows64, mrow, s_gt, hv0, HV, TOTAL_T, rg)
-        qf = _load_qk_tile(q_base, rows64, mrow, offs_k, mk, s_qt, USE_L2NORM)
+        if not QSIDE:
+            qf = _load_qk_tile(q_base, rows64, mrow, offs_k, mk, s_qt, USE_L2NORM)
         kf = _load_qk_tile(k_base, rows64, mrow, offs_k, mk, s_kt, USE_L2NORM)
         e0 = _exp_tile(tl.where(causal, gc0[:, None] - gc0[None, :], 0.0), FAST_EXP)
     else:
@@ -1264,12 +1273,16 @@ def atrex_sm90_gdn_intra_chunk_v3(
         kf, rk = _load_qk_tile_inv(k_base, rows64, mrow, offs_k, mk, s_kt)
         _store_row_factors_fold(gam, gc0, bf0, rq, rk, hv0, HV, TOTAL_T, rg, mrow, r64, t0, eos)
     elif not GATES:
-        qf = _load_qk_tile(q_base, rows64, mrow, offs_k, mk, s_qt, USE_L2NORM)
+        if not QSIDE:
+            qf = _load_qk_tile(q_base, rows64, mrow, offs_k, mk, s_qt, USE_L2NORM)
         kf = _load_qk_tile(k_base, rows64, mrow, offs_k, mk, s_kt, USE_L2NORM)
-    if STORE_QKN:
-        _store_qk_normalised(qn, kn, qf, kf, rg, mrow, offs_k, mk, h, hv0, HV, K, G)
-    qk = tl.dot(qf, tl.trans(kf))
-    _store_tile64(Aqk, hv0, TOTAL_T, rg, r64, mrow, tl.where(causal, qk * e0, 0.0))
+    if QSIDE:
+        _store_qk_normalised(qn, kn, kf, kf, rg, mrow, offs_k, mk, h, hv0, HV, K, G, STORE_Q=False)
+    else:
+        if STORE_QKN:
+            _store_qk_normalised(qn, kn, qf, kf, rg, mrow, offs_k, mk, h, hv0, HV, K, G)
+        qk = tl.dot(qf, tl.trans(kf))
+        _store_tile64(Aqk, hv0, TOTAL_T, rg, r64, mrow, tl.where(causal, qk * e0, 0.0))
     kk = tl.dot(kf, tl.trans(kf))
     Lm0 = tl.where(rr > cc, bf0[:, None] * e0 * kk, 0.0)
     if GS == 2:
@@ -1287,7 +1300,8 @@ def atrex_sm90_gdn_intra_chunk_v3(
             e1 = _exp_tile(tl.where(causal, gc1[:, None] - gc1[None, :], 0.0), FAST_EXP)
         if FOLD_NORM:
             _store_row_factors_fold(gam, gc1, bf1, rq, rk, hv1, HV, TOTAL_T, rg, mrow, r64, t0, eos)
-        _store_tile64(Aqk, hv1, TOTAL_T, rg, r64, mrow, tl.where(causal, qk * e1, 0.0))
+        if not QSIDE:
+            _store_tile64(Aqk, hv1, TOTAL_T, rg, r64, mrow, tl.where(causal, qk * e1, 0.0))
         Lm1 = tl.where(rr > cc, bf1[:, None] * e1 * kk, 0.0)
     _store_tile64(A, hv0, TOTAL_T, rg, r64, mrow, _v3_tile_inverse(Lm0, gf0, rr, cc, NEWTON, INV_FP16, FP16_FALLBACK,
                                                                    MASK_OUT, ACC_MERGE, DIAG16))

@@ -170,15 +170,16 @@ def _descriptors(kd, qd, vd, ad, aqd, ROWS, QW, VW, s_qr, s_kr, s_vr, HV, TOTAL_
 
 @gluon.jit
 def _load_chunk(descs, bar, slot, k_s, q_s, a_s, aq_s, v_s, row, arow, l0, qcol, vcol, BK: gl.constexpr,
-                BV: gl.constexpr):
+                BV: gl.constexpr, NO_AQK: gl.constexpr = False):
     """Chunk rows [row + l0, row + l0 + 64) of k, q, v and rows [arow + l0, arow + l0 + 64) of A, Aqk into ring slot
-    ``slot`` by TMA; ``bar`` expects their bytes."""
+    ``slot`` by TMA; ``bar`` expects their bytes. ``NO_AQK`` (gl_rc's QSIDE): no Aqk tile."""
     kdesc, qdesc, vdesc, adesc, aqdesc = descs
-    mbarrier.expect(bar, (2 * 64 * BK + 2 * 64 * 64 + 64 * BV) * 2)
+    mbarrier.expect(bar, (2 * 64 * BK + (1 if NO_AQK else 2) * 64 * 64 + 64 * BV) * 2)
     _tma_load(kdesc, [row + l0, qcol], bar, k_s.index(slot))
     _tma_load(qdesc, [row + l0, qcol], bar, q_s.index(slot))
     _tma_load(adesc, [arow + l0, 0], bar, a_s.index(slot))
-    _tma_load(aqdesc, [arow + l0, 0], bar, aq_s.index(slot))
+    if not NO_AQK:
+        _tma_load(aqdesc, [arow + l0, 0], bar, aq_s.index(slot))
     _tma_load(vdesc, [row + l0, vcol], bar, v_s.index(slot))
 
 
@@ -420,15 +421,16 @@ def _rc_item(item, NV, cu, T, HV, G: gl.constexpr, IS_VARLEN: gl.constexpr):
 
 
 @gluon.jit
-def _rc_loader(kd, qd, vd, ad, aqd, fac, k_s, q_s, a_s, aq_s, v_s, f_s, ready, empty, cu, T, HV, K, V, N_ITEMS, NV,
-               ROWS, QW, VW, s_qr, s_kr, s_vr, TOTAL_T,
+def _rc_loader(kd, qd, vd, ad, aqd, fac, k_s, q_s, a_s, aq_s, v_s, f_s, gm_s, ready, empty, cu, T, HV, K, V, N_ITEMS,
+               NV, ROWS, QW, VW, s_qr, s_kr, s_vr, TOTAL_T,
                G: gl.constexpr, IS_VARLEN: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr,
-               EG_PLANE: gl.constexpr):
+               EG_PLANE: gl.constexpr, QSIDE: gl.constexpr):
     """Loader partition (1 warp): every chunk of every item of this CTA into ring slot (chunk counter) % STAGES: the
     five tiles by TMA, and the chunk's factor planes 1-4 (beta, beta e^gamma, e^gamma, e^(gamma_last - gamma); 0 past
     the sequence end) and e^gamma_last (in all 64 entries of a fifth row) by cp.async, whose completion the slot's ready
     barrier also waits for. (TMA cannot fetch the factors: a plane's row stride, TOTAL_T fp32, need not be a multiple of
-    16 bytes.)"""
+    16 bytes.) With ``QSIDE`` no Aqk tile; instead the chunk-local gamma (plane 0; 0 past the sequence end) into
+    ``gm_s``."""
     FL: gl.constexpr = gl.BlockedLayout([2], [32], [1], [0])
     fr = gl.arange(0, 64, layout=FL)
     plane = (HV + fr * 0).to(gl.int64) * TOTAL_T
@@ -450,10 +452,12 @@ def _rc_loader(kd, qd, vd, ad, aqd, fac, k_s, q_s, a_s, aq_s, v_s, f_s, ready, e
                 _cp_async(f_s.index(slot * 5 + j), f_base + (EG_PLANE if j == 2 else j + 1) * plane + l0 + fr,
                           mask=fm)
             _cp_async(f_s.index(slot * 5 + 4), f_base + 3 * plane + gl.minimum(L, l0 + 64) - 1 + fr * 0)
+            if QSIDE:
+                _cp_async(gm_s.index(slot), f_base + l0 + fr, mask=fm)
             # each lane's arrive raises the pending count now and lowers it when its copies have landed: the phase
             # cannot complete before them (it must come before the expect's own arrive)
             async_copy.mbarrier_arrive(bar)
-            _load_chunk(descs, bar, slot, k_s, q_s, a_s, aq_s, v_s, tg0, arow, l0, qcol, vcol, BK, BV)
+            _load_chunk(descs, bar, slot, k_s, q_s, a_s, aq_s, v_s, tg0, arow, l0, qcol, vcol, BK, BV, QSIDE)
             it += 1
 
 
@@ -476,15 +480,25 @@ def _rc_out_store(qs, ot, eg, scale, o_base, bos, l0, L, ro, cs, mc, s_ot):
 
 
 @gluon.jit
-def _rc_output(q_s, aq_s, sb_s, u_s, f_s, ready, empty, su_ready, su_empty, o, cu, T, HV, V, N_ITEMS, NV, TOTAL_T,
-               s_ob, s_ot, s_oh, scale,
-               G: gl.constexpr, IS_VARLEN: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr):
-    """Output partition (4 warps): O = scale (e^gamma (Q S_c) + Aqk U_c) from the chain's transposed S_c^T, U_c^T."""
+def _rc_output(q_s, aq_s, k_s, gm_s, sb_s, u_s, f_s, ready, empty, su_ready, su_empty, o, cu, T, HV, V, N_ITEMS, NV,
+               TOTAL_T, s_ob, s_ot, s_oh, scale,
+               G: gl.constexpr, IS_VARLEN: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr,
+               QSIDE: gl.constexpr, FAST_EXP: gl.constexpr):
+    """Output partition (4 warps): O = scale (e^gamma (Q S_c) + Aqk U_c) from the chain's transposed S_c^T, U_c^T.
+    With ``QSIDE`` the slot holds the raw q and no Aqk: q is L2-normalised in place and Aqk = tril(Q K^T e^(gamma_r -
+    gamma_c)) formed here (the intra kernel's arithmetic, held in registers as the left operand of Aqk U), while the
+    chain works on the chunk."""
     MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BV, 16])
     ROW: gl.constexpr = gl.SliceLayout(1, MMA)
     COL: gl.constexpr = gl.SliceLayout(0, MMA)
+    A64: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=MMA, k_width=2)
+    TK: gl.constexpr = BK // 8
+    BLK: gl.constexpr = gl.BlockedLayout([1, 8], [32 // TK, TK], [4, 1], [1, 0])
+    dt: gl.constexpr = q_s.dtype
     zero = gl.zeros([64, BV], gl.float32, MMA)
     ro = gl.arange(0, 64, layout=ROW)
+    rr = gl.expand_dims(ro, 1)
+    cc = gl.expand_dims(gl.arange(0, 64, layout=COL), 0)
     it = 0
     for item in range(gl.program_id(0), N_ITEMS, gl.num_programs(0)):
         bos, L, cs, mc, o_base = _rc_out_item(item, NV, cu, T, HV, V, o, s_ob, s_oh, COL, G, IS_VARLEN, BV)
@@ -494,9 +508,25 @@ def _rc_output(q_s, aq_s, sb_s, u_s, f_s, ready, empty, su_ready, su_empty, o, c
             b = it % 2
             mbarrier.wait(ready.index(slot), (it // STAGES) & 1)
             eg = f_s.index(slot * 5 + 2).load(ROW)
-            mbarrier.wait(su_ready.index(b), (it // 2) & 1)
-            qs = warpgroup_mma(q_s.index(slot), sb_s.index(b).permute((1, 0)), zero, use_acc=False, is_async=True)
-            ot = warpgroup_mma(aq_s.index(slot), u_s.index(b).permute((1, 0)), zero, use_acc=False, is_async=True)
+            if QSIDE:
+                qb = q_s.index(slot)
+                _fu_l2norm(qb, BLK)
+                fence_async_shared()
+                _cta_barrier()
+                qk = warpgroup_mma(qb, k_s.index(slot).permute((1, 0)), zero, use_acc=False, is_async=True)
+                valid = (rr >= cc) & ((l0 + rr) < L)  # (rows past the sequence: gamma 0, their outputs not stored)
+                gr = gm_s.index(slot).load(ROW)
+                gc = gm_s.index(slot).load(COL)
+                e = _fu_exp(gl.where(valid, gl.expand_dims(gr, 1) - gl.expand_dims(gc, 0), 0.0), FAST_EXP)
+                qk = warpgroup_mma_wait(0, deps=[qk])
+                aqk = gl.convert_layout(gl.where(valid, qk * e, 0.0).to(dt), A64, assert_trivial=True)
+                mbarrier.wait(su_ready.index(b), (it // 2) & 1)
+                qs = warpgroup_mma(qb, sb_s.index(b).permute((1, 0)), zero, use_acc=False, is_async=True)
+                ot = warpgroup_mma(aqk, u_s.index(b).permute((1, 0)), zero, use_acc=False, is_async=True)
+            else:
+                mbarrier.wait(su_ready.index(b), (it // 2) & 1)
+                qs = warpgroup_mma(q_s.index(slot), sb_s.index(b).permute((1, 0)), zero, use_acc=False, is_async=True)
+                ot = warpgroup_mma(aq_s.index(slot), u_s.index(b).permute((1, 0)), zero, use_acc=False, is_async=True)
             qs, ot = warpgroup_mma_wait(0, deps=[qs, ot])
             _cta_barrier()  # every warp's wgmma reads of S_c, U_c and the slot are complete
             mbarrier.arrive(su_empty.index(b), count=1)
@@ -595,11 +625,15 @@ def atrex_sm90_gdn_state_output_gl_rc(
     IS_VARLEN: gl.constexpr, G: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr,
     USE_H0: gl.constexpr, STORE_HT: gl.constexpr, STATE_V_FIRST: gl.constexpr, DEVICE_DESC: gl.constexpr,
     PERSISTENT: gl.constexpr, STAGES: gl.constexpr, OUT_REGS: gl.constexpr, EG_PLANE: gl.constexpr = 3,
+    QSIDE: gl.constexpr = False, FAST_EXP: gl.constexpr = False,
 ):
     """gl_ws's arguments (in-kernel descriptors) on a 1-D grid: work item i is (V block i % NV, sequence x value head
     i // NV); CTA p runs items p, p + grid, ... (PERSISTENT: grid <= SMs; else one item per CTA). The chain keeps S^T
     and feeds its dots from registers (the block comment above). K == BK (64 or 128), BV == 64, num_warps 4.
-    ``EG_PLANE``: the factor plane of the output's e^gamma (5 with the intra kernel's FOLD_NORM: q, k raw)."""
+    ``EG_PLANE``: the factor plane of the output's e^gamma (5 with the intra kernel's FOLD_NORM: q, k raw).
+    ``QSIDE`` (round 24, launch.GL_RC_QSIDE): ``qd`` is the raw q (in-kernel L2 norm), ``aqd`` is not read, and the
+    output partition forms Aqk itself from q, the normalised k and the gamma rows (``_rc_output``); the intra kernel
+    then reads no q and writes no q copy and no Aqk."""
     SH_S: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BV, BK], gl.bfloat16)
     SH_U: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BV, 64], gl.bfloat16)
     dt: gl.constexpr = o.dtype.element_ty
@@ -611,16 +645,21 @@ def atrex_sm90_gdn_state_output_gl_rc(
     sb_s = gl.allocate_shared_memory(dt, [2, BV, BK], SH_S)
     u_s = gl.allocate_shared_memory(dt, [2, BV, 64], SH_U)
     f_s = gl.allocate_shared_memory(gl.float32, [STAGES * 5, 64], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+    if QSIDE:  # the chunk-local gamma rows of the slots (for the output partition's decay tile)
+        gm_s = gl.allocate_shared_memory(gl.float32, [STAGES, 64], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+    else:
+        gm_s = f_s
     ready, empty, su_ready, su_empty = _ring_barriers(STAGES)
 
     gl.warp_specialize([
         (_rc_chain, (k_s, a_s, v_s, f_s, sb_s, u_s, ready, empty, su_ready, su_empty, ready, h0, ht, cu, T, HV, K, V,
                      N_ITEMS, NV, TOTAL_T, s_h0n, s_h0h, s_h0k, s_h0v, G, IS_VARLEN, BK, BV, USE_H0, STORE_HT,
                      STATE_V_FIRST, STAGES)),
-        (_rc_output, (q_s, aq_s, sb_s, u_s, f_s, ready, empty, su_ready, su_empty, o, cu, T, HV, V, N_ITEMS, NV,
-                      TOTAL_T, s_ob, s_ot, s_oh, scale, G, IS_VARLEN, BV, STAGES)),
-        (_rc_loader, (kd, qd, vd, ad, aqd, fac, k_s, q_s, a_s, aq_s, v_s, f_s, ready, empty, cu, T, HV, K, V, N_ITEMS, NV,
-                      ROWS, QW, VW, s_qr, s_kr, s_vr, TOTAL_T, G, IS_VARLEN, BK, BV, STAGES, EG_PLANE)),
+        (_rc_output, (q_s, aq_s, k_s, gm_s, sb_s, u_s, f_s, ready, empty, su_ready, su_empty, o, cu, T, HV, V,
+                      N_ITEMS, NV, TOTAL_T, s_ob, s_ot, s_oh, scale, G, IS_VARLEN, BK, BV, STAGES, QSIDE, FAST_EXP)),
+        (_rc_loader, (kd, qd, vd, ad, aqd, fac, k_s, q_s, a_s, aq_s, v_s, f_s, gm_s, ready, empty, cu, T, HV, K, V,
+                      N_ITEMS, NV, ROWS, QW, VW, s_qr, s_kr, s_vr, TOTAL_T, G, IS_VARLEN, BK, BV, STAGES, EG_PLANE,
+                      QSIDE)),
     ], [4, 1], [OUT_REGS, 24])
 
 

@@ -316,6 +316,15 @@ STATE_AUTO_GL_WS = True
 #   partial block, but no GPU case has run one), sm90 only; elsewhere as "tma".
 GL_RC_STAGES = 3
 GL_RC_PERSISTENT = True
+# GL_RC_QSIDE (round 24): where the state pass is gl_rc and the call L2-normalises q, k in the kernel, the q side of
+#   the intra work moves into gl_rc's output partition, which otherwise waits on the chain: it normalises the raw q
+#   tile in its load slot and forms Aqk = tril(Q K^T e^(gamma_r - gamma_c)) in registers (the intra kernel's arithmetic
+#   and rounding points; the fused kernel's output partition, round 20). The intra kernel (QSIDE) then reads no q and
+#   writes neither the normalised q copy nor Aqk. At varlen 16x1024 (H = HV = 32) that is 335 MB of the two kernels'
+#   ~1.36 GB of HBM traffic (round 13: the state pass there runs at 63% of DRAM bandwidth, the intra kernel is bound
+#   by its instructions, a third of which are the q side), for one more 64x64x128 dot per chunk in the output
+#   partition of each of the head's two V blocks.
+GL_RC_QSIDE = False
 # FOLD_QK_NORM (round 10; measured on the H200 in round 11, r27: off): with in-kernel L2 norm, the intra
 #   kernel writes no normalised q / k copies (at varlen 16x1024 or T=32768 those writes are ~270 MB of the intra
 #   kernel's ~680 MB of HBM traffic) and folds the row norms into the factor planes instead (kernels.
@@ -446,6 +455,17 @@ def _rows_view(x, B, T, heads, width):
     if rs < heads * width or (rs * x.element_size()) % 16 or x.data_ptr() % 16:
         return None
     return [B * T, heads * width], [rs, 1]
+
+
+def _gl_rc_wanted(state_v2, BK, V, dev, n_nh, n_sm):
+    """Whether the state pass is to be gl_rc (where its operands are TMA-describable): the register-chain Gluon
+    kernel's domain (wgmma with M = BV = 64: sm90 only; no Gluon interpreter; in-kernel descriptors) and "auto"'s rule
+    (STATE_AUTO_GL_RC): more BV = 32 programs than SMs. ``n_nh``: sequences x value heads."""
+    sm90 = dev.type != "cuda" or _capability(dev) == (9, 0)
+    return bool(state_v2 and BK in (64, 128) and V % 64 == 0 and sm90 and not _interpreting() and _gluon_ws_supported()
+                and TMA_DEVICE_DESC and not STATE_TMA_PERSISTENT
+                and (STATE_IMPL == "gl_rc"
+                     or (STATE_IMPL == "auto" and STATE_AUTO_GL_RC and n_nh * _cdiv(V, 32) > n_sm)))
 
 
 def _tma_operands(qn, kn, v, A, Aqk, B, T, H, HV, K, V, BK, BV):
@@ -596,13 +616,24 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     # FOLD_QK_NORM: the state kernel reads the raw q, k and the intra kernel folds their row norms into the factors
     fold = (bool(FOLD_QK_NORM) and fast and use_qk_l2norm_in_kernel and INTRA_IMPL == "v3" and not USE_WY
             and BK <= V2_MAX_BK and STATE_IMPL in ("auto", "v2", "gl_rc"))
+    use_wy = bool(USE_WY) and fast
+    # The v2 kernels are measured and tested for K <= 128; at K = 256 state v2 with 3 stages needs 260 KB of
+    # shared memory (OutOfResources in `atrex verify`'s K256 sweep on the H200), so K > 128 keeps the v1 pair.
+    v2_ok = fast and not use_wy and BK <= V2_MAX_BK
+    # tma, gl_ws, gl_rc: same inputs as v2 (each falls back to v2 per call where it does not apply)
+    state_v2 = v2_ok and STATE_IMPL in ("v2", "tma", "auto", "gl_ws", "gl_rc")
+    intra_per_hv = v2_ok and INTRA_IMPL in ("v2", "v3")  # the per-value-head intra kernels
+    n_sm = sm_count or _sm_count(dev)
+    rc_wanted = _gl_rc_wanted(state_v2, BK, V, dev, N * HV, n_sm)
+    # GL_RC_QSIDE: gl_rc on the raw q (TMA-describable: the operand check the state launch makes below)
+    qside = (bool(GL_RC_QSIDE) and rc_wanted and use_qk_l2norm_in_kernel and not fold and intra_per_hv
+             and INTRA_IMPL == "v3" and _tma_operands(q, q, v, q, q, B, T, H, HV, K, V, BK, 64) is not None)
     if fast and use_qk_l2norm_in_kernel and not fold:
-        # L2-normalised q, k written once by the intra-chunk kernel, read by the state kernel
-        qn = torch.empty((B, T, H, K), dtype=q.dtype, device=dev)
+        # L2-normalised q, k written once by the intra-chunk kernel, read by the state kernel (QSIDE: k only)
+        qn = q if qside else torch.empty((B, T, H, K), dtype=q.dtype, device=dev)
         kn = torch.empty((B, T, H, K), dtype=q.dtype, device=dev)
     else:
         qn, kn = q, k
-    use_wy = bool(USE_WY) and fast
     if use_wy:
         A = q  # not formed in HBM
         W = torch.empty((HV, total_t, K), dtype=q.dtype, device=dev)
@@ -610,13 +641,7 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     else:
         A = torch.empty((HV, total_t, 64), dtype=q.dtype, device=dev)
         W = U = q
-    Aqk = torch.empty((HV, total_t, 64), dtype=q.dtype, device=dev)
-    # The v2 kernels are measured and tested for K <= 128; at K = 256 state v2 with 3 stages needs 260 KB of
-    # shared memory (OutOfResources in `atrex verify`'s K256 sweep on the H200), so K > 128 keeps the v1 pair.
-    v2_ok = fast and not use_wy and BK <= V2_MAX_BK
-    # tma, gl_ws, gl_rc: same inputs as v2 (each falls back to v2 per call where it does not apply)
-    state_v2 = v2_ok and STATE_IMPL in ("v2", "tma", "auto", "gl_ws", "gl_rc")
-    intra_per_hv = v2_ok and INTRA_IMPL in ("v2", "v3")  # the per-value-head intra kernels
+    Aqk = A if qside else torch.empty((HV, total_t, 64), dtype=q.dtype, device=dev)  # (QSIDE: not read or written)
     # plane 0: chunk-local gamma; planes 1-4 (state v2): beta, beta e^gamma, e^gamma, e^(gamma_last - gamma)
     # (FOLD_QK_NORM: plane 5, e^gamma / |q|, for the output; planes 2 and 4 carry 1 / |k|)
     fac = torch.empty((6 if fold else 5 if state_v2 else 1, HV, total_t), dtype=torch.float32, device=dev)
@@ -653,6 +678,8 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
                 extra["ACC_MERGE"] = True
             if extra.get("INV_FP16") and (INTRA_V3_DIAG16 is True or INTRA_V3_DIAG16 == f"gs{gs}"):
                 extra["DIAG16"] = True
+            if qside:
+                extra["QSIDE"] = True
             if ((INTRA_V3_GATES is True or (INTRA_V3_GATES == "varlen1" and gs == 1 and is_varlen)) and state_v2
                     and not fold):
                 extra["GATES"] = True
@@ -682,17 +709,12 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
             total_t, is_varlen, G, BK, use_qk_l2norm_in_kernel, use_beta_sigmoid_in_kernel, allow_neg_eigval,
             inv_product, use_wy, fast, state_v2, iw, ist))
 
-    n_sm = sm_count or _sm_count(dev)
     BV, sw, sst = _state_cfg(N * HV, V, v2=state_v2, sm_count=n_sm)
     sm90 = dev.type != "cuda" or _capability(dev) == (9, 0)
-    # the register-chain Gluon kernel: its domain (wgmma with M = BV = 64: sm90 only; no Gluon interpreter; in-kernel
-    # descriptors of tensors TMA can describe) and "auto"'s rule (STATE_AUTO_GL_RC): more BV = 32 programs than SMs
-    rc = (state_v2 and BK in (64, 128) and V % 64 == 0 and sm90 and not _interpreting() and _gluon_ws_supported()
-          and TMA_DEVICE_DESC and not STATE_TMA_PERSISTENT
-          and (STATE_IMPL == "gl_rc"
-               or (STATE_IMPL == "auto" and STATE_AUTO_GL_RC and N * HV * _cdiv(V, 32) > n_sm)))
-    tma = _tma_operands(qn, kn, v, A, Aqk, B, T, H, HV, K, V, BK, 64) if rc else None
+    tma = _tma_operands(qn, kn, v, A, Aqk, B, T, H, HV, K, V, BK, 64) if rc_wanted else None
     rc = tma is not None
+    if qside and not rc:  # (qside checked these operands' describability: kn, v, A are the launcher's or the same)
+        raise RuntimeError("nvidia.gdn_sm90 internal error: GL_RC_QSIDE planned without gl_rc's operands")
     if rc:
         BV, sw, sst = 64, 4, int(GL_RC_STAGES)
     use_h0, h0, h0_strides = _h0_args(initial_state, state_v_first, q)
@@ -729,6 +751,8 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
             opts = dict(num_warps=4, STAGES=sst, OUT_REGS=int(GL_WS_OUT_REGS))
             if fold:
                 opts["EG_PLANE"] = 5
+            if qside:
+                opts.update(QSIDE=True, FAST_EXP=bool(INTRA_V3_FAST_EXP))
         elif (STATE_IMPL == "gl_ws" or auto_ws) and gl_ok and device_desc and not persistent:
             kern = _gluon_state_kernel("atrex_sm90_gdn_state_output_gl_ws")
             opts = dict(num_warps=4, STAGES=max(2, sst), OUT_REGS=int(GL_WS_OUT_REGS))
@@ -975,7 +999,7 @@ def _knobs():
             INTRA_V3_FP16_FALLBACK, GL_RC_STAGES, GL_RC_PERSISTENT, STATE_AUTO_GL_RC, FOLD_QK_NORM, INTRA_V3_GVA_SHARE,
             INTRA_V3_FAST_EXP, INTRA_V3_GS2_MAXNREG, INTRA_V3_MASK_OUT, STATE_SPLIT_XU, GL_WS_FAC_SMEM,
             INTRA_SLOT_MAP, INTRA_V3_ACC_MERGE, INTRA_V3_GATES, INTRA_V3_DIAG16, FUSED_RC, FUSED_STAGES,
-            FUSED_AUX_REGS, FUSED_OUT_REGS, FUSED_DIAG16)
+            FUSED_AUX_REGS, FUSED_OUT_REGS, FUSED_DIAG16, GL_RC_QSIDE)
 
 
 def _call_signature(dev, tensors, flags):
