@@ -1115,6 +1115,58 @@ def diag16_check(launch, device="cpu", cases=("T1", "T63", "T130_B2_gva_bf16h0",
     return rows
 
 
+QSIDE_INTRA_CASES = (
+    ("g1_varlen", dict(T=200, H=2, HV=2, K=64, cu_seqlens=[0, 1, 64, 65, 130, 200])),  # one-head (gates kernel form)
+    ("g2_varlen", dict(T=200, H=2, HV=4, K=64, cu_seqlens=[0, 1, 64, 65, 130, 200])),  # two-head programs
+    ("g2_B2", dict(B=2, T=130, H=1, HV=2, K=128)),
+)
+
+
+def qside_intra_check(launch, device="cpu", cases=QSIDE_INTRA_CASES):
+    """The intra kernel's ``QSIDE`` form (round 24, ``GL_RC_QSIDE``; its state kernel gl_rc is Gluon, which has no
+    interpreter): the call planned as for gl_rc (``_gl_rc_wanted`` forced), every launch but the state kernel's run,
+    with the knob off and on. With it the v3 launch has QSIDE, its q copy is q itself and its Aqk buffer is A (neither
+    is written); A, the normalised k and the factor planes are the knob-off call's bit for bit (same arithmetic, no q
+    side), and q is unchanged. Rows ``[0 or 1, 0, 0.5]``."""
+    import torch
+    saved = (launch.GL_RC_QSIDE, launch._gl_rc_wanted, launch._launch_all)
+
+    def run(x):
+        got = {}
+
+        def no_state(dev, launches, o, ht, sig=None, split=()):
+            kept = [ln for ln in launches if "state_output" not in ln[0].__name__]
+            (_, _, args, meta), = [ln for ln in kept if ln[0].__name__ == "atrex_sm90_gdn_intra_chunk_v3"]
+            got.update(args=args, meta=meta)
+            saved[2](dev, kept, o, ht)
+            return o, ht
+
+        launch._launch_all = no_state
+        q0 = x["q"].clone()
+        launch.gdn_fwd(x["q"], x["k"], x["v"], x["g"], x["beta"], scale=x["scale"], initial_state=x["initial_state"],
+                       output_final_state=True, use_qk_l2norm_in_kernel=True, state_v_first=x["state_v_first"],
+                       cu_seqlens=x["cu_seqlens"])
+        a = got["args"]
+        return dict(A=a[4].clone(), fac=a[7].clone(), kn=a[9].clone(), qside=bool(got["meta"].get("QSIDE")),
+                    q_copy_is_q=a[8] is x["q"], aqk_is_a=a[5] is a[4], q_kept=torch.equal(q0, x["q"]))
+
+    rows = {}
+    try:
+        launch._gl_rc_wanted = lambda *a: True
+        for cid, kw in cases:
+            x = make_inputs(device=device, **kw)
+            launch.GL_RC_QSIDE = False
+            off = run(x)
+            launch.GL_RC_QSIDE = True
+            on = run(x)
+            ok = (not off["qside"] and not off["q_copy_is_q"] and on["qside"] and on["q_copy_is_q"] and on["aqk_is_a"]
+                  and on["q_kept"] and all(torch.equal(off[n], on[n]) for n in ("A", "kn", "fac")))
+            rows[f"qside_intra_{cid}"] = [0.0 if ok else 1.0, 0.0, 0.5]
+    finally:
+        launch.GL_RC_QSIDE, launch._gl_rc_wanted, launch._launch_all = saved
+    return rows
+
+
 def slot_map_check(launch, device="cpu"):
     """The slot map of ``INTRA_SLOT_MAP`` (``kernels.atrex_sm90_gdn_slot_seq``) against a Python count: for each
     chunk slot of the intra grid the sequence whose chunk it is, ``N`` for the slots past the last chunk, over offsets

@@ -184,6 +184,7 @@ _SCRIPT = textwrap.dedent(r'''
     res.update(C.diag16_check(launch))
     res.update(C.slot_map_check(launch))
     res.update(C.split_xu_check(launch))
+    res.update(C.qside_intra_check(launch))
     print("RESULT " + json.dumps(res))
 ''').replace("HERE", repr(HERE)).replace("SRC", repr(SRC)).replace("OPTEST", repr(OPTEST))
 
@@ -221,4 +222,11 @@ def test_diag16_rows_ran(interpreted_results):
     want = {f"diag16_{c}" for c in cases} | {f"diag16_{c}_ran" for c in cases}
     want |= {f"ut_inverse_{k}_fp16_diag16{s}" for k in ("corr", "corr_neg") for s in ("", "_beats_bf16_merges_3x")}
     want |= {f"ut_inverse_corr_pos_{t}_newton" for t in ("v3", "v3_fp16", "v3_fp16_diag16")}
+    assert want <= set(interpreted_results), sorted(want - set(interpreted_results))
+
+
+def test_qside_intra_rows_ran(interpreted_results):
+    """The round-24 rows (``qside_intra_check``: the intra kernel's QSIDE form against the knob-off call) are
+    present, so that none passes by being absent."""
+    want = {f"qside_intra_{c}" for c in ("g1_varlen", "g2_varlen", "g2_B2")}
     assert want <= set(interpreted_results), sorted(want - set(interpreted_results))
