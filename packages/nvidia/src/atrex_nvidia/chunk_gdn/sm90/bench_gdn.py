@@ -278,6 +278,11 @@ VARIANTS = [
     ("fused_d16_s3", dict(fused=True, fused_diag16=True, fused_stages=3)),
     # round 24: gl_rc's output partition normalises q and forms Aqk (GL_RC_QSIDE); the intra kernel reads no q
     ("rc_qside", dict(rc_qside=True)),
+    ("rc_noqside", dict(rc_qside=False)),  # the default until round 24
+    # ... with 152 / 104 registers per output-partition thread (128 by default) and with 2 load slots
+    ("rc_qside_o152", dict(rc_qside=True, ws_out_regs=152)),
+    ("rc_qside_o104", dict(rc_qside=True, ws_out_regs=104)),
+    ("rc_qside_s2", dict(rc_qside=True, rc_stages=2)),
 ]
 
 # launch-module attributes a variant may set (key in VARIANTS -> attribute of launch.py)

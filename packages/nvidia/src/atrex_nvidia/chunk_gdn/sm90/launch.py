@@ -324,7 +324,10 @@ GL_RC_PERSISTENT = True
 #   ~1.36 GB of HBM traffic (round 13: the state pass there runs at 63% of DRAM bandwidth, the intra kernel is bound
 #   by its instructions, a third of which are the q side), for one more 64x64x128 dot per chunk in the output
 #   partition of each of the head's two V blocks.
-GL_RC_QSIDE = False
+# r81 (one H100, bench_gdn sweep, fla-core 0.6 in the process): varlen 16x1024 intra 0.249 -> 0.150 ms, gl_rc 0.265 ->
+# 0.318, whole call 0.536 -> 0.487 ms (2.43x -> 2.68x fla); graph bench 0.4853 ms against fla 1.2891 (2.66x; the
+# default of r80, 0.5346, 2.42x); its 14 GPU cases passed. On by default since round 24.
+GL_RC_QSIDE = True
 # FOLD_QK_NORM (round 10; measured on the H200 in round 11, r27: off): with in-kernel L2 norm, the intra
 #   kernel writes no normalised q / k copies (at varlen 16x1024 or T=32768 those writes are ~270 MB of the intra
 #   kernel's ~680 MB of HBM traffic) and folds the row norms into the factor planes instead (kernels.
