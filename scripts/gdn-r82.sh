@@ -1,13 +1,14 @@
 # Round 24, call r82: GL_RC_QSIDE on by default (after r81: its 14 GPU cases passed; varlen 16x1024 0.536 -> 0.487 ms):
 #   1. bench_gdn's sweep on varlen 16x1024 (H = HV = 32; fla-core 0.6 in the process): the new default against
-#      rc_noqside (the old one) and three configurations of it (152 / 104 output-partition registers, 2 load slots);
+#      rc_noqside (the old one) and four configurations of it (152 / 104 output-partition registers, 2 load slots,
+#      GL_RC_QSIDE_NORM "scale");
 #   2. the graph bench of varlen 16x1024 with the tree's default (the record of the new default);
 #   3. the whole sm90 target file with the new default (14 workers; what is cut by the cap is listed as not run).
 #   (carry [".gpuhost/g", ".gpuhost/tcache.tgz"])
 #   bash .gpuhost/g/install.sh; ATREX_BENCH_COMMIT=<sha> R82_CAP=470 bash scripts/gdn-r82.sh
 . scripts/gdn-call.sh
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,memory.total --format=csv > "$OUT/smi.txt"; tail -1 "$OUT/smi.txt"
-GDN_CASES=varlen16x1024_H32_HV32 gdn_sweep 130 default,rc_noqside,rc_qside_o152,rc_qside_o104,rc_qside_s2
+GDN_CASES=varlen16x1024_H32_HV32 gdn_sweep 140 default,rc_noqside,rc_qside_o152,rc_qside_o104,rc_qside_s2,rc_qside_scale
 timeout 110 python3 -m atrex bench run chunk_gdn --size perf --match varlen --graph --out "$OUT/graph/varlen" \
   --history "$OUT/history.jsonl" --no-progress >> "$OUT/bench_graph.log" 2>&1
 echo "bench varlen exit $? at ${SECONDS}s"; grep -h "^| perf" "$OUT"/graph/*/bench_*.md | cut -c1-160
