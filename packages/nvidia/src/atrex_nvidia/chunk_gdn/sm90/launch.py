@@ -331,7 +331,10 @@ GL_RC_QSIDE = True
 # GL_RC_QSIDE_NORM: "inplace" (q normalised in its slot and rounded, as the intra kernel did) or "scale" (measured in
 # r82, off: the dots take the raw q and their rows are scaled by the fp32 inverse norms; no store, fence or barrier
 # before Q K^T, but the normalised q is no longer rounded to the input dtype before the dots)
-GL_RC_QSIDE_NORM = "inplace"
+GL_RC_QSIDE_NORM = "scale"
+# registers per thread of gl_rc's output partition (GL_WS_OUT_REGS until round 24: 128). r82 (H100, varlen 16x1024,
+# QSIDE): 152 -> state pass 0.306 ms, 128 -> 0.318, 104 -> 0.383
+GL_RC_OUT_REGS = 152
 # FOLD_QK_NORM (round 10; measured on the H200 in round 11, r27: off): with in-kernel L2 norm, the intra
 #   kernel writes no normalised q / k copies (at varlen 16x1024 or T=32768 those writes are ~270 MB of the intra
 #   kernel's ~680 MB of HBM traffic) and folds the row norms into the factor planes instead (kernels.
@@ -755,7 +758,7 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
             kern = _gluon_state_kernel("atrex_sm90_gdn_state_output_gl_rc")
             n_items = grid[0] * grid[1]
             grid = (min(n_items, n_sm) if GL_RC_PERSISTENT else n_items,)
-            opts = dict(num_warps=4, STAGES=sst, OUT_REGS=int(GL_WS_OUT_REGS))
+            opts = dict(num_warps=4, STAGES=sst, OUT_REGS=int(GL_RC_OUT_REGS))
             if fold:
                 opts["EG_PLANE"] = 5
             if qside:
@@ -1008,7 +1011,7 @@ def _knobs():
             INTRA_V3_FP16_FALLBACK, GL_RC_STAGES, GL_RC_PERSISTENT, STATE_AUTO_GL_RC, FOLD_QK_NORM, INTRA_V3_GVA_SHARE,
             INTRA_V3_FAST_EXP, INTRA_V3_GS2_MAXNREG, INTRA_V3_MASK_OUT, STATE_SPLIT_XU, GL_WS_FAC_SMEM,
             INTRA_SLOT_MAP, INTRA_V3_ACC_MERGE, INTRA_V3_GATES, INTRA_V3_DIAG16, FUSED_RC, FUSED_STAGES,
-            FUSED_AUX_REGS, FUSED_OUT_REGS, FUSED_DIAG16, GL_RC_QSIDE, GL_RC_QSIDE_NORM)
+            FUSED_AUX_REGS, FUSED_OUT_REGS, FUSED_DIAG16, GL_RC_QSIDE, GL_RC_QSIDE_NORM, GL_RC_OUT_REGS)
 
 
 def _call_signature(dev, tensors, flags):
