@@ -279,12 +279,11 @@ VARIANTS = [
     # round 24: gl_rc's output partition normalises q and forms Aqk (GL_RC_QSIDE); the intra kernel reads no q
     ("rc_qside", dict(rc_qside=True)),
     ("rc_noqside", dict(rc_qside=False)),  # the default until round 24
-    # ... with 152 / 104 registers per output-partition thread (128 by default) and with 2 load slots
+    # ... with 152 (the default since r83) / 104 registers per output-partition thread and with 2 load slots
     ("rc_qside_o152", dict(rc_qside=True, rc_out_regs=152)),
     ("rc_qside_o104", dict(rc_qside=True, rc_out_regs=104)),
     ("rc_qside_s2", dict(rc_qside=True, rc_stages=2)),
-    ("rc_qside_scale", dict(rc_qside=True, rc_qside_norm="scale")),  # q's norms scale the dots' rows
-    ("rc_qside_inplace_o128", dict(rc_qside=True, rc_qside_norm="inplace", rc_out_regs=128)),  # round 24's first form
+    ("rc_qside_o128", dict(rc_qside=True, rc_out_regs=128)),  # round 24's first form
 ]
 
 # launch-module attributes a variant may set (key in VARIANTS -> attribute of launch.py)
@@ -299,7 +298,7 @@ _HOOKS = dict(state="STATE_CFG_OVERRIDE", intra="INTRA_CFG_OVERRIDE", wy="USE_WY
               split_xu="STATE_SPLIT_XU", ws_fac_smem="GL_WS_FAC_SMEM", slot_map="INTRA_SLOT_MAP",
               acc_merge="INTRA_V3_ACC_MERGE", fast="FAST_PATH", gates="INTRA_V3_GATES", fused="FUSED_RC",
               fused_stages="FUSED_STAGES", fused_aux_regs="FUSED_AUX_REGS", fused_out_regs="FUSED_OUT_REGS",
-              fused_diag16="FUSED_DIAG16", rc_qside="GL_RC_QSIDE", rc_qside_norm="GL_RC_QSIDE_NORM", rc_out_regs="GL_RC_OUT_REGS")
+              fused_diag16="FUSED_DIAG16", rc_qside="GL_RC_QSIDE", rc_out_regs="GL_RC_OUT_REGS")
 
 
 def _select_variants(spec):

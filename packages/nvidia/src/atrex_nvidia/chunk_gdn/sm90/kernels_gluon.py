@@ -483,13 +483,11 @@ def _rc_out_store(qs, ot, eg, scale, o_base, bos, l0, L, ro, cs, mc, s_ot):
 def _rc_output(q_s, aq_s, k_s, gm_s, sb_s, u_s, f_s, ready, empty, su_ready, su_empty, o, cu, T, HV, V, N_ITEMS, NV,
                TOTAL_T, s_ob, s_ot, s_oh, scale,
                G: gl.constexpr, IS_VARLEN: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr,
-               QSIDE: gl.constexpr, FAST_EXP: gl.constexpr, QSCALE: gl.constexpr):
+               QSIDE: gl.constexpr, FAST_EXP: gl.constexpr):
     """Output partition (4 warps): O = scale (e^gamma (Q S_c) + Aqk U_c) from the chain's transposed S_c^T, U_c^T.
     With ``QSIDE`` the slot holds the raw q and no Aqk: q is L2-normalised in place and Aqk = tril(Q K^T e^(gamma_r -
     gamma_c)) formed here (the intra kernel's arithmetic, held in registers as the left operand of Aqk U), while the
-    chain works on the chunk. With ``QSCALE`` q is not rewritten: the dots take the raw q and their rows are scaled
-    by the fp32 inverse norms (no shared-memory store, fence or barrier before Q K^T; the normalised q is then not
-    rounded to the input dtype before the dots, unlike the contract's reference)."""
+    chain works on the chunk."""
     MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BV, 16])
     ROW: gl.constexpr = gl.SliceLayout(1, MMA)
     COL: gl.constexpr = gl.SliceLayout(0, MMA)
@@ -512,23 +510,15 @@ def _rc_output(q_s, aq_s, k_s, gm_s, sb_s, u_s, f_s, ready, empty, su_ready, su_
             eg = f_s.index(slot * 5 + 2).load(ROW)
             if QSIDE:
                 qb = q_s.index(slot)
-                if QSCALE:
-                    qk = warpgroup_mma(qb, k_s.index(slot).permute((1, 0)), zero, use_acc=False, is_async=True)
-                    xq = qb.load(BLK).to(gl.float32)
-                    iq = gl.convert_layout(gl.rsqrt(gl.sum(xq * xq, 1) + 1e-6), ROW)
-                    eg = eg * iq
-                else:
-                    _fu_l2norm(qb, BLK)
-                    fence_async_shared()
-                    _cta_barrier()
-                    qk = warpgroup_mma(qb, k_s.index(slot).permute((1, 0)), zero, use_acc=False, is_async=True)
+                _fu_l2norm(qb, BLK)
+                fence_async_shared()
+                _cta_barrier()
+                qk = warpgroup_mma(qb, k_s.index(slot).permute((1, 0)), zero, use_acc=False, is_async=True)
                 valid = (rr >= cc) & ((l0 + rr) < L)  # (rows past the sequence: gamma 0, their outputs not stored)
                 gr = gm_s.index(slot).load(ROW)
                 gc = gm_s.index(slot).load(COL)
                 e = _fu_exp(gl.where(valid, gl.expand_dims(gr, 1) - gl.expand_dims(gc, 0), 0.0), FAST_EXP)
                 qk = warpgroup_mma_wait(0, deps=[qk])
-                if QSCALE:
-                    qk = qk * gl.expand_dims(iq, 1)
                 aqk = gl.convert_layout(gl.where(valid, qk * e, 0.0).to(dt), A64, assert_trivial=True)
                 mbarrier.wait(su_ready.index(b), (it // 2) & 1)
                 qs = warpgroup_mma(qb, sb_s.index(b).permute((1, 0)), zero, use_acc=False, is_async=True)
@@ -635,7 +625,7 @@ def atrex_sm90_gdn_state_output_gl_rc(
     IS_VARLEN: gl.constexpr, G: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr,
     USE_H0: gl.constexpr, STORE_HT: gl.constexpr, STATE_V_FIRST: gl.constexpr, DEVICE_DESC: gl.constexpr,
     PERSISTENT: gl.constexpr, STAGES: gl.constexpr, OUT_REGS: gl.constexpr, EG_PLANE: gl.constexpr = 3,
-    QSIDE: gl.constexpr = False, FAST_EXP: gl.constexpr = False, QSCALE: gl.constexpr = False,
+    QSIDE: gl.constexpr = False, FAST_EXP: gl.constexpr = False,
 ):
     """gl_ws's arguments (in-kernel descriptors) on a 1-D grid: work item i is (V block i % NV, sequence x value head
     i // NV); CTA p runs items p, p + grid, ... (PERSISTENT: grid <= SMs; else one item per CTA). The chain keeps S^T
@@ -643,8 +633,7 @@ def atrex_sm90_gdn_state_output_gl_rc(
     ``EG_PLANE``: the factor plane of the output's e^gamma (5 with the intra kernel's FOLD_NORM: q, k raw).
     ``QSIDE`` (round 24, launch.GL_RC_QSIDE): ``qd`` is the raw q (in-kernel L2 norm), ``aqd`` is not read, and the
     output partition forms Aqk itself from q, the normalised k and the gamma rows (``_rc_output``); the intra kernel
-    then reads no q and writes no q copy and no Aqk. ``QSCALE``: q's norms scale the dots' rows instead of q being
-    normalised in the slot (``_rc_output``)."""
+    then reads no q and writes no q copy and no Aqk."""
     SH_S: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BV, BK], gl.bfloat16)
     SH_U: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BV, 64], gl.bfloat16)
     dt: gl.constexpr = o.dtype.element_ty
@@ -667,8 +656,7 @@ def atrex_sm90_gdn_state_output_gl_rc(
                      N_ITEMS, NV, TOTAL_T, s_h0n, s_h0h, s_h0k, s_h0v, G, IS_VARLEN, BK, BV, USE_H0, STORE_HT,
                      STATE_V_FIRST, STAGES)),
         (_rc_output, (q_s, aq_s, k_s, gm_s, sb_s, u_s, f_s, ready, empty, su_ready, su_empty, o, cu, T, HV, V,
-                      N_ITEMS, NV, TOTAL_T, s_ob, s_ot, s_oh, scale, G, IS_VARLEN, BK, BV, STAGES, QSIDE, FAST_EXP,
-                      QSCALE)),
+                      N_ITEMS, NV, TOTAL_T, s_ob, s_ot, s_oh, scale, G, IS_VARLEN, BK, BV, STAGES, QSIDE, FAST_EXP)),
         (_rc_loader, (kd, qd, vd, ad, aqd, fac, k_s, q_s, a_s, aq_s, v_s, f_s, gm_s, ready, empty, cu, T, HV, K, V,
                       N_ITEMS, NV, ROWS, QW, VW, s_qr, s_kr, s_vr, TOTAL_T, G, IS_VARLEN, BK, BV, STAGES, EG_PLANE,
                       QSIDE)),
