@@ -117,3 +117,16 @@ gdn_diag_sweeps() {
   done
   cp "$root/kernels_gluon.orig" "$F"; OUT="$root"
 }
+
+# gdn_bench_case CAP TIMEOUT MATCH [PYTHON]: the graph bench of the perf cases matching MATCH, in its own process, with
+# fla-core 0.6 in the same run; its timeout cut to what is left before CAP seconds into the call (skipped under 30 s);
+# PYTHON runs first in that process (e.g. a launcher knob: "import atrex_nvidia.chunk_gdn.sm90.launch as L; L.X = 1").
+# Appends to $OUT/history.jsonl, tables under $OUT/graph/MATCH/.
+gdn_bench_case() {
+  local cap=$1 t; t=$(( $2 < cap - SECONDS ? $2 : cap - SECONDS )); [ "$t" -ge 30 ] || { echo "bench $3 skipped"; return; }
+  timeout "$t" python3 -c "import sys, runpy; ${4:-pass}
+sys.argv = ['atrex'] + sys.argv[1:]; runpy.run_module('atrex', run_name='__main__')" \
+    bench run chunk_gdn --size perf --match "$3" --graph --out "$OUT/graph/$3" --history "$OUT/history.jsonl" \
+    --no-progress >> "$OUT/bench_graph.log" 2>&1
+  echo "bench $3 exit $? at ${SECONDS}s"
+}

@@ -10,14 +10,9 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,memory.total --format=csv > 
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"
 gdn_target_tests 80 "intra_diag16 or default_inverse_form or fast_launch"
 FL=True; grep -q "fast_launch.*FAILED\|FAILED.*fast_launch" "$OUT/tests.log" && FL=False && echo "FAST_LAUNCH off for the bench"
-export FL; bench_case() {  # bench_case TIMEOUT MATCH (cut to what is left before $R80_CAP s into the call)
-  local cap=${R80_CAP:-540} t; t=$(( $1 < cap - SECONDS ? $1 : cap - SECONDS )); [ "$t" -ge 30 ] || { echo "bench $2 skipped"; return; }
-  timeout "$t" python3 -c "import sys, runpy; import atrex_nvidia.chunk_gdn.sm90.launch as L; L.FAST_LAUNCH = $FL
-sys.argv = ['atrex'] + sys.argv[1:]; runpy.run_module('atrex', run_name='__main__')" \
-    bench run chunk_gdn --size perf --match "$2" --graph --out "$OUT/graph/$2" --history "$OUT/history.jsonl" \
-    --no-progress >> "$OUT/bench_graph.log" 2>&1
-  echo "bench $2 exit $? at ${SECONDS}s"
-}
-bench_case 130 T8192-H16-HV32; bench_case 110 T32768; bench_case 150 varlen; bench_case 60 T4096; bench_case 60 T8192-H32
+FL_PY="import atrex_nvidia.chunk_gdn.sm90.launch as L; L.FAST_LAUNCH = $FL"
+for c in "130 T8192-H16-HV32" "110 T32768" "150 varlen" "60 T4096" "60 T8192-H32"; do
+  set -- $c; gdn_bench_case "${R80_CAP:-540}" "$1" "$2" "$FL_PY"
+done
 grep -h "^| perf" "$OUT"/graph/*/bench_*.md | cut -c1-160
 gdn_archive r80
