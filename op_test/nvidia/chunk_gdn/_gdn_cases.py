@@ -296,6 +296,9 @@ VARIANT_HOOKS = {  # launcher variants measured by bench_gdn's sweep besides the
     "fold_qk_norm_gluon_rc": dict(FOLD_QK_NORM=True, STATE_IMPL="gl_rc"),
     # round 24: gl_rc's output partition normalises q and forms Aqk (the intra kernel reads no q)
     "state_gluon_rc_qside": dict(STATE_IMPL="gl_rc", GL_RC_QSIDE=True),
+    # round 25: ... with q normalised into registers; gl_ws's output partition forms q and Aqk the same way
+    "state_gluon_rc_qreg": dict(STATE_IMPL="gl_rc", GL_RC_QSIDE=True, GL_RC_QREG=True),
+    "state_gluon_ws_qside": dict(STATE_IMPL="gl_ws", GL_WS_QSIDE=True),
     # round 10's intra v3 configuration (one value head per program, tl.exp); round 11's GVA pairs at the v3 cap
     "intra_v3_gs1_slowexp": dict(INTRA_V3_GVA_SHARE=1, INTRA_V3_FAST_EXP=False),
     "intra_v3_gs2_r232": dict(INTRA_V3_GS2_MAXNREG=232, INTRA_V3_MASK_OUT=False),  # round 11's default
@@ -544,33 +547,52 @@ QSIDE_CASES = [(cid, kw) for cid, kw in GLUON_CASES if cid in (
 ]
 
 
+@pytest.mark.parametrize("qreg", [False, True], ids=["slot", "qreg"])
 @pytest.mark.parametrize("case_id,kw", QSIDE_CASES, ids=[c[0] for c in QSIDE_CASES])
-def test_rc_qside(case_id, kw, monkeypatch):
+def test_rc_qside(case_id, kw, qreg, monkeypatch):
     """``GL_RC_QSIDE`` (round 24): gl_rc's output partition L2-normalises the raw q in its load slot (rounded to the
     input dtype, the intra kernel's arithmetic) and forms Aqk itself; the intra kernel reads no q and writes no q copy
     and no Aqk. Against the same call without it (gl_rc both): within 1e-3 rrmse (another binary: the Q K^T products
     are summed by wgmma instead of the intra kernel's dot, so single bf16 roundings of Aqk may flip, as in the other
     two-binary checks; a wrong decay tile, row mask or q norm is off by O(1)); both launches took QSIDE; and against
-    the float64 recurrence within the contract bound."""
+    the float64 recurrence within the contract bound. ``qreg`` (round 25, ``GL_RC_QREG``): q normalised into registers
+    instead of in the slot, the same checks."""
+    _qside_check(case_id, kw, monkeypatch, "gl_rc", "GL_RC_QSIDE", dict(GL_RC_QREG=qreg), dict(QREG=True) if qreg else {})
+
+
+@pytest.mark.parametrize("case_id,kw", QSIDE_CASES, ids=[c[0] for c in QSIDE_CASES])
+def test_ws_qside(case_id, kw, monkeypatch):
+    """``GL_WS_QSIDE`` (round 25): gl_ws's output partition (one per V-block CTA) normalises the raw q into registers
+    and forms Aqk itself; the intra kernel reads no q and writes no q copy and no Aqk. test_rc_qside's checks with the
+    state pass forced to gl_ws (its 32- and 64-column configurations: few and many programs)."""
+    _qside_check(case_id, kw, monkeypatch, "gl_ws", "GL_WS_QSIDE", {}, {})
+
+
+def _qside_check(case_id, kw, monkeypatch, impl, knob, extra, want_meta):
+    """The checks of test_rc_qside / test_ws_qside: state pass ``impl``; ``knob`` off, then on (with the launcher
+    settings ``extra`` both times); the QSIDE launch of the state kernel also has ``want_meta``."""
     import torch
 
     from atrex_nvidia.chunk_gdn.sm90 import launch
     if launch._capability(torch.device("cuda")) != (9, 0) or not launch._gluon_ws_supported():
-        pytest.skip("gl_rc, GL_RC_QSIDE's state kernel, runs on sm90 with Gluon's warp specialisation only")
-    monkeypatch.setattr(launch, "STATE_IMPL", "gl_rc")
-    monkeypatch.setattr(launch, "GL_RC_QSIDE", False)
+        pytest.skip(f"{impl}, {knob}'s state kernel, runs on sm90 with Gluon's warp specialisation only")
+    monkeypatch.setattr(launch, "STATE_IMPL", impl)
+    monkeypatch.setattr(launch, knob, False)
+    for name, val in extra.items():
+        monkeypatch.setattr(launch, name, val)
     took, orig = [], launch._launch_all
 
     def spy(dev, launches, *a, **k):
-        took.append(sorted(kern.__name__ for kern, _g, _a, meta in launches if meta.get("QSIDE")))
+        took.append(sorted(kern.__name__ for kern, _g, _a, meta in launches
+                           if meta.get("QSIDE") and all(meta.get(m) == v for m, v in want_meta.items())))
         return orig(dev, launches, *a, **k)
 
     monkeypatch.setattr(launch, "_launch_all", spy)
     x = make_inputs(device="cuda", **kw)
-    err = _knob_pair_error(launch, x, "cuda", {"GL_RC_QSIDE": False}, {"GL_RC_QSIDE": True}, exact=False)
-    assert took == [[], ["atrex_sm90_gdn_intra_chunk_v3", "atrex_sm90_gdn_state_output_gl_rc"]], took
+    err = _knob_pair_error(launch, x, "cuda", {knob: False}, {knob: True}, exact=False)
+    assert took == [[], ["atrex_sm90_gdn_intra_chunk_v3", f"atrex_sm90_gdn_state_output_{impl}"]], took
     assert err <= 1e-3, (case_id, err)
-    eo, eh, bound = run_case(fwd(), case_id, kw, "cuda")  # (GL_RC_QSIDE on)
+    eo, eh, bound = run_case(fwd(), case_id, kw, "cuda")  # (the knob on)
     assert took[-1] == took[1] and eo <= bound and eh <= bound, (case_id, eo, eh, bound)
 
 

@@ -629,3 +629,64 @@ def test_rc_qside_moves_the_q_side_into_gl_rc(plan, monkeypatch):
             assert all("QSIDE" not in meta for *_, meta in seen["all"]), knob
     seen = plan(T=8192 // 32, H=16, HV=32)  # few programs: gl_ws
     assert state_kernel(seen) == FEW and all("QSIDE" not in meta for *_, meta in seen["all"])
+
+
+def test_ws_qside_moves_the_q_side_into_gl_ws(plan, monkeypatch):
+    """GL_WS_QSIDE (round 25): where the state pass is gl_ws (few programs) with its factor rows in the load slots and
+    q, k are L2-normalised in the kernel, the intra kernel takes QSIDE and gl_ws takes QSIDE (raw q as its q operand,
+    FAST_EXP as the intra kernel's decay tile, GL_WS_QSIDE_OUT_REGS output registers); its Aqk operand is then the A
+    workspace (never read). Not where the state pass is gl_rc (many programs), without in-kernel L2 norm, without
+    GL_WS_FAC_SMEM, with FOLD_QK_NORM, or with the knob off; gl_rc's own QSIDE is independent of it."""
+    monkeypatch.setattr(L, "GL_WS_QSIDE", True)
+    seen = plan(T=8192 // 32, H=16, HV=32)  # few programs: gl_ws
+    (iname, _, iargs, imeta), (sname, _, sargs, smeta) = seen["launches"][-2:]
+    if FEW != GL_WS:  # (no gl_ws under this Triton: nothing moves)
+        assert "QSIDE" not in imeta and "QSIDE" not in smeta
+        return
+    assert iname == "atrex_sm90_gdn_intra_chunk_v3" and imeta["QSIDE"] is True and imeta["GS"] == 2
+    assert sname == GL_WS and smeta["QSIDE"] is True and smeta["FAC_SMEM"] is True
+    assert smeta["FAST_EXP"] is bool(L.INTRA_V3_FAST_EXP) and smeta["OUT_REGS"] == L.GL_WS_QSIDE_OUT_REGS
+    q_raw, A, Aqk_i, qn_i, kn_i = iargs[0], iargs[4], iargs[5], iargs[8], iargs[9]
+    assert Aqk_i is A and qn_i is q_raw and kn_i is not iargs[1]  # no Aqk, no q copy; k's copy is written
+    assert sargs[0] is q_raw and sargs[1] is kn_i and sargs[3] is A and sargs[4] is A  # (qd, kd, vd, ad, aqd)
+    for knob in (dict(GL_WS_QSIDE=False), dict(l2norm=False), dict(GL_WS_FAC_SMEM=False), dict(FOLD_QK_NORM=True),
+                 dict(STATE_IMPL="tma")):
+        with monkeypatch.context() as m:
+            for a, val in knob.items():
+                if a != "l2norm":
+                    m.setattr(L, a, val)
+            seen = plan(T=8192 // 32, H=16, HV=32, l2norm=knob.get("l2norm", True))
+            assert all("QSIDE" not in meta for *_, meta in seen["all"]), knob
+    # many programs: gl_rc, whose QSIDE follows GL_RC_QSIDE alone
+    cu = [64 * 4 * i for i in range(17)]
+    for rc_knob in (False, True):
+        with monkeypatch.context() as m:
+            m.setattr(L, "GL_RC_QSIDE", rc_knob)
+            seen = plan(T=cu[-1], H=32, HV=32, cu_seqlens=cu)
+            assert state_kernel(seen) == GL_RC
+            assert all(bool(meta.get("QSIDE")) is rc_knob for *_, meta in seen["launches"][-2:])
+    # gl_ws forced for varlen, 32 and 64 columns (few and many programs): QSIDE too
+    for n_seq, bv in ((16, 32), (34, 64)):
+        cu = [64 * 4 * i for i in range(n_seq + 1)]
+        with monkeypatch.context() as m:
+            m.setattr(L, "STATE_IMPL", "gl_ws")
+            seen = plan(T=cu[-1], H=32, HV=32, cu_seqlens=cu)
+            (_, _, _, imeta), (sname, _, _, smeta) = seen["launches"][-2:]
+            assert sname == GL_WS and smeta["BV"] == bv and imeta["QSIDE"] is True and smeta["QSIDE"] is True
+
+
+def test_rc_qreg_is_a_gl_rc_qside_option(plan, monkeypatch):
+    """GL_RC_QREG (round 25) adds QREG to gl_rc's QSIDE launch only: not without QSIDE, not to any other kernel."""
+    cu = [64 * 4 * i for i in range(17)]
+    monkeypatch.setattr(L, "GL_RC_QREG", True)
+    for rc_knob in (False, True):
+        with monkeypatch.context() as m:
+            m.setattr(L, "GL_RC_QSIDE", rc_knob)
+            seen = plan(T=cu[-1], H=32, HV=32, cu_seqlens=cu)
+            if not L._gluon_ws_supported():
+                assert all("QREG" not in meta for *_, meta in seen["all"])
+                return
+            want = [GL_RC] if rc_knob else []
+            assert [n for n, *_, meta in seen["all"] if meta.get("QREG")] == want
+    seen = plan(T=8192 // 32, H=16, HV=32)
+    assert all("QREG" not in meta for *_, meta in seen["all"])

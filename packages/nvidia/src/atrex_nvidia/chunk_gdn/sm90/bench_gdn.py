@@ -284,6 +284,11 @@ VARIANTS = [
     ("rc_qside_o104", dict(rc_qside=True, rc_out_regs=104)),
     ("rc_qside_s2", dict(rc_qside=True, rc_stages=2)),
     ("rc_qside_o128", dict(rc_qside=True, rc_out_regs=128)),  # round 24's first form
+    # round 25: q normalised into registers in gl_rc's QSIDE step; GL_RC_QSIDE for gl_ws (few programs)
+    ("rc_qreg", dict(rc_qreg=True)),
+    ("ws_qside", dict(ws_qside=True)),
+    ("ws_qside_o128", dict(ws_qside=True, ws_qside_out_regs=128)),
+    ("ws_qside_o184", dict(ws_qside=True, ws_qside_out_regs=184)),
 ]
 
 # launch-module attributes a variant may set (key in VARIANTS -> attribute of launch.py)
@@ -298,7 +303,8 @@ _HOOKS = dict(state="STATE_CFG_OVERRIDE", intra="INTRA_CFG_OVERRIDE", wy="USE_WY
               split_xu="STATE_SPLIT_XU", ws_fac_smem="GL_WS_FAC_SMEM", slot_map="INTRA_SLOT_MAP",
               acc_merge="INTRA_V3_ACC_MERGE", fast="FAST_PATH", gates="INTRA_V3_GATES", fused="FUSED_RC",
               fused_stages="FUSED_STAGES", fused_aux_regs="FUSED_AUX_REGS", fused_out_regs="FUSED_OUT_REGS",
-              fused_diag16="FUSED_DIAG16", rc_qside="GL_RC_QSIDE", rc_out_regs="GL_RC_OUT_REGS")
+              fused_diag16="FUSED_DIAG16", rc_qside="GL_RC_QSIDE", rc_out_regs="GL_RC_OUT_REGS",
+              rc_qreg="GL_RC_QREG", ws_qside="GL_WS_QSIDE", ws_qside_out_regs="GL_WS_QSIDE_OUT_REGS")
 
 
 def _select_variants(spec):

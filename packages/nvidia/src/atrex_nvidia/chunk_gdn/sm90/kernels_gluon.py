@@ -184,16 +184,19 @@ def _load_chunk(descs, bar, slot, k_s, q_s, a_s, aq_s, v_s, row, arow, l0, qcol,
 
 
 @gluon.jit
-def _ws_loader(kd, qd, vd, ad, aqd, k_s, q_s, a_s, aq_s, v_s, f_s, el_s, ready, empty, NT, row, arow, qcol, vcol,
-               ROWS, QW, VW, s_qr, s_kr, s_vr, HV, TOTAL_T, f_base, L,
-               BK: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr, FAC_SMEM: gl.constexpr):
+def _ws_loader(kd, qd, vd, ad, aqd, k_s, q_s, a_s, aq_s, v_s, f_s, el_s, gm_s, ready, empty, NT, row, arow, qcol,
+               vcol, ROWS, QW, VW, s_qr, s_kr, s_vr, HV, TOTAL_T, f_base, L,
+               BK: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr, FAC_SMEM: gl.constexpr,
+               QSIDE: gl.constexpr = False):
     """Loader partition (1 warp): chunk c's k, q, A, Aqk and v tiles into slot c % STAGES by TMA, after both
     consumers released the slot's previous chunk (empty barriers start 'phase 1 complete': the first round passes).
     The descriptors are built here, by the only partition that uses them. With ``FAC_SMEM`` the warp also stores the
     chunk's factor planes 1-4 (0 past the sequence end) into ``f_s`` rows 4 slot .. 4 slot + 3 and e^gamma_last (in
     all BK entries) into ``el_s`` row slot, before the slot's ready arrive (which releases them to the consumers). It
     loads them from global memory one chunk ahead, while it waits for the next free slot, so that their latency
-    falls on this warp, not on the chain."""
+    falls on this warp, not on the chain. ``QSIDE`` (needs ``FAC_SMEM``): no Aqk tile; the chunk-local gamma (plane 0,
+    0 past the sequence end) into ``gm_s`` row slot instead, for the output partition's decay tile."""
+    gl.static_assert(FAC_SMEM or not QSIDE)
     descs = _descriptors(kd, qd, vd, ad, aqd, ROWS, QW, VW, s_qr, s_kr, s_vr, HV, TOTAL_T, BK, BV)
     if FAC_SMEM:
         FL: gl.constexpr = gl.BlockedLayout([2], [32], [1], [0])
@@ -208,6 +211,8 @@ def _ws_loader(kd, qd, vd, ad, aqd, k_s, q_s, a_s, aq_s, v_s, f_s, el_s, ready, 
         f3 = gl.load(f_base + 3 * plane + fr, mask=fm, other=0.0)
         f4 = gl.load(f_base + 4 * plane + fr, mask=fm, other=0.0)
         fe = gl.load(p_el + gl.minimum(L, 64) + er * 0, mask=(er * 0) < L, other=1.0)
+        if QSIDE:
+            f0 = gl.load(f_base + fr, mask=fm, other=0.0)
     for c in range(NT):
         slot = c % STAGES
         mbarrier.wait(empty.index(slot), ((c // STAGES) & 1) ^ 1)
@@ -217,8 +222,11 @@ def _ws_loader(kd, qd, vd, ad, aqd, k_s, q_s, a_s, aq_s, v_s, f_s, el_s, ready, 
             f_s.index(slot * 4 + 2).store(f3)
             f_s.index(slot * 4 + 3).store(f4)
             el_s.index(slot).store(fe)
+            if QSIDE:
+                gm_s.index(slot).store(f0)
             _cta_barrier()  # every lane's stores precede the (one-thread) ready arrive in _load_chunk's expect
-        _load_chunk(descs, ready.index(slot), slot, k_s, q_s, a_s, aq_s, v_s, row, arow, c * 64, qcol, vcol, BK, BV)
+        _load_chunk(descs, ready.index(slot), slot, k_s, q_s, a_s, aq_s, v_s, row, arow, c * 64, qcol, vcol, BK, BV,
+                    QSIDE)
         if FAC_SMEM:  # chunk c + 1's factors (masked past the sequence end: nothing is read beyond it)
             l1 = c * 64 + 64
             fm = (l1 + fr) < L
@@ -227,18 +235,29 @@ def _ws_loader(kd, qd, vd, ad, aqd, k_s, q_s, a_s, aq_s, v_s, f_s, el_s, ready, 
             f3 = gl.load(f_base + 3 * plane + l1 + fr, mask=fm, other=0.0)
             f4 = gl.load(f_base + 4 * plane + l1 + fr, mask=fm, other=0.0)
             fe = gl.load(p_el + gl.minimum(L, l1 + 64) + er * 0, mask=(l1 + er * 0) < L, other=1.0)
+            if QSIDE:
+                f0 = gl.load(f_base + l1 + fr, mask=fm, other=0.0)
 
 
 @gluon.jit
-def _ws_output(q_s, aq_s, sb_s, u_s, f_s, ready, empty, su_ready, su_empty, o, fac, NT, row, bos, L, hv, HV, TOTAL_T,
-               b_idx, s_ob, s_ot, s_oh, offs_vc, V, scale, BV: gl.constexpr, STAGES: gl.constexpr,
-               FAC_SMEM: gl.constexpr):
+def _ws_output(q_s, aq_s, k_s, gm_s, sb_s, u_s, f_s, ready, empty, su_ready, su_empty, o, fac, NT, row, bos, L, hv,
+               HV, TOTAL_T, b_idx, s_ob, s_ot, s_oh, offs_vc, V, scale, BV: gl.constexpr, STAGES: gl.constexpr,
+               FAC_SMEM: gl.constexpr, QSIDE: gl.constexpr = False, FAST_EXP: gl.constexpr = False):
     """Output partition (4 warps): per chunk, both off-chain dots as one asynchronous pair, then the epilogue
-    (e^gamma from the slot's factor rows with ``FAC_SMEM``, else loaded from ``fac`` one chunk ahead)."""
+    (e^gamma from the slot's factor rows with ``FAC_SMEM``, else loaded from ``fac`` one chunk ahead). With ``QSIDE``
+    (round 25) the slot holds the raw q and no Aqk: q is L2-normalised into registers (``_q_regs``) and Aqk = tril(Q
+    K^T e^(gamma_r - gamma_c)) formed here, both held in registers as wgmma left operands (gl_rc's QSIDE step)."""
     MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BV, 16])
     ROW: gl.constexpr = gl.SliceLayout(1, MMA)
     COL: gl.constexpr = gl.SliceLayout(0, MMA)
+    AV: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=MMA, k_width=2)  # left operand, BV-wide result
+    M64: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 64, 16])
+    A64: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=M64, k_width=2)  # left operand, 64-wide result
+    dt: gl.constexpr = q_s.dtype
     zero = gl.zeros([64, BV], gl.float32, MMA)
+    z64 = gl.zeros([64, 64], gl.float32, M64)
+    rr = gl.expand_dims(gl.arange(0, 64, layout=gl.SliceLayout(1, M64)), 1)
+    cc = gl.expand_dims(gl.arange(0, 64, layout=gl.SliceLayout(0, M64)), 0)
     ro = gl.arange(0, 64, layout=ROW)
     cs = offs_vc + gl.arange(0, BV, layout=COL)
     mc = gl.expand_dims(cs < V, 0)
@@ -258,9 +277,18 @@ def _ws_output(q_s, aq_s, sb_s, u_s, f_s, ready, empty, su_ready, su_empty, o, f
         mbarrier.wait(ready.index(slot), (c // STAGES) & 1)
         if FAC_SMEM:
             eg = f_s.index(slot * 4 + 2).load(ROW)
-        mbarrier.wait(su_ready.index(b), (c // 2) & 1)
-        qs = warpgroup_mma(q_s.index(slot), sb_s.index(b), zero, use_acc=False, is_async=True)
-        ot = warpgroup_mma(aq_s.index(slot), u_s.index(b), zero, use_acc=False, is_async=True)
+        if QSIDE:
+            qa = _q_regs(q_s.index(slot), A64)
+            qk = warpgroup_mma(qa, k_s.index(slot).permute((1, 0)), z64, use_acc=False, is_async=True)
+            aqk = _aqk_regs(qk, gm_s.index(slot), rr, cc, l0, L, M64, AV, dt, FAST_EXP)
+            qv = gl.convert_layout(qa, AV, assert_trivial=True)
+            mbarrier.wait(su_ready.index(b), (c // 2) & 1)
+            qs = warpgroup_mma(qv, sb_s.index(b), zero, use_acc=False, is_async=True)
+            ot = warpgroup_mma(aqk, u_s.index(b), zero, use_acc=False, is_async=True)
+        else:
+            mbarrier.wait(su_ready.index(b), (c // 2) & 1)
+            qs = warpgroup_mma(q_s.index(slot), sb_s.index(b), zero, use_acc=False, is_async=True)
+            ot = warpgroup_mma(aq_s.index(slot), u_s.index(b), zero, use_acc=False, is_async=True)
         qs, ot = warpgroup_mma_wait(0, deps=[qs, ot])
         _cta_barrier()  # every warp's wgmma reads of S_c, U_c and the slot are complete
         mbarrier.arrive(su_empty.index(b), count=1)
@@ -337,6 +365,7 @@ def atrex_sm90_gdn_state_output_gl_ws(
     IS_VARLEN: gl.constexpr, G: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr,
     USE_H0: gl.constexpr, STORE_HT: gl.constexpr, STATE_V_FIRST: gl.constexpr, DEVICE_DESC: gl.constexpr,
     PERSISTENT: gl.constexpr, STAGES: gl.constexpr, OUT_REGS: gl.constexpr, FAC_SMEM: gl.constexpr = False,
+    QSIDE: gl.constexpr = False, FAST_EXP: gl.constexpr = False,
 ):
     """The Triton tma kernel's math, arguments and grid (descriptors built in the kernel: DEVICE_DESC True, PERSISTENT
     False), with the work of a program split over three warp partitions (the block comment above): the 4 chain warps
@@ -346,7 +375,9 @@ def atrex_sm90_gdn_state_output_gl_ws(
     must be 4 (the chain partition); STAGES load slots; OUT_REGS registers per output-partition thread. With
     ``FAC_SMEM`` (round 13) the loader also stores each chunk's row factors into the load slot (loaded one chunk
     ahead, 40 loader registers, 16 fewer for the output partition: the caller's OUT_REGS), so that neither consumer
-    loads from global memory inside its loop."""
+    loads from global memory inside its loop. ``QSIDE`` (round 25, launch.GL_WS_QSIDE; needs ``FAC_SMEM``): gl_rc's
+    QSIDE for this kernel: ``qd`` is the raw q, ``aqd`` is not read, the output partition forms the normalised q and
+    Aqk in registers."""
     MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BV, 16])
     ROW: gl.constexpr = gl.SliceLayout(1, MMA)
     COL: gl.constexpr = gl.SliceLayout(0, MMA)
@@ -381,15 +412,21 @@ def atrex_sm90_gdn_state_output_gl_ws(
     LOADER_REGS: gl.constexpr = 40 if FAC_SMEM else 24  # (the next chunk's factors in the loader's registers)
     f_s = gl.allocate_shared_memory(gl.float32, [FAC_ROWS * 4, 64], gl.SwizzledSharedLayout(1, 1, 1, [0]))
     el_s = gl.allocate_shared_memory(gl.float32, [FAC_ROWS, BK], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+    if QSIDE:  # the chunk-local gamma rows of the slots (for the output partition's decay tile)
+        gm_s = gl.allocate_shared_memory(gl.float32, [STAGES, 64], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+    else:
+        gm_s = el_s
     ready, empty, su_ready, su_empty = _ring_barriers(STAGES)
     res = gl.warp_specialize([
         (_ws_chain, (k_s, a_s, v_s, sb_s, x_s, u_s, ud_s, f_s, el_s, ready, empty, su_ready, su_empty, S, f_base,
                      plane, NT, L, BV, STAGES, FAC_SMEM)),
-        (_ws_output, (q_s, aq_s, sb_s, u_s, f_s, ready, empty, su_ready, su_empty, o, fac, NT, row, bos, L, hv, HV,
-                      TOTAL_T, b_idx, s_ob, s_ot, s_oh, offs_vc, V, scale, BV, STAGES, FAC_SMEM)),
-        (_ws_loader, (kd, qd, vd, ad, aqd, k_s, q_s, a_s, aq_s, v_s, f_s, el_s, ready, empty, NT, row, arow, qcol,
-                      vcol, ROWS, QW, VW, s_qr, s_kr, s_vr, HV, TOTAL_T, f_base, L, BK, BV, STAGES, FAC_SMEM)),
-    ], [4, 1], [OUT_REGS, LOADER_REGS])
+        (_ws_output, (q_s, aq_s, k_s, gm_s, sb_s, u_s, f_s, ready, empty, su_ready, su_empty, o, fac, NT, row, bos, L,
+                      hv, HV, TOTAL_T, b_idx, s_ob, s_ot, s_oh, offs_vc, V, scale, BV, STAGES, FAC_SMEM, QSIDE,
+                      FAST_EXP)),
+        (_ws_loader, (kd, qd, vd, ad, aqd, k_s, q_s, a_s, aq_s, v_s, f_s, el_s, gm_s, ready, empty, NT, row, arow,
+                      qcol, vcol, ROWS, QW, VW, s_qr, s_kr, s_vr, HV, TOTAL_T, f_base, L, BK, BV, STAGES, FAC_SMEM,
+                      QSIDE)),
+    ], [4, 1], [OUT_REGS, LOADER_REGS + (8 if QSIDE else 0)])
     S = res[0]
 
     if STORE_HT:
@@ -483,11 +520,12 @@ def _rc_out_store(qs, ot, eg, scale, o_base, bos, l0, L, ro, cs, mc, s_ot):
 def _rc_output(q_s, aq_s, k_s, gm_s, sb_s, u_s, f_s, ready, empty, su_ready, su_empty, o, cu, T, HV, V, N_ITEMS, NV,
                TOTAL_T, s_ob, s_ot, s_oh, scale,
                G: gl.constexpr, IS_VARLEN: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr,
-               QSIDE: gl.constexpr, FAST_EXP: gl.constexpr):
+               QSIDE: gl.constexpr, FAST_EXP: gl.constexpr, QREG: gl.constexpr = False):
     """Output partition (4 warps): O = scale (e^gamma (Q S_c) + Aqk U_c) from the chain's transposed S_c^T, U_c^T.
     With ``QSIDE`` the slot holds the raw q and no Aqk: q is L2-normalised in place and Aqk = tril(Q K^T e^(gamma_r -
     gamma_c)) formed here (the intra kernel's arithmetic, held in registers as the left operand of Aqk U), while the
-    chain works on the chunk."""
+    chain works on the chunk. With ``QREG`` as well (round 25) q is normalised into registers instead (``_q_regs``):
+    the left operand of both Q K^T and Q S_c, with no store, fence or barrier before them."""
     MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BV, 16])
     ROW: gl.constexpr = gl.SliceLayout(1, MMA)
     COL: gl.constexpr = gl.SliceLayout(0, MMA)
@@ -508,7 +546,14 @@ def _rc_output(q_s, aq_s, k_s, gm_s, sb_s, u_s, f_s, ready, empty, su_ready, su_
             b = it % 2
             mbarrier.wait(ready.index(slot), (it // STAGES) & 1)
             eg = f_s.index(slot * 5 + 2).load(ROW)
-            if QSIDE:
+            if QSIDE and QREG:
+                qa = _q_regs(q_s.index(slot), A64)
+                qk = warpgroup_mma(qa, k_s.index(slot).permute((1, 0)), zero, use_acc=False, is_async=True)
+                aqk = _aqk_regs(qk, gm_s.index(slot), rr, cc, l0, L, MMA, A64, dt, FAST_EXP)
+                mbarrier.wait(su_ready.index(b), (it // 2) & 1)
+                qs = warpgroup_mma(qa, sb_s.index(b).permute((1, 0)), zero, use_acc=False, is_async=True)
+                ot = warpgroup_mma(aqk, u_s.index(b).permute((1, 0)), zero, use_acc=False, is_async=True)
+            elif QSIDE:
                 qb = q_s.index(slot)
                 _fu_l2norm(qb, BLK)
                 fence_async_shared()
@@ -625,7 +670,7 @@ def atrex_sm90_gdn_state_output_gl_rc(
     IS_VARLEN: gl.constexpr, G: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr,
     USE_H0: gl.constexpr, STORE_HT: gl.constexpr, STATE_V_FIRST: gl.constexpr, DEVICE_DESC: gl.constexpr,
     PERSISTENT: gl.constexpr, STAGES: gl.constexpr, OUT_REGS: gl.constexpr, EG_PLANE: gl.constexpr = 3,
-    QSIDE: gl.constexpr = False, FAST_EXP: gl.constexpr = False,
+    QSIDE: gl.constexpr = False, FAST_EXP: gl.constexpr = False, QREG: gl.constexpr = False,
 ):
     """gl_ws's arguments (in-kernel descriptors) on a 1-D grid: work item i is (V block i % NV, sequence x value head
     i // NV); CTA p runs items p, p + grid, ... (PERSISTENT: grid <= SMs; else one item per CTA). The chain keeps S^T
@@ -656,7 +701,8 @@ def atrex_sm90_gdn_state_output_gl_rc(
                      N_ITEMS, NV, TOTAL_T, s_h0n, s_h0h, s_h0k, s_h0v, G, IS_VARLEN, BK, BV, USE_H0, STORE_HT,
                      STATE_V_FIRST, STAGES)),
         (_rc_output, (q_s, aq_s, k_s, gm_s, sb_s, u_s, f_s, ready, empty, su_ready, su_empty, o, cu, T, HV, V,
-                      N_ITEMS, NV, TOTAL_T, s_ob, s_ot, s_oh, scale, G, IS_VARLEN, BK, BV, STAGES, QSIDE, FAST_EXP)),
+                      N_ITEMS, NV, TOTAL_T, s_ob, s_ot, s_oh, scale, G, IS_VARLEN, BK, BV, STAGES, QSIDE, FAST_EXP,
+                      QREG)),
         (_rc_loader, (kd, qd, vd, ad, aqd, fac, k_s, q_s, a_s, aq_s, v_s, f_s, gm_s, ready, empty, cu, T, HV, K, V,
                       N_ITEMS, NV, ROWS, QW, VW, s_qr, s_kr, s_vr, TOTAL_T, G, IS_VARLEN, BK, BV, STAGES, EG_PLANE,
                       QSIDE)),
@@ -706,6 +752,29 @@ def _fu_l2norm(t_s, BLK: gl.constexpr):
     x = t_s.load(BLK).to(gl.float32)
     inv = gl.rsqrt(gl.sum(x * x, 1) + 1e-6)
     t_s.store((x * gl.expand_dims(inv, 1)).to(t_s.dtype))
+
+
+@gluon.jit
+def _q_regs(qb, A: gl.constexpr):
+    """The [64, BK] q tile of slot view ``qb`` L2-normalised into registers in wgmma left-operand layout ``A``: the
+    arithmetic and rounding of ``_fu_l2norm`` (fp32, eps 1e-6 inside the sqrt, rounded to the tile's dtype), with no
+    store back into the slot (round 25)."""
+    x = qb.load(A).to(gl.float32)
+    inv = gl.rsqrt(gl.sum(x * x, 1) + 1e-6)
+    return (x * gl.expand_dims(inv, 1)).to(qb.dtype)
+
+
+@gluon.jit
+def _aqk_regs(qk, gm, rr, cc, l0, L, M: gl.constexpr, A: gl.constexpr, dt: gl.constexpr, FAST_EXP: gl.constexpr):
+    """Aqk = tril(Q K^T e^(gamma_r - gamma_c)) of a chunk (rows l0 + r past ``L`` zero), rounded to ``dt``, in left-
+    operand layout ``A``, from the asynchronous Q K^T ``qk`` (accumulator layout ``M``) and the chunk-local gamma row
+    ``gm`` (shared): the intra kernel's arithmetic. The decay tile is formed while the dot runs."""
+    valid = (rr >= cc) & ((l0 + rr) < L)
+    gr = gm.load(gl.SliceLayout(1, M))
+    gc = gm.load(gl.SliceLayout(0, M))
+    e = _fu_exp(gl.where(valid, gl.expand_dims(gr, 1) - gl.expand_dims(gc, 0), 0.0), FAST_EXP)
+    qk = warpgroup_mma_wait(0, deps=[qk])
+    return gl.convert_layout(gl.where(valid, qk * e, 0.0).to(dt), A, assert_trivial=True)
 
 
 @gluon.jit

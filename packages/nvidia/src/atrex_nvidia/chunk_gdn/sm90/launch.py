@@ -337,6 +337,17 @@ GL_RC_QSIDE = True
 # QSIDE, bench_gdn sweep): 152 -> state pass 0.306 ms, whole call 0.479; 128 -> 0.318, 0.487; 104 -> 0.383, 0.546.
 # r83: test_rc_qside's inplace cases passed at 152; graph bench 0.4844 ms against fla 1.2926 (2.67x).
 GL_RC_OUT_REGS = 152
+# GL_RC_QREG (round 25): gl_rc's QSIDE output partition normalises q into registers (kernels_gluon._q_regs, the wgmma
+#   left-operand layout) instead of in its load slot: the same arithmetic and rounding to the input dtype, with no
+#   slot store, fence or partition barrier before Q K^T, and Q S_c takes the same registers.
+GL_RC_QREG = False
+# GL_WS_QSIDE (round 25): GL_RC_QSIDE for gl_ws (the state pass of few programs: T=8192 and T=32768 at H = 16,
+#   HV = 32): where the state pass is gl_ws with its factor rows in the load slots (GL_WS_FAC_SMEM) and the call
+#   L2-normalises q, k in the kernel, the intra kernel reads no q and writes no q copy and no Aqk, and gl_ws's output
+#   partition forms the normalised q and Aqk in registers (GL_RC_QREG's form), once for each of a head's V-block CTAs.
+#   GL_WS_QSIDE_OUT_REGS registers per output-partition thread (the chain keeps the rest of the CTA's file).
+GL_WS_QSIDE = False
+GL_WS_QSIDE_OUT_REGS = 152
 # FOLD_QK_NORM (round 10; measured on the H200 in round 11, r27: off): with in-kernel L2 norm, the intra
 #   kernel writes no normalised q / k copies (at varlen 16x1024 or T=32768 those writes are ~270 MB of the intra
 #   kernel's ~680 MB of HBM traffic) and folds the row norms into the factor planes instead (kernels.
@@ -478,6 +489,19 @@ def _gl_rc_wanted(state_v2, BK, V, dev, n_nh, n_sm):
                 and TMA_DEVICE_DESC and not STATE_TMA_PERSISTENT
                 and (STATE_IMPL == "gl_rc"
                      or (STATE_IMPL == "auto" and STATE_AUTO_GL_RC and n_nh * _cdiv(V, 32) > n_sm)))
+
+
+def _gl_ws_wanted(state_v2, fold, rc_wanted, BK, cfg, sm90):
+    """Whether the state pass is to be gl_ws (where its operands are TMA-describable with the state configuration
+    ``cfg`` = (BV, num_warps, num_stages)): the launch rule below (STATE_IMPL "gl_ws", or "auto" with
+    STATE_AUTO_GL_WS where the few-programs configuration takes the TMA kernels), in-kernel descriptors, not
+    persistent, and the Gluon kernel's domain."""
+    BV, sw, _sst = cfg
+    want_tma = STATE_IMPL in ("tma", "gl_ws", "gl_rc") or (STATE_IMPL == "auto" and cfg == _STATE_V2_FEW_CFG)
+    auto_ws = STATE_IMPL == "auto" and STATE_AUTO_GL_WS and not _interpreting() and _gluon_ws_supported()
+    return bool(not rc_wanted and state_v2 and want_tma and not fold and (STATE_IMPL == "gl_ws" or auto_ws)
+                and BK in (64, 128) and BV in (32, 64) and sw == 4 and sm90 and TMA_DEVICE_DESC
+                and not STATE_TMA_PERSISTENT)
 
 
 def _tma_operands(qn, kn, v, A, Aqk, B, T, H, HV, K, V, BK, BV):
@@ -637,9 +661,17 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     intra_per_hv = v2_ok and INTRA_IMPL in ("v2", "v3")  # the per-value-head intra kernels
     n_sm = sm_count or _sm_count(dev)
     rc_wanted = _gl_rc_wanted(state_v2, BK, V, dev, N * HV, n_sm)
-    # GL_RC_QSIDE: gl_rc on the raw q (TMA-describable: the operand check the state launch makes below)
-    qside = (bool(GL_RC_QSIDE) and rc_wanted and use_qk_l2norm_in_kernel and not fold and intra_per_hv
-             and INTRA_IMPL == "v3" and _tma_operands(q, q, v, q, q, B, T, H, HV, K, V, BK, 64) is not None)
+    BV, sw, sst = _state_cfg(N * HV, V, v2=state_v2, sm_count=n_sm)
+    sm90 = dev.type != "cuda" or _capability(dev) == (9, 0)
+    ws_wanted = _gl_ws_wanted(state_v2, fold, rc_wanted, BK, (BV, sw, sst), sm90)
+    # GL_RC_QSIDE / GL_WS_QSIDE: gl_rc / gl_ws on the raw q (TMA-describable: the operand check the state launch makes
+    # below)
+    q_ok = use_qk_l2norm_in_kernel and not fold and intra_per_hv and INTRA_IMPL == "v3"
+    rc_qside = (bool(GL_RC_QSIDE) and rc_wanted and q_ok
+                and _tma_operands(q, q, v, q, q, B, T, H, HV, K, V, BK, 64) is not None)
+    ws_qside = (bool(GL_WS_QSIDE) and ws_wanted and GL_WS_FAC_SMEM and q_ok
+                and _tma_operands(q, q, v, q, q, B, T, H, HV, K, V, BK, BV) is not None)
+    qside = rc_qside or ws_qside
     if fast and use_qk_l2norm_in_kernel and not fold:
         # L2-normalised q, k written once by the intra-chunk kernel, read by the state kernel (QSIDE: k only)
         qn = q if qside else torch.empty((B, T, H, K), dtype=q.dtype, device=dev)
@@ -721,11 +753,9 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
             total_t, is_varlen, G, BK, use_qk_l2norm_in_kernel, use_beta_sigmoid_in_kernel, allow_neg_eigval,
             inv_product, use_wy, fast, state_v2, iw, ist))
 
-    BV, sw, sst = _state_cfg(N * HV, V, v2=state_v2, sm_count=n_sm)
-    sm90 = dev.type != "cuda" or _capability(dev) == (9, 0)
     tma = _tma_operands(qn, kn, v, A, Aqk, B, T, H, HV, K, V, BK, 64) if rc_wanted else None
     rc = tma is not None
-    if qside and not rc:  # (qside checked these operands' describability: kn, v, A are the launcher's or the same)
+    if rc_qside and not rc:  # (qside checked these operands' describability: kn, v, A are the launcher's or the same)
         raise RuntimeError("nvidia.gdn_sm90 internal error: GL_RC_QSIDE planned without gl_rc's operands")
     if rc:
         BV, sw, sst = 64, 4, int(GL_RC_STAGES)
@@ -763,13 +793,17 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
             opts = dict(num_warps=4, STAGES=sst, OUT_REGS=int(GL_RC_OUT_REGS))
             if fold:
                 opts["EG_PLANE"] = 5
-            if qside:
+            if rc_qside:
                 opts.update(QSIDE=True, FAST_EXP=bool(INTRA_V3_FAST_EXP))
+                if GL_RC_QREG:
+                    opts["QREG"] = True
         elif (STATE_IMPL == "gl_ws" or auto_ws) and gl_ok and device_desc and not persistent:
             kern = _gluon_state_kernel("atrex_sm90_gdn_state_output_gl_ws")
             opts = dict(num_warps=4, STAGES=max(2, sst), OUT_REGS=int(GL_WS_OUT_REGS))
             if GL_WS_FAC_SMEM:  # (the loader's 16 more registers per thread come from the output partition's)
                 opts.update(FAC_SMEM=True, OUT_REGS=int(GL_WS_OUT_REGS) - 16)
+            if ws_qside:
+                opts.update(QSIDE=True, FAST_EXP=bool(INTRA_V3_FAST_EXP), OUT_REGS=int(GL_WS_QSIDE_OUT_REGS))
         else:
             kern = _state_kernel(_k.atrex_sm90_gdn_state_output_tma, T)
             opts = dict(num_warps=sw, num_stages=sst)
@@ -794,6 +828,8 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
             grid, qn, kn, v, beta, gam, A, Aqk, W, U, h0, o, ht, cu, scale, T, HV, K, V, h0_strides, total_t,
             is_varlen, G, BK, BV, use_h0, state_v_first, use_qk_l2norm_in_kernel, use_beta_sigmoid_in_kernel,
             allow_neg_eigval, use_wy, fast, sw, sst))
+    if ws_qside and not launches[-1][3].get("QSIDE"):  # (the state pass must be the gl_ws that forms q and Aqk)
+        raise RuntimeError("nvidia.gdn_sm90 internal error: GL_WS_QSIDE planned without gl_ws")
     if _plan_only:
         return launches
     sig = _call_signature(dev, (q, k, v, g, beta, initial_state, cu_seqlens), (
@@ -1011,7 +1047,8 @@ def _knobs():
             INTRA_V3_FP16_FALLBACK, GL_RC_STAGES, GL_RC_PERSISTENT, STATE_AUTO_GL_RC, FOLD_QK_NORM, INTRA_V3_GVA_SHARE,
             INTRA_V3_FAST_EXP, INTRA_V3_GS2_MAXNREG, INTRA_V3_MASK_OUT, STATE_SPLIT_XU, GL_WS_FAC_SMEM,
             INTRA_SLOT_MAP, INTRA_V3_ACC_MERGE, INTRA_V3_GATES, INTRA_V3_DIAG16, FUSED_RC, FUSED_STAGES,
-            FUSED_AUX_REGS, FUSED_OUT_REGS, FUSED_DIAG16, GL_RC_QSIDE, GL_RC_OUT_REGS)
+            FUSED_AUX_REGS, FUSED_OUT_REGS, FUSED_DIAG16, GL_RC_QSIDE, GL_RC_OUT_REGS, GL_RC_QREG, GL_WS_QSIDE,
+            GL_WS_QSIDE_OUT_REGS)
 
 
 def _call_signature(dev, tensors, flags):
