@@ -25,7 +25,7 @@ fi
 # gdn_target_tests TIMEOUT [PYTEST -k EXPRESSION]: the sm90 target file on 8 workers, failures listed
 gdn_target_tests() {
   local k=(); [ -n "${2:-}" ] && k=(-k "$2")
-  timeout "$1" python3 -m pytest op_test/nvidia/chunk_gdn/test_chunk_gdn_sm90.py -v -p no:cacheprovider -n 8 "${k[@]}" \
+  timeout "$1" python3 -m pytest op_test/nvidia/chunk_gdn/test_chunk_gdn_sm90.py -v -p no:cacheprovider -n ${GDN_TEST_WORKERS:-8} "${k[@]}" \
     > "$OUT/tests.log" 2>&1
   echo "tests: rc $? $(tail -n 1 "$OUT/tests.log")"
   grep -E "^\[gw.*(FAILED|ERROR)" "$OUT/tests.log" | sed 's/.*:://' | head -8

@@ -289,6 +289,10 @@ VARIANTS = [
     ("ws_qside", dict(ws_qside=True)),
     ("ws_qside_o128", dict(ws_qside=True, ws_qside_out_regs=128)),
     ("ws_qside_o184", dict(ws_qside=True, ws_qside_out_regs=184)),
+    ("rc_qside_slot", dict(rc_qside=True, rc_qreg=False)),  # round 24's default (q normalised in its load slot)
+    ("rc_qreg_o168", dict(rc_qreg=True, rc_out_regs=168)),
+    ("rc_qreg_o184", dict(rc_qreg=True, rc_out_regs=184)),
+    ("rc_qreg_o136", dict(rc_qreg=True, rc_out_regs=136)),
 ]
 
 # launch-module attributes a variant may set (key in VARIANTS -> attribute of launch.py)

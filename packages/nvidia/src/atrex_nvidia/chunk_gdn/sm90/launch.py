@@ -339,13 +339,22 @@ GL_RC_QSIDE = True
 GL_RC_OUT_REGS = 152
 # GL_RC_QREG (round 25): gl_rc's QSIDE output partition normalises q into registers (kernels_gluon._q_regs, the wgmma
 #   left-operand layout) instead of in its load slot: the same arithmetic and rounding to the input dtype, with no
-#   slot store, fence or partition barrier before Q K^T, and Q S_c takes the same registers.
-GL_RC_QREG = False
+#   slot store, fence or partition barrier before Q K^T, and Q S_c takes the same registers. The load is 8 ldmatrix.x4
+#   per thread, the row sums 4 shuffles (Triton 3.6 SASS).
+# r84 (one H100, bench_gdn sweep, fla-core 0.6 in the process, commit 534ad19): varlen 16x1024 gl_rc 0.311 -> 0.300 ms,
+# whole call 0.481 -> 0.469 (2.71x -> 2.78x fla); its variant hook passed the 7 variant cases against float64. On by
+# default since round 25.
+GL_RC_QREG = True
 # GL_WS_QSIDE (round 25): GL_RC_QSIDE for gl_ws (the state pass of few programs: T=8192 and T=32768 at H = 16,
 #   HV = 32): where the state pass is gl_ws with its factor rows in the load slots (GL_WS_FAC_SMEM) and the call
 #   L2-normalises q, k in the kernel, the intra kernel reads no q and writes no q copy and no Aqk, and gl_ws's output
 #   partition forms the normalised q and Aqk in registers (GL_RC_QREG's form), once for each of a head's V-block CTAs.
 #   GL_WS_QSIDE_OUT_REGS registers per output-partition thread (the chain keeps the rest of the CTA's file).
+# r84 (one H100, bench_gdn sweep, commit 534ad19; its 7 GPU cases passed): slower. T=32768/16/32 intra 0.390 -> 0.264
+# ms but gl_ws 0.552 -> 0.781 (152 registers; 0.748 at 128, 0.773 at 184), whole call 0.947 -> 1.048 (1.010 at 128);
+# T=8192 0.260 -> 0.277 (0.267). The chain step grows by ~0.4 us: each of a head's four 32-column CTAs forms the whole
+# 64x64x128 Q K^T (more tensor work than its own two output dots) and the q normalisation, and the output partition,
+# which had slack at 32 columns, then bounds the step. Off; kept as a tested option (GPU cases and compile gate).
 GL_WS_QSIDE = False
 GL_WS_QSIDE_OUT_REGS = 152
 # FOLD_QK_NORM (round 10; measured on the H200 in round 11, r27: off): with in-kernel L2 norm, the intra
