@@ -293,6 +293,11 @@ VARIANTS = [
     ("rc_qreg_o168", dict(rc_qreg=True, rc_out_regs=168)),
     ("rc_qreg_o184", dict(rc_qreg=True, rc_out_regs=184)),
     ("rc_qreg_o136", dict(rc_qreg=True, rc_out_regs=136)),
+    ("rc_qreg_o152", dict(rc_qreg=True, rc_out_regs=152)),
+    ("rc_qreg_o200", dict(rc_qreg=True, rc_out_regs=200)),
+    ("rc_qreg_o216", dict(rc_qreg=True, rc_out_regs=216)),
+    ("rc_qreg_o232", dict(rc_qreg=True, rc_out_regs=232)),
+    ("rc_slot_o184", dict(rc_qside=True, rc_qreg=False, rc_out_regs=184)),
 ]
 
 # launch-module attributes a variant may set (key in VARIANTS -> attribute of launch.py)

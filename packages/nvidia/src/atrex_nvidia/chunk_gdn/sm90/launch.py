@@ -336,7 +336,11 @@ GL_RC_QSIDE = True
 # registers per thread of gl_rc's output partition (GL_WS_OUT_REGS until round 24: 128). r82 (H100, varlen 16x1024,
 # QSIDE, bench_gdn sweep): 152 -> state pass 0.306 ms, whole call 0.479; 128 -> 0.318, 0.487; 104 -> 0.383, 0.546.
 # r83: test_rc_qside's inplace cases passed at 152; graph bench 0.4844 ms against fla 1.2926 (2.67x).
-GL_RC_OUT_REGS = 152
+# r85 (H100, commit 6ce9b42, QREG, bench_gdn sweep, one process): 136 -> gl_rc 0.320 ms, whole call 0.519; 152 -> 0.303,
+# 0.472; 168 -> 0.292, 0.460; 184 -> 0.275, 0.446 (2.93x fla's 1.307). The chain partition keeps its 256 registers up
+# to 216 output registers (the CTA's pool is 12 warps x 168: 128 x 256 + 128 x 216 + 128 x 24 of its 64,512); above
+# that Triton takes them from the chain (232: 248). 184 by default since round 25.
+GL_RC_OUT_REGS = 184
 # GL_RC_QREG (round 25): gl_rc's QSIDE output partition normalises q into registers (kernels_gluon._q_regs, the wgmma
 #   left-operand layout) instead of in its load slot: the same arithmetic and rounding to the input dtype, with no
 #   slot store, fence or partition barrier before Q K^T, and Q S_c takes the same registers. The load is 8 ldmatrix.x4

@@ -1,0 +1,18 @@
+# Round 25, call r86: GL_RC_OUT_REGS 184 by default (r85: varlen 16x1024 gl_rc 0.275 against 0.303 ms at 152):
+#   1. bench_gdn's sweep on varlen 16x1024: the default against 152 / 200 / 216 registers and the slot form at 184;
+#   2. the graph bench of varlen 16x1024 with the default, fla-core 0.6 in the same run;
+#   3. the whole sm90 target file with what is left of the call.
+#   (carry [".gpuhost/g", ".gpuhost/tcache.tgz"])
+#   bash .gpuhost/g/install.sh; ATREX_BENCH_COMMIT=<sha> R86_CAP=480 bash scripts/gdn-r86.sh
+. scripts/gdn-call.sh
+nvidia-smi --query-gpu=name --format=csv,noheader > "$OUT/smi.txt"; cat "$OUT/smi.txt"
+GDN_CASES=varlen16x1024_H32_HV32 gdn_sweep 140 default,rc_qreg_o152,rc_qreg_o200,rc_qreg_o216,rc_slot_o184
+gdn_bench_case "${R86_CAP:-480}" 150 varlen
+grep -h "^| perf" "$OUT"/graph/*/bench_*.md | cut -c1-160
+t=$(( ${R86_CAP:-480} - SECONDS - 10 ))
+if [ "$t" -ge 60 ]; then
+  gdn_target_tests "$t"
+else
+  echo "target file skipped (${t}s left)"
+fi
+gdn_archive r86
