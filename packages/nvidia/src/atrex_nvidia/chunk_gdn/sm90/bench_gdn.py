@@ -298,6 +298,9 @@ VARIANTS = [
     ("rc_qreg_o216", dict(rc_qreg=True, rc_out_regs=216)),
     ("rc_qreg_o232", dict(rc_qreg=True, rc_out_regs=232)),
     ("rc_slot_o184", dict(rc_qside=True, rc_qreg=False, rc_out_regs=184)),
+    # gl_ws's output partition at more registers (GL_WS_OUT_REGS - 16 with its factor rows in the slots: 112 by default)
+    ("ws_o160", dict(ws_out_regs=160)),
+    ("ws_o200", dict(ws_out_regs=200)),
 ]
 
 # launch-module attributes a variant may set (key in VARIANTS -> attribute of launch.py)
