@@ -690,3 +690,26 @@ def test_rc_qreg_is_a_gl_rc_qside_option(plan, monkeypatch):
             assert [n for n, *_, meta in seen["all"] if meta.get("QREG")] == want
     seen = plan(T=8192 // 32, H=16, HV=32)
     assert all("QREG" not in meta for *_, meta in seen["all"])
+
+
+def test_qside_maxnreg_caps_one_head_qside_intra_programs_only(plan, monkeypatch):
+    """INTRA_V3_QSIDE_MAXNREG (round 25) sets the register cap of the v3 launch where it has QSIDE and one value head
+    per program (varlen H = HV); two-head QSIDE programs (GVA, gl_rc forced) and programs without QSIDE keep theirs."""
+    monkeypatch.setattr(L, "INTRA_V3_QSIDE_MAXNREG", 128)
+    cu = [64 * 4 * i for i in range(17)]
+
+    def intra_meta(**kw):
+        return next(m for n, _g, _a, m in plan(**kw)["launches"] if n == "atrex_sm90_gdn_intra_chunk_v3")
+    m = intra_meta(T=cu[-1], H=32, HV=32, cu_seqlens=cu)
+    if not L._gluon_ws_supported():  # (no gl_rc, no QSIDE under this Triton)
+        assert "QSIDE" not in m and m["maxnreg"] == L.INTRA_V3_MAXNREG
+        return
+    assert m["QSIDE"] is True and "GS" not in m and m["maxnreg"] == 128
+    with monkeypatch.context() as mp:
+        mp.setattr(L, "GL_RC_QSIDE", False)
+        assert intra_meta(T=cu[-1], H=32, HV=32, cu_seqlens=cu)["maxnreg"] == L.INTRA_V3_MAXNREG
+    with monkeypatch.context() as mp:
+        mp.setattr(L, "STATE_IMPL", "gl_rc")
+        m = intra_meta(T=256, H=16, HV=32)
+        assert m["QSIDE"] is True and m["GS"] == 2 and m["maxnreg"] == L.INTRA_V3_MAXNREG
+    assert intra_meta(T=cu[-1], H=32, HV=32, cu_seqlens=cu, l2norm=False)["maxnreg"] == L.INTRA_V3_MAXNREG

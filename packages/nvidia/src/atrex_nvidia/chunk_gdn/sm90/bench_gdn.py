@@ -299,6 +299,9 @@ VARIANTS = [
     ("rc_qreg_o232", dict(rc_qreg=True, rc_out_regs=232)),
     ("rc_slot_o184", dict(rc_qside=True, rc_qreg=False, rc_out_regs=184)),
     # gl_ws's output partition at more registers (GL_WS_OUT_REGS - 16 with its factor rows in the slots: 112 by default)
+    # round 25: the one-head intra programs with QSIDE (no q tile) at a 128-register cap: four CTAs per SM
+    ("i3q_r128", dict(qside_maxnreg=128)),
+    ("i3q_r128_mo", dict(qside_maxnreg=128, mask_out=True)),
     ("ws_o160", dict(ws_out_regs=160)),
     ("ws_o200", dict(ws_out_regs=200)),
 ]
@@ -316,7 +319,8 @@ _HOOKS = dict(state="STATE_CFG_OVERRIDE", intra="INTRA_CFG_OVERRIDE", wy="USE_WY
               acc_merge="INTRA_V3_ACC_MERGE", fast="FAST_PATH", gates="INTRA_V3_GATES", fused="FUSED_RC",
               fused_stages="FUSED_STAGES", fused_aux_regs="FUSED_AUX_REGS", fused_out_regs="FUSED_OUT_REGS",
               fused_diag16="FUSED_DIAG16", rc_qside="GL_RC_QSIDE", rc_out_regs="GL_RC_OUT_REGS",
-              rc_qreg="GL_RC_QREG", ws_qside="GL_WS_QSIDE", ws_qside_out_regs="GL_WS_QSIDE_OUT_REGS")
+              rc_qreg="GL_RC_QREG", ws_qside="GL_WS_QSIDE", ws_qside_out_regs="GL_WS_QSIDE_OUT_REGS",
+              qside_maxnreg="INTRA_V3_QSIDE_MAXNREG")
 
 
 def _select_variants(spec):

@@ -125,6 +125,9 @@ INTRA_V3_MAXNREG = 168
 # Round 12 (r31): with MASK_OUT (below) the pairs fit the 168 cap again, and there they win; the cap is now None.
 INTRA_V3_GVA_SHARE = 2
 INTRA_V3_GS2_MAXNREG = None
+# INTRA_V3_QSIDE_MAXNREG (round 25): the register cap of one-head v3 programs with QSIDE (no q tile, no Q K^T; the
+# varlen goal shape's programs), None: INTRA_V3_MAXNREG. 128 allows four CTAs per SM (168: three).
+INTRA_V3_QSIDE_MAXNREG = None
 # INTRA_V3_MASK_OUT (round 11 built it, round 12 measured it): the v3 inverse's merges mask the product L X_b instead
 # of L (kernels._merge_level_mask_out: the same bits), so that one fp16 / bf16 copy of L serves all five levels and
 # the fp32 L is dead during the merges. True: every v3 program; "gs2": the two-head programs only; False: none.
@@ -737,6 +740,8 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
                 extra["DIAG16"] = True
             if qside:
                 extra["QSIDE"] = True
+                if gs == 1 and INTRA_V3_QSIDE_MAXNREG:
+                    extra["maxnreg"] = int(INTRA_V3_QSIDE_MAXNREG)
             if ((INTRA_V3_GATES is True or (INTRA_V3_GATES == "varlen1" and gs == 1 and is_varlen)) and state_v2
                     and not fold):
                 extra["GATES"] = True
@@ -1061,7 +1066,7 @@ def _knobs():
             INTRA_V3_FAST_EXP, INTRA_V3_GS2_MAXNREG, INTRA_V3_MASK_OUT, STATE_SPLIT_XU, GL_WS_FAC_SMEM,
             INTRA_SLOT_MAP, INTRA_V3_ACC_MERGE, INTRA_V3_GATES, INTRA_V3_DIAG16, FUSED_RC, FUSED_STAGES,
             FUSED_AUX_REGS, FUSED_OUT_REGS, FUSED_DIAG16, GL_RC_QSIDE, GL_RC_OUT_REGS, GL_RC_QREG, GL_WS_QSIDE,
-            GL_WS_QSIDE_OUT_REGS)
+            GL_WS_QSIDE_OUT_REGS, INTRA_V3_QSIDE_MAXNREG)
 
 
 def _call_signature(dev, tensors, flags):
