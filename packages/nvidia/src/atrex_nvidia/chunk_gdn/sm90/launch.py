@@ -343,7 +343,7 @@ GL_RC_QSIDE = True
 # 0.472; 168 -> 0.292, 0.460; 184 -> 0.275, 0.446 (2.93x fla's 1.307). The chain partition keeps its 256 registers up
 # to 216 output registers (the CTA's pool is 12 warps x 168: 128 x 256 + 128 x 216 + 128 x 24 of its 64,512); above
 # that Triton takes them from the chain (232: 248). 184 by default since round 25.
-GL_RC_OUT_REGS = 184
+GL_RC_OUT_REGS = 200
 # GL_RC_QREG (round 25): gl_rc's QSIDE output partition normalises q into registers (kernels_gluon._q_regs, the wgmma
 #   left-operand layout) instead of in its load slot: the same arithmetic and rounding to the input dtype, with no
 #   slot store, fence or partition barrier before Q K^T, and Q S_c takes the same registers. The load is 8 ldmatrix.x4
