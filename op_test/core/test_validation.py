@@ -166,6 +166,30 @@ def test_bench_records_report_plot_and_readme(tmp_path):
     assert not bench.update_readme(readme, bench.load_history(hist))  # idempotent
 
 
+def test_readme_section_keeps_each_cases_latest_record():
+    """Per (op, device) the section shows every case's latest timed record under its own run's provenance line:
+    a later run that timed only one case replaces that case's rows and leaves the other cases' rows of the earlier
+    run; other devices keep theirs; a newer untimed (error) record does not hide a timed one."""
+    def rec(run, case, ms, dev="gpu-a", contender="impl", commit="c1"):
+        r = dict(op="chunk_gdn", device=dev, driver="d", torch="t", triton="tr", flash_attn_4=None, fla_core="f",
+                 commit=commit, date=f"2026-12-05T0{run}", run_id=f"run{run}", case=case, contender=contender,
+                 baseline="fla", correct=True)
+        if ms is None:
+            r["error"] = "boom"
+        else:
+            r.update(ms=ms, tflops=1.0, tbps=1.0, speedup_vs_baseline=None)
+        return r
+    history = [rec(1, "perf/a", 1.0), rec(1, "perf/b", 2.0), rec(1, "perf/a", 5.0, contender="fla"),
+               rec(2, "perf/a", 0.5, commit="c2"), rec(3, "perf/b", 9.0, dev="gpu-b"), rec(4, "perf/b", None)]
+    text = bench.readme_section(history)
+    assert "| perf/a | impl | 0.5000 |" in text and "| perf/a | impl | 1.0000 |" not in text
+    assert "| perf/a | fla | 5.0000 |" not in text  # (run 1's rows of perf/a: replaced by run 2's)
+    assert "| perf/b | impl | 2.0000 |" in text and "| perf/b | impl | 9.0000 |" in text
+    assert "boom" not in text
+    a = text.index("on gpu-a")
+    assert text.index("commit c2", a) < text.index("commit c1", a)  # newest run first
+
+
 def test_bench_cli_writes_files(tmp_path):
     install_fake("run_correct")
     out, hist = tmp_path / "out", tmp_path / "h.jsonl"
