@@ -127,6 +127,8 @@ INTRA_V3_GVA_SHARE = 2
 INTRA_V3_GS2_MAXNREG = None
 # INTRA_V3_QSIDE_MAXNREG (round 25): the register cap of one-head v3 programs with QSIDE (no q tile, no Q K^T; the
 # varlen goal shape's programs), None: INTRA_V3_MAXNREG. 128 allows four CTAs per SM (168: three).
+# r87 (H100, bench_gdn sweep, varlen 16x1024): slower. Intra 0.148 ms at 168 against 0.164 at 128 (0.159 with masked
+# products): the 128-register build spills more (stack 152-184 bytes against 136). None.
 INTRA_V3_QSIDE_MAXNREG = None
 # INTRA_V3_MASK_OUT (round 11 built it, round 12 measured it): the v3 inverse's merges mask the product L X_b instead
 # of L (kernels._merge_level_mask_out: the same bits), so that one fp16 / bf16 copy of L serves all five levels and
@@ -342,7 +344,12 @@ GL_RC_QSIDE = True
 # r85 (H100, commit 6ce9b42, QREG, bench_gdn sweep, one process): 136 -> gl_rc 0.320 ms, whole call 0.519; 152 -> 0.303,
 # 0.472; 168 -> 0.292, 0.460; 184 -> 0.275, 0.446 (2.93x fla's 1.307). The chain partition keeps its 256 registers up
 # to 216 output registers (the CTA's pool is 12 warps x 168: 128 x 256 + 128 x 216 + 128 x 24 of its 64,512); above
-# that Triton takes them from the chain (232: 248). 184 by default since round 25.
+# that Triton takes them from the chain (232: 248). r86 / r87 (same kind of sweep, commits 53986fd / 8773df3): 184 ->
+# 0.281 / 0.279, 200 -> 0.276 / 0.275, 216 -> 0.282 (r86). r88: the whole sm90 target file passed at 200 (386 of 386);
+# graph bench 0.4577 ms against fla 1.2719 (2.78x). 200 by default since round 25. (The slot form at 184: 0.311, r86:
+# the registers pay only with GL_RC_QREG.)
+# r89 on an H200 (commit e44a23e, graph bench): varlen 16x1024 0.4545 ms against fla 1.0538 (2.32x; the H200's fla is
+# ~20% faster than the H100's, ATREX's call ~1%: these kernels are not bound by HBM bandwidth).
 GL_RC_OUT_REGS = 200
 # GL_RC_QREG (round 25): gl_rc's QSIDE output partition normalises q into registers (kernels_gluon._q_regs, the wgmma
 #   left-operand layout) instead of in its load slot: the same arithmetic and rounding to the input dtype, with no
