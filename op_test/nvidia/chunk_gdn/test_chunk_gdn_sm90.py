@@ -28,13 +28,13 @@ from _gdn_cases import (  # noqa: E402,F401
     test_intra_slot_map,
     test_kernel_names_in_profiler,
     test_rc_qside,
-    test_ws_qside,
     test_split_and_carry,
     test_split_state_pass_graph_capture,
     test_state_split_xu_decay0_probe,
     test_t1_replay_of_the_faulting_order,
     test_t1_shapes_between_other_kernels,
     test_ut_inverse_accuracy_and_acc_merge,
+    test_ws_qside,
 )
 
 
