@@ -32,6 +32,22 @@ gdn_target_tests() {
   grep -m 4 -E "^E  " "$OUT/tests.log" | cut -c1-200
 }
 
+# gdn_tests_k TIMEOUT EXPRESSION LOG: the sm90 target file's tests matching EXPRESSION on 14 workers into $OUT/LOG,
+# failures listed
+gdn_tests_k() {
+  timeout "$1" python3 -m pytest op_test/nvidia/chunk_gdn/test_chunk_gdn_sm90.py -v -p no:cacheprovider -n 14 -k "$2" \
+    > "$OUT/$3" 2>&1
+  echo "tests ($2): rc $? $(tail -n 1 "$OUT/$3")"
+  grep -E "(FAILED|ERROR)" "$OUT/$3" | sed 's/.*:://' | head -10; grep -m 6 -E "^E  " "$OUT/$3" | cut -c1-240
+}
+
+# gdn_target_tests_left CAP: the whole sm90 target file with what is left before CAP seconds into the call (skipped
+# under 60 s)
+gdn_target_tests_left() {
+  local t=$(( $1 - SECONDS - 10 ))
+  if [ "$t" -ge 60 ]; then gdn_target_tests "$t"; else echo "target file skipped (${t}s left)"; fi
+}
+
 # gdn_sweep TIMEOUT VARIANTS: bench_gdn's sweep of VARIANTS on the three goal cases (fla-core 0.6 in the process)
 gdn_sweep() {
   timeout "$1" python3 -m atrex_nvidia.chunk_gdn.sm90.bench_gdn --out "$OUT/gdnv" --sweep --ref-heads "" \

@@ -7,9 +7,6 @@
 #   bash .gpuhost/g/install.sh; ATREX_BENCH_COMMIT=<sha> bash scripts/gdn-r84.sh
 . scripts/gdn-call.sh
 nvidia-smi --query-gpu=name --format=csv,noheader > "$OUT/smi.txt"; cat "$OUT/smi.txt"
-timeout 170 python3 -m pytest op_test/nvidia/chunk_gdn/test_chunk_gdn_sm90.py -v -p no:cacheprovider -n 14 \
-  -k "qside or qreg" > "$OUT/tests.log" 2>&1
-echo "tests: rc $? $(tail -n 1 "$OUT/tests.log")"
-grep -E "(FAILED|ERROR)" "$OUT/tests.log" | sed 's/.*:://' | head -10; grep -m 6 -E "^E  " "$OUT/tests.log" | cut -c1-240
+gdn_tests_k 170 "qside or qreg" tests.log
 gdn_sweep 260 default,rc_qreg,ws_qside,ws_qside_o128,ws_qside_o184
 gdn_archive r84

@@ -12,10 +12,5 @@ mv "$OUT/gdnv" "$OUT/gdnv_varlen"; mv "$OUT/sweep.log" "$OUT/sweep_varlen.log"
 GDN_CASES=T8192_H16_HV32,T32768_H16_HV32 gdn_sweep 190 default,ws_o160,ws_o200
 gdn_bench_case "${R86_CAP:-570}" 150 varlen
 grep -h "^| perf" "$OUT"/graph/*/bench_*.md | cut -c1-160
-t=$(( ${R86_CAP:-570} - SECONDS - 10 ))
-if [ "$t" -ge 60 ]; then
-  gdn_target_tests "$t"
-else
-  echo "target file skipped (${t}s left)"
-fi
+gdn_target_tests_left "${R86_CAP:-570}"
 gdn_archive r86
