@@ -48,9 +48,10 @@ gdn_target_tests_left() {
   if [ "$t" -ge 60 ]; then gdn_target_tests "$t"; else echo "target file skipped (${t}s left)"; fi
 }
 
-# gdn_sweep TIMEOUT VARIANTS: bench_gdn's sweep of VARIANTS on the three goal cases (fla-core 0.6 in the process)
+# gdn_sweep TIMEOUT VARIANTS: bench_gdn's sweep of VARIANTS on the three goal cases (fla-core 0.6 in the process
+# unless GDN_SWEEP_ARGS=--no-fla)
 gdn_sweep() {
-  timeout "$1" python3 -m atrex_nvidia.chunk_gdn.sm90.bench_gdn --out "$OUT/gdnv" --sweep --ref-heads "" \
+  timeout "$1" python3 -m atrex_nvidia.chunk_gdn.sm90.bench_gdn --out "$OUT/gdnv" --sweep --ref-heads "" ${GDN_SWEEP_ARGS:-} \
     --deadline $(($1 - 20)) --cases $GDN_CASES --sweep-cases $GDN_CASES --variants "$2" > "$OUT/sweep.log" 2>&1
   echo "sweep exit $?"; grep "^| [Tv]" "$OUT/gdnv/gdn_bench.md" | tail -n 30 | cut -c1-200
 }
@@ -114,7 +115,8 @@ gdn_fused_probe() {
 
 # gdn_diag_sweeps TIMEOUT CONFIG...: timing-only diagnostics. Each CONFIG is NAME or NAME:PATCH[+PATCH...] (files
 # scripts/diag/PATCH.patch, applied to kernels_gluon.py in order); the default launch is then timed by gdn_sweep on
-# $GDN_CASES with logs under $OUT/NAME. The kernel file is restored after each CONFIG and at the end.
+# $GDN_CASES with logs under $OUT/NAME, ATREX alone (round 26: no fla autotune per process). The kernel file is
+# restored after each CONFIG and at the end.
 gdn_diag_sweeps() {
   local t=$1; shift
   local F=packages/nvidia/src/atrex_nvidia/chunk_gdn/sm90/kernels_gluon.py root="$OUT" cfg name p
@@ -129,7 +131,7 @@ gdn_diag_sweeps() {
     fi
     OUT="$root/$name"; mkdir -p "$OUT"
     echo "== $name ($(grep -c DIAGNOSTIC "$F") patched lines)"
-    gdn_sweep "$t" default | grep default
+    GDN_SWEEP_ARGS=--no-fla gdn_sweep "$t" default | grep default
   done
   cp "$root/kernels_gluon.orig" "$F"; OUT="$root"
 }

@@ -387,10 +387,14 @@ def main(argv=None):
     ap.add_argument("--deadline", type=float, default=1e9, help="seconds; sweeps stop when exceeded")
     ap.add_argument("--variants", default="", help="comma-separated VARIANTS names or name prefixes ending in '*' "
                     "(default all), e.g. 'default,intra_v2*,v2*'")
+    ap.add_argument("--no-fla", action="store_true", help="time ATREX alone (timing-only diagnostics: no fla import, "
+                    "autotune or speedup column)")
     a = ap.parse_args(argv)
     t_start = time.time()
     os.makedirs(a.out, exist_ok=True)
     try:
+        if a.no_fla:
+            raise ImportError("--no-fla")
         import fla
         from fla.ops.gated_delta_rule import chunk_gated_delta_rule  # noqa: F401
         have_fla = True
