@@ -298,6 +298,9 @@ VARIANT_HOOKS = {  # launcher variants measured by bench_gdn's sweep besides the
     "state_gluon_rc_qside": dict(STATE_IMPL="gl_rc", GL_RC_QSIDE=True),
     # round 25: ... with q normalised into registers; gl_ws's output partition forms q and Aqk the same way
     "state_gluon_rc_qreg": dict(STATE_IMPL="gl_rc", GL_RC_QSIDE=True, GL_RC_QREG=True),
+    # round 25's form of it (no GL_RC_QSCALE, GL_RC_EARLY_FREE, GL_RC_OUT_TMA: round 26)
+    "state_gluon_rc_qreg_r25": dict(STATE_IMPL="gl_rc", GL_RC_QSIDE=True, GL_RC_QREG=True, GL_RC_QSCALE=False,
+                                    GL_RC_EARLY_FREE=False, GL_RC_OUT_TMA=False),
     "state_gluon_ws_qside": dict(STATE_IMPL="gl_ws", GL_WS_QSIDE=True),
     # round 10's intra v3 configuration (one value head per program, tl.exp); round 11's GVA pairs at the v3 cap
     "intra_v3_gs1_slowexp": dict(INTRA_V3_GVA_SHARE=1, INTRA_V3_FAST_EXP=False),
@@ -556,8 +559,70 @@ def test_rc_qside(case_id, kw, qreg, monkeypatch):
     are summed by wgmma instead of the intra kernel's dot, so single bf16 roundings of Aqk may flip, as in the other
     two-binary checks; a wrong decay tile, row mask or q norm is off by O(1)); both launches took QSIDE; and against
     the float64 recurrence within the contract bound. ``qreg`` (round 25, ``GL_RC_QREG``): q normalised into registers
-    instead of in the slot, the same checks."""
-    _qside_check(case_id, kw, monkeypatch, "gl_rc", "GL_RC_QSIDE", dict(GL_RC_QREG=qreg), dict(QREG=True) if qreg else {})
+    instead of in the slot, the same checks. Both forms as in round 25 (no GL_RC_QSCALE, GL_RC_EARLY_FREE or
+    GL_RC_OUT_TMA: test_rc_qscale checks those)."""
+    r25 = dict(GL_RC_QREG=qreg, GL_RC_QSCALE=False, GL_RC_EARLY_FREE=False, GL_RC_OUT_TMA=False)
+    _qside_check(case_id, kw, monkeypatch, "gl_rc", "GL_RC_QSIDE", r25, dict(QREG=True) if qreg else {})
+
+
+@pytest.mark.parametrize("case_id,kw", QSIDE_CASES, ids=[c[0] for c in QSIDE_CASES])
+def test_rc_qscale(case_id, kw, monkeypatch):
+    """Round 26's gl_rc output partition (QSIDE with QREG):
+    * ``GL_RC_EARLY_FREE`` (the load slot released once Aqk is formed) and ``GL_RC_OUT_TMA`` (whole chunks' output
+      tiles stored by TMA, a sequence's partial last chunk by the masked store) change no arithmetic: output and final
+      state equal bit for bit to the call without them, with and without ``GL_RC_QSCALE`` (the cases end sequences
+      mid-chunk, after 1, 65 and 1000 tokens, and hold 64-token ones);
+    * ``GL_RC_QSCALE`` (raw q in both dots, 1 / ||q_r|| and scale as row factors): the final state is bit for bit
+      round 25's (q does not enter it); the output within the contract bound of the float64 recurrence and at least
+      as close to it as round 25's normalised, rounded q (5% for the output's own bf16 rounding; a wrong row factor
+      or mask is off by O(1));
+    * the default call launched gl_rc with all three."""
+    import torch
+
+    from atrex_nvidia.chunk_gdn.sm90 import launch
+    if launch._capability(torch.device("cuda")) != (9, 0) or not launch._gluon_ws_supported():
+        pytest.skip("gl_rc's QSIDE output partition runs on sm90 with Gluon's warp specialisation only")
+    knobs = ("GL_RC_QSCALE", "GL_RC_EARLY_FREE", "GL_RC_OUT_TMA")
+    defaults = {name: getattr(launch, name) for name in knobs}
+    monkeypatch.setattr(launch, "STATE_IMPL", "gl_rc")
+    monkeypatch.setattr(launch, "GL_RC_QSIDE", True)
+    monkeypatch.setattr(launch, "GL_RC_QREG", True)
+    metas, orig = [], launch._launch_all
+
+    def spy(dev, launches, *a, **k):
+        metas.extend(meta for kern, _g, _a, meta in launches if "state_output_gl_rc" in kern.__name__)
+        return orig(dev, launches, *a, **k)
+
+    monkeypatch.setattr(launch, "_launch_all", spy)
+    x = make_inputs(device="cuda", **kw)
+
+    def call(qscale, early, out_tma):
+        monkeypatch.setattr(launch, "GL_RC_QSCALE", qscale)
+        monkeypatch.setattr(launch, "GL_RC_EARLY_FREE", early)
+        monkeypatch.setattr(launch, "GL_RC_OUT_TMA", out_tma)
+        return launch.gdn_fwd(
+            x["q"], x["k"], x["v"], x["g"], x["beta"], scale=x["scale"], initial_state=x["initial_state"],
+            output_final_state=True, use_qk_l2norm_in_kernel=x["use_qk_l2norm_in_kernel"],
+            state_v_first=x["state_v_first"], cu_seqlens=x["cu_seqlens"])
+    for qscale in (False, True):
+        o0, h0 = call(qscale, False, False)
+        o1, h1 = call(qscale, True, True)
+        assert torch.equal(o0, o1) and torch.equal(h0, h1), (case_id, qscale, rrmse(o0, o1), rrmse(h0, h1))
+        if not qscale:
+            h25 = h0
+    assert torch.equal(h1, h25), (case_id, rrmse(h1, h25))
+    want = [(q, e, t) for q in (False, True) for e, t in ((False, False), (True, True))]
+    assert [(m.get("QSCALE"), m.get("EARLY_FREE"), m.get("OUT_TMA", False)) for m in metas] == want, metas
+    metas.clear()
+    monkeypatch.setattr(launch, "GL_RC_QSCALE", False)
+    monkeypatch.setattr(launch, "GL_RC_EARLY_FREE", False)
+    monkeypatch.setattr(launch, "GL_RC_OUT_TMA", False)
+    eo25, eh25, _ = run_case(fwd(), case_id, kw, "cuda")
+    for name in knobs:  # the module's defaults
+        monkeypatch.setattr(launch, name, defaults[name])
+    eo, eh, bound = run_case(fwd(), case_id, kw, "cuda")
+    assert eo <= bound and eh <= bound and eo <= 1.05 * eo25, (case_id, eo, eo25, eh, bound)
+    assert [(m["QSCALE"], m["EARLY_FREE"], m["OUT_TMA"]) for m in metas[1:]] == [(True, True, True)], metas
 
 
 @pytest.mark.parametrize("case_id,kw", QSIDE_CASES, ids=[c[0] for c in QSIDE_CASES])

@@ -692,6 +692,43 @@ def test_rc_qreg_is_a_gl_rc_qside_option(plan, monkeypatch):
     assert all("QREG" not in meta for *_, meta in seen["all"])
 
 
+def test_rc_round26_options_ride_on_gl_rc_qside(plan, monkeypatch):
+    """Round 26: GL_RC_QSCALE and GL_RC_EARLY_FREE join QREG on gl_rc's QSIDE launch; GL_RC_OUT_TMA goes with QSIDE
+    (its shared-memory tile takes the Aqk ring's place) where T > 1. No other kernel, and no launch without QSIDE,
+    takes any of them; each knob off removes its option."""
+    cu = [64 * 4 * i for i in range(17)]
+    opts = ("QSCALE", "EARLY_FREE", "OUT_TMA")
+
+    def rc_meta(**kw):
+        seen = plan(**kw)
+        assert all(o not in meta for n, *_, meta in seen["all"] if n != GL_RC for o in opts)
+        return next((meta for n, *_, meta in seen["all"] if n == GL_RC), None)
+    m = rc_meta(T=cu[-1], H=32, HV=32, cu_seqlens=cu)
+    if not L._gluon_ws_supported():  # (no gl_rc under this Triton)
+        assert m is None
+        return
+    assert (m["QSCALE"], m["EARLY_FREE"], m["OUT_TMA"]) == (True, True, True)
+    with monkeypatch.context() as mp:
+        mp.setattr(L, "GL_RC_QREG", False)
+        m = rc_meta(T=cu[-1], H=32, HV=32, cu_seqlens=cu)
+        assert "QSCALE" not in m and "EARLY_FREE" not in m and m["OUT_TMA"] is True
+    with monkeypatch.context() as mp:
+        mp.setattr(L, "GL_RC_QSIDE", False)
+        m = rc_meta(T=cu[-1], H=32, HV=32, cu_seqlens=cu)
+        assert not any(o in m for o in opts)
+    with monkeypatch.context() as mp:
+        for name in ("GL_RC_QSCALE", "GL_RC_EARLY_FREE", "GL_RC_OUT_TMA"):
+            mp.setattr(L, name, False)
+        m = rc_meta(T=cu[-1], H=32, HV=32, cu_seqlens=cu)
+        assert (m["QSCALE"], m["EARLY_FREE"], "OUT_TMA" in m) == (False, False, False)
+    m = rc_meta(T=cu[-1], H=32, HV=32, cu_seqlens=cu, l2norm=False)  # (no QSIDE without the in-kernel norm)
+    assert not any(o in m for o in opts)
+    with monkeypatch.context() as mp:
+        mp.setattr(L, "STATE_IMPL", "gl_rc")
+        assert rc_meta(T=256, B=2, H=16, HV=32)["OUT_TMA"] is True
+    assert rc_meta(T=8192 // 32, H=16, HV=32) is None  # (few programs: gl_ws)
+
+
 def test_qside_maxnreg_caps_one_head_qside_intra_programs_only(plan, monkeypatch):
     """INTRA_V3_QSIDE_MAXNREG (round 25) sets the register cap of the v3 launch where it has QSIDE and one value head
     per program (varlen H = HV); two-head QSIDE programs (GVA, gl_rc forced) and programs without QSIDE keep theirs."""

@@ -304,6 +304,16 @@ VARIANTS = [
     ("i3q_r128_mo", dict(qside_maxnreg=128, mask_out=True)),
     ("ws_o160", dict(ws_out_regs=160)),
     ("ws_o200", dict(ws_out_regs=200)),
+    # round 26: gl_rc's output partition without each of GL_RC_QSCALE, GL_RC_EARLY_FREE, GL_RC_OUT_TMA, without all
+    # three (round 25's default), and at other register counts
+    ("rc_r25", dict(rc_qscale=False, rc_early_free=False, rc_out_tma=False)),
+    ("rc_no_qscale", dict(rc_qscale=False)),
+    ("rc_no_early", dict(rc_early_free=False)),
+    ("rc_no_out_tma", dict(rc_out_tma=False)),
+    ("rc_no_qside", dict(rc_qside=False)),  # (round 23's gl_rc: the intra kernel forms the normalised q and Aqk)
+    ("rc26_o168", dict(rc_out_regs=168)),
+    ("rc26_o184", dict(rc_out_regs=184)),
+    ("rc26_o216", dict(rc_out_regs=216)),
 ]
 
 # launch-module attributes a variant may set (key in VARIANTS -> attribute of launch.py)
@@ -320,7 +330,8 @@ _HOOKS = dict(state="STATE_CFG_OVERRIDE", intra="INTRA_CFG_OVERRIDE", wy="USE_WY
               fused_stages="FUSED_STAGES", fused_aux_regs="FUSED_AUX_REGS", fused_out_regs="FUSED_OUT_REGS",
               fused_diag16="FUSED_DIAG16", rc_qside="GL_RC_QSIDE", rc_out_regs="GL_RC_OUT_REGS",
               rc_qreg="GL_RC_QREG", ws_qside="GL_WS_QSIDE", ws_qside_out_regs="GL_WS_QSIDE_OUT_REGS",
-              qside_maxnreg="INTRA_V3_QSIDE_MAXNREG")
+              qside_maxnreg="INTRA_V3_QSIDE_MAXNREG", rc_qscale="GL_RC_QSCALE", rc_early_free="GL_RC_EARLY_FREE",
+              rc_out_tma="GL_RC_OUT_TMA")
 
 
 def _select_variants(spec):

@@ -36,6 +36,9 @@ _cta_barrier = getattr(gl, "thread_barrier", None) or gl.barrier
 # TMA global -> shared (descriptor, coordinates, mbarrier, destination): ``async_copy_global_to_shared`` in Triton 3.6,
 # renamed ``async_load`` by 3.9, which keeps the old name as an alias
 _tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared
+# TMA shared -> global (descriptor, coordinates, source): ``async_copy_shared_to_global`` in Triton 3.6, ``async_store``
+# by 3.9, which removed the old name
+_tma_store = getattr(tma, "async_store", None) or tma.async_copy_shared_to_global
 # cp.async global -> shared (destination, pointers, mask): ``async_copy_global_to_shared`` in 3.6, ``async_load`` in 3.9
 _cp_async = getattr(async_copy, "async_load", None) or async_copy.async_copy_global_to_shared
 
@@ -122,15 +125,21 @@ def _store_state(ht, S, n64, hv, HV, K, V, rs, cs, ms, STATE_V_FIRST: gl.constex
 
 
 @gluon.jit
-def _ring_tiles(dt: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr):
+def _ring_tiles(dt: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr,
+                NO_AQK: gl.constexpr = False):
     """The load ring of the Gluon state kernels: STAGES slots of the k, q ([64, BK]), A, Aqk ([64, 64]) and v
-    ([64, BV]) tiles, in the NVMMA layouts TMA writes and wgmma reads."""
+    ([64, BV]) tiles, in the NVMMA layouts TMA writes and wgmma reads. ``NO_AQK`` (a kernel that loads no Aqk tile):
+    the Aqk ring is the A ring's handle, never read (round 26: the 24 KB gl_rc's output tile takes)."""
     SH_K: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, BK], gl.bfloat16)
     SH_A: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, 64], gl.bfloat16)
     SH_V: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, BV], gl.bfloat16)
+    a_s = gl.allocate_shared_memory(dt, [STAGES, 64, 64], SH_A)
+    if NO_AQK:
+        aq_s = a_s
+    else:
+        aq_s = gl.allocate_shared_memory(dt, [STAGES, 64, 64], SH_A)
     return (gl.allocate_shared_memory(dt, [STAGES, 64, BK], SH_K), gl.allocate_shared_memory(dt, [STAGES, 64, BK], SH_K),
-            gl.allocate_shared_memory(dt, [STAGES, 64, 64], SH_A), gl.allocate_shared_memory(dt, [STAGES, 64, 64], SH_A),
-            gl.allocate_shared_memory(dt, [STAGES, 64, BV], SH_V))
+            a_s, aq_s, gl.allocate_shared_memory(dt, [STAGES, 64, BV], SH_V))
 
 
 @gluon.jit
@@ -501,10 +510,11 @@ def _rc_loader(kd, qd, vd, ad, aqd, fac, k_s, q_s, a_s, aq_s, v_s, f_s, gm_s, re
 @gluon.jit
 def _rc_out_item(item, NV, cu, T, HV, V, o, s_ob, s_oh, COL: gl.constexpr, G: gl.constexpr, IS_VARLEN: gl.constexpr,
                  BV: gl.constexpr):
-    """What an output partition needs of work item ``item``: (bos, L, its V columns, their mask, its output base)."""
+    """What an output partition needs of work item ``item``: (bos, L, its V columns, their mask, its output base, and
+    for a TMA store its first row and column in the ``[B*T, HV*V]`` view of the output)."""
     i_v, n, hv, h, bos, b_idx, tg0, L = _rc_item(item, NV, cu, T, HV, G, IS_VARLEN)
     cs = i_v * BV + gl.arange(0, BV, layout=COL)
-    return bos, L, cs, gl.expand_dims(cs < V, 0), o + b_idx.to(gl.int64) * s_ob + hv * s_oh
+    return bos, L, cs, gl.expand_dims(cs < V, 0), o + b_idx.to(gl.int64) * s_ob + hv * s_oh, tg0, hv * V + i_v * BV
 
 
 @gluon.jit
@@ -517,15 +527,23 @@ def _rc_out_store(qs, ot, eg, scale, o_base, bos, l0, L, ro, cs, mc, s_ot):
 
 
 @gluon.jit
-def _rc_output(q_s, aq_s, k_s, gm_s, sb_s, u_s, f_s, ready, empty, su_ready, su_empty, o, cu, T, HV, V, N_ITEMS, NV,
-               TOTAL_T, s_ob, s_ot, s_oh, scale,
+def _rc_output(q_s, aq_s, k_s, gm_s, sb_s, u_s, f_s, o_s, ready, empty, su_ready, su_empty, o, cu, T, HV, V, N_ITEMS,
+               NV, TOTAL_T, ROWS, s_ob, s_ot, s_oh, scale,
                G: gl.constexpr, IS_VARLEN: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr,
-               QSIDE: gl.constexpr, FAST_EXP: gl.constexpr, QREG: gl.constexpr = False):
+               QSIDE: gl.constexpr, FAST_EXP: gl.constexpr, QREG: gl.constexpr = False, QSCALE: gl.constexpr = False,
+               EARLY_FREE: gl.constexpr = False, OUT_TMA: gl.constexpr = False):
     """Output partition (4 warps): O = scale (e^gamma (Q S_c) + Aqk U_c) from the chain's transposed S_c^T, U_c^T.
     With ``QSIDE`` the slot holds the raw q and no Aqk: q is L2-normalised in place and Aqk = tril(Q K^T e^(gamma_r -
     gamma_c)) formed here (the intra kernel's arithmetic, held in registers as the left operand of Aqk U), while the
     chain works on the chunk. With ``QREG`` as well (round 25) q is normalised into registers instead (``_q_regs``):
-    the left operand of both Q K^T and Q S_c, with no store, fence or barrier before them."""
+    the left operand of both Q K^T and Q S_c, with no store, fence or barrier before them.
+    Round 26 (r90: this partition, ~816 instructions a chunk, bounded the step; the chain alone steps in ~1.5 us):
+    ``QSCALE`` (with QREG) feeds the raw q to both dots and applies the L2 norm and ``scale`` as row factors: 1 / ||q_r||
+    times scale folded into the decay tile's exponent and into e^gamma (``_q_raw_regs``, ``_aqk_regs_scaled``): no
+    per-element normalisation, rounding or output scaling. ``EARLY_FREE`` (with QREG) releases the load slot once Aqk is
+    formed: Q S_c and Aqk U_c read registers and the hand-off buffers only. ``OUT_TMA`` (a TMA-describable output)
+    stores each whole chunk's tile through shared memory ``o_s`` by TMA (a chunk that ends its sequence early keeps the
+    masked store: TMA would write the next sequence's rows)."""
     MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BV, 16])
     ROW: gl.constexpr = gl.SliceLayout(1, MMA)
     COL: gl.constexpr = gl.SliceLayout(0, MMA)
@@ -537,9 +555,12 @@ def _rc_output(q_s, aq_s, k_s, gm_s, sb_s, u_s, f_s, ready, empty, su_ready, su_
     ro = gl.arange(0, 64, layout=ROW)
     rr = gl.expand_dims(ro, 1)
     cc = gl.expand_dims(gl.arange(0, 64, layout=COL), 0)
+    if OUT_TMA:
+        od = tma.make_tensor_descriptor(o, [ROWS, HV * V], [s_ot, 1], [64, BV], o_s.layout)
     it = 0
     for item in range(gl.program_id(0), N_ITEMS, gl.num_programs(0)):
-        bos, L, cs, mc, o_base = _rc_out_item(item, NV, cu, T, HV, V, o, s_ob, s_oh, COL, G, IS_VARLEN, BV)
+        bos, L, cs, mc, o_base, orow, ocol = _rc_out_item(item, NV, cu, T, HV, V, o, s_ob, s_oh, COL, G, IS_VARLEN,
+                                                          BV)
         for c in range(gl.cdiv(L, 64)):
             l0 = c * 64
             slot = it % STAGES
@@ -547,9 +568,19 @@ def _rc_output(q_s, aq_s, k_s, gm_s, sb_s, u_s, f_s, ready, empty, su_ready, su_
             mbarrier.wait(ready.index(slot), (it // STAGES) & 1)
             eg = f_s.index(slot * 5 + 2).load(ROW)
             if QSIDE and QREG:
-                qa = _q_regs(q_s.index(slot), A64)
-                qk = warpgroup_mma(qa, k_s.index(slot).permute((1, 0)), zero, use_acc=False, is_async=True)
-                aqk = _aqk_regs(qk, gm_s.index(slot), rr, cc, l0, L, MMA, A64, dt, FAST_EXP)
+                if QSCALE:
+                    qa, ss = _q_raw_regs(q_s.index(slot), A64)
+                    qk = warpgroup_mma(qa, k_s.index(slot).permute((1, 0)), zero, use_acc=False, is_async=True)
+                    rs = gl.convert_layout(gl.rsqrt(ss + 1e-6), ROW) * scale  # scale / ||q_r||
+                    aqk = _aqk_regs_scaled(qk, gm_s.index(slot), gl.log2(rs), rr, cc, MMA, A64, dt, FAST_EXP)
+                    eg = eg * rs
+                else:
+                    qa = _q_regs(q_s.index(slot), A64)
+                    qk = warpgroup_mma(qa, k_s.index(slot).permute((1, 0)), zero, use_acc=False, is_async=True)
+                    aqk = _aqk_regs(qk, gm_s.index(slot), rr, cc, l0, L, MMA, A64, dt, FAST_EXP)
+                if EARLY_FREE:  # (every warp's Q K^T has read k and its gamma rows are loaded)
+                    _cta_barrier()
+                    mbarrier.arrive(empty.index(slot), count=1)
                 mbarrier.wait(su_ready.index(b), (it // 2) & 1)
                 qs = warpgroup_mma(qa, sb_s.index(b).permute((1, 0)), zero, use_acc=False, is_async=True)
                 ot = warpgroup_mma(aqk, u_s.index(b).permute((1, 0)), zero, use_acc=False, is_async=True)
@@ -573,11 +604,33 @@ def _rc_output(q_s, aq_s, k_s, gm_s, sb_s, u_s, f_s, ready, empty, su_ready, su_
                 qs = warpgroup_mma(q_s.index(slot), sb_s.index(b).permute((1, 0)), zero, use_acc=False, is_async=True)
                 ot = warpgroup_mma(aq_s.index(slot), u_s.index(b).permute((1, 0)), zero, use_acc=False, is_async=True)
             qs, ot = warpgroup_mma_wait(0, deps=[qs, ot])
+            if OUT_TMA:  # (the previous chunk's TMA store has read o_s before any warp passes the barrier below)
+                tma.store_wait(0)
             _cta_barrier()  # every warp's wgmma reads of S_c, U_c and the slot are complete
             mbarrier.arrive(su_empty.index(b), count=1)
-            mbarrier.arrive(empty.index(slot), count=1)
-            _rc_out_store(qs, ot, eg, scale, o_base, bos, l0, L, ro, cs, mc, s_ot)
+            if not (EARLY_FREE and QSIDE and QREG):
+                mbarrier.arrive(empty.index(slot), count=1)
+            if QSCALE and QSIDE and QREG:  # (scale is in eg and Aqk)
+                out = qs * gl.expand_dims(eg, 1) + ot
+                if OUT_TMA and l0 + 64 <= L:
+                    o_s.store(out.to(dt))
+                    fence_async_shared()
+                    _cta_barrier()
+                    _tma_store(od, [orow + l0, ocol], o_s)
+                else:
+                    mo = gl.expand_dims((l0 + ro) < L, 1) & mc
+                    p_o = o_base + gl.expand_dims((bos + l0 + ro).to(gl.int64) * s_ot, 1) + gl.expand_dims(cs, 0)
+                    gl.store(p_o, out.to(p_o.dtype.element_ty), mask=mo)
+            elif OUT_TMA and l0 + 64 <= L:
+                o_s.store(((qs * gl.expand_dims(eg, 1) + ot) * scale).to(dt))
+                fence_async_shared()
+                _cta_barrier()
+                _tma_store(od, [orow + l0, ocol], o_s)
+            else:
+                _rc_out_store(qs, ot, eg, scale, o_base, bos, l0, L, ro, cs, mc, s_ot)
             it += 1
+    if OUT_TMA:
+        tma.store_wait(0)
 
 
 @gluon.jit
@@ -671,6 +724,7 @@ def atrex_sm90_gdn_state_output_gl_rc(
     USE_H0: gl.constexpr, STORE_HT: gl.constexpr, STATE_V_FIRST: gl.constexpr, DEVICE_DESC: gl.constexpr,
     PERSISTENT: gl.constexpr, STAGES: gl.constexpr, OUT_REGS: gl.constexpr, EG_PLANE: gl.constexpr = 3,
     QSIDE: gl.constexpr = False, FAST_EXP: gl.constexpr = False, QREG: gl.constexpr = False,
+    QSCALE: gl.constexpr = False, EARLY_FREE: gl.constexpr = False, OUT_TMA: gl.constexpr = False,
 ):
     """gl_ws's arguments (in-kernel descriptors) on a 1-D grid: work item i is (V block i % NV, sequence x value head
     i // NV); CTA p runs items p, p + grid, ... (PERSISTENT: grid <= SMs; else one item per CTA). The chain keeps S^T
@@ -678,7 +732,8 @@ def atrex_sm90_gdn_state_output_gl_rc(
     ``EG_PLANE``: the factor plane of the output's e^gamma (5 with the intra kernel's FOLD_NORM: q, k raw).
     ``QSIDE`` (round 24, launch.GL_RC_QSIDE): ``qd`` is the raw q (in-kernel L2 norm), ``aqd`` is not read, and the
     output partition forms Aqk itself from q, the normalised k and the gamma rows (``_rc_output``); the intra kernel
-    then reads no q and writes no q copy and no Aqk."""
+    then reads no q and writes no q copy and no Aqk. ``QSCALE``, ``EARLY_FREE``, ``OUT_TMA``: round 26 (``_rc_output``;
+    OUT_TMA needs the output ``[B, T, HV, V]`` describable as ``[B*T, HV*V]`` with row stride ``s_ot``)."""
     SH_S: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BV, BK], gl.bfloat16)
     SH_U: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BV, 64], gl.bfloat16)
     dt: gl.constexpr = o.dtype.element_ty
@@ -686,9 +741,13 @@ def atrex_sm90_gdn_state_output_gl_rc(
     NV = gl.cdiv(V, BV)
     N_ITEMS = NV * N_NH
 
-    k_s, q_s, a_s, aq_s, v_s = _ring_tiles(dt, BK, BV, STAGES)
+    k_s, q_s, a_s, aq_s, v_s = _ring_tiles(dt, BK, BV, STAGES, QSIDE)
     sb_s = gl.allocate_shared_memory(dt, [2, BV, BK], SH_S)
     u_s = gl.allocate_shared_memory(dt, [2, BV, 64], SH_U)
+    if OUT_TMA:  # the output tile a TMA store reads
+        o_s = gl.allocate_shared_memory(dt, [64, BV], gl.NVMMASharedLayout.get_default_for([64, BV], dt))
+    else:
+        o_s = u_s
     f_s = gl.allocate_shared_memory(gl.float32, [STAGES * 5, 64], gl.SwizzledSharedLayout(1, 1, 1, [0]))
     if QSIDE:  # the chunk-local gamma rows of the slots (for the output partition's decay tile)
         gm_s = gl.allocate_shared_memory(gl.float32, [STAGES, 64], gl.SwizzledSharedLayout(1, 1, 1, [0]))
@@ -700,9 +759,9 @@ def atrex_sm90_gdn_state_output_gl_rc(
         (_rc_chain, (k_s, a_s, v_s, f_s, sb_s, u_s, ready, empty, su_ready, su_empty, ready, h0, ht, cu, T, HV, K, V,
                      N_ITEMS, NV, TOTAL_T, s_h0n, s_h0h, s_h0k, s_h0v, G, IS_VARLEN, BK, BV, USE_H0, STORE_HT,
                      STATE_V_FIRST, STAGES)),
-        (_rc_output, (q_s, aq_s, k_s, gm_s, sb_s, u_s, f_s, ready, empty, su_ready, su_empty, o, cu, T, HV, V,
-                      N_ITEMS, NV, TOTAL_T, s_ob, s_ot, s_oh, scale, G, IS_VARLEN, BK, BV, STAGES, QSIDE, FAST_EXP,
-                      QREG)),
+        (_rc_output, (q_s, aq_s, k_s, gm_s, sb_s, u_s, f_s, o_s, ready, empty, su_ready, su_empty, o, cu, T, HV, V,
+                      N_ITEMS, NV, TOTAL_T, ROWS, s_ob, s_ot, s_oh, scale, G, IS_VARLEN, BK, BV, STAGES, QSIDE,
+                      FAST_EXP, QREG, QSCALE, EARLY_FREE, OUT_TMA)),
         (_rc_loader, (kd, qd, vd, ad, aqd, fac, k_s, q_s, a_s, aq_s, v_s, f_s, gm_s, ready, empty, cu, T, HV, K, V,
                       N_ITEMS, NV, ROWS, QW, VW, s_qr, s_kr, s_vr, TOTAL_T, G, IS_VARLEN, BK, BV, STAGES, EG_PLANE,
                       QSIDE)),
@@ -762,6 +821,40 @@ def _q_regs(qb, A: gl.constexpr):
     x = qb.load(A).to(gl.float32)
     inv = gl.rsqrt(gl.sum(x * x, 1) + 1e-6)
     return (x * gl.expand_dims(inv, 1)).to(qb.dtype)
+
+
+@gluon.jit
+def _q_raw_regs(qb, A: gl.constexpr):
+    """(the raw [64, BK] q tile of slot view ``qb`` in wgmma left-operand layout ``A``, its rows' squared L2 norms in
+    fp32): GL_RC_QSCALE's form of ``_q_regs`` (round 26), the norm applied to the dots' results instead."""
+    x = qb.load(A)
+    xf = x.to(gl.float32)
+    return x, gl.sum(xf * xf, 1)
+
+
+@gluon.jit
+def _fu_exp2(x, FAST: gl.constexpr):
+    """``2^x`` of an fp32 tile (FAST: ``ex2.approx.ftz.f32``, as ``_fu_exp`` without its multiply by log2 e)."""
+    if FAST:
+        return gl.inline_asm_elementwise("ex2.approx.ftz.f32 $0, $1;", "=f,f", [x], dtype=gl.float32, is_pure=True,
+                                         pack=1)
+    else:
+        return gl.exp2(x)
+
+
+@gluon.jit
+def _aqk_regs_scaled(qk, gm, lrs, rr, cc, M: gl.constexpr, A: gl.constexpr, dt: gl.constexpr, FAST_EXP: gl.constexpr):
+    """Aqk = tril(diag(rs) Q K^T e^(gamma_r - gamma_c)) rounded to ``dt`` in left-operand layout ``A``, where ``qk``
+    (accumulator layout ``M``, asynchronous) is the raw q's Q K^T and ``lrs`` = log2 of the row factors rs (scale /
+    ||q_r||, row layout of ``M``): one exponent per element, 2^(gamma_r log2 e + lrs_r - gamma_c log2 e). Only the
+    causal mask: a row past the sequence end is never stored, and the valid rows' columns are all inside it. (A masked
+    entry's exponent may overflow to inf; the select drops it.)"""
+    LOG2E: gl.constexpr = 1.4426950408889634
+    gr = gm.load(gl.SliceLayout(1, M)) * LOG2E + lrs
+    gc = gm.load(gl.SliceLayout(0, M)) * LOG2E
+    e = _fu_exp2(gl.expand_dims(gr, 1) - gl.expand_dims(gc, 0), FAST_EXP)
+    qk = warpgroup_mma_wait(0, deps=[qk])
+    return gl.convert_layout(gl.where(rr >= cc, qk * e, 0.0).to(dt), A, assert_trivial=True)
 
 
 @gluon.jit
@@ -1026,7 +1119,7 @@ def _fu_output(q_s, sb_s, u_s, f_s, gm_s, k_s, v_s, gb_s, ready, iready, empty, 
                                                               BETA_SIGMOID, NEG_EIGVAL)
     it = 0
     for item in range(gl.program_id(0), N_ITEMS, gl.num_programs(0)):
-        bos, L, cs, mc, o_base = _rc_out_item(item, NV, cu, T, HV, V, o, s_ob, s_oh, COL, G, IS_VARLEN, BV)
+        bos, L, cs, mc, o_base, _r, _c = _rc_out_item(item, NV, cu, T, HV, V, o, s_ob, s_oh, COL, G, IS_VARLEN, BV)
         for c in range(gl.cdiv(L, 64)):
             l0 = c * 64
             slot = it % STAGES

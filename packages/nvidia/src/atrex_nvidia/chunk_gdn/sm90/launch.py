@@ -359,6 +359,22 @@ GL_RC_OUT_REGS = 200
 # whole call 0.481 -> 0.469 (2.71x -> 2.78x fla); its variant hook passed the 7 variant cases against float64. On by
 # default since round 25.
 GL_RC_QREG = True
+# Round 26: gl_rc's output partition was the step's bound. r90 (one H100, commit fdc8344, varlen 16x1024, timing-only
+# patches, scripts/gdn-r90.sh): gl_rc 0.274 ms; without the output tile store 0.244; without Q K^T and the decay tile
+# 0.247; without any output dot 0.242; without dots and store (the chain alone) 0.191. Nsight Compute (same call): the
+# output partition issues ~816 instructions a chunk against the chain's ~450 and never waits for the chain (its
+# su_ready wait: 2 of 10,023 samples); its loop's back edge waits 12% of its samples for its 16 global stores to
+# drain, and the chain waits a quarter of its samples for load slots the output partition has not yet released.
+# GL_RC_QSCALE: with GL_RC_QREG, the raw q feeds Q K^T and Q S_c; 1 / ||q_r|| and scale become row factors (in the
+#   decay tile's exponent and in e^gamma), so q is neither scaled nor rounded per element and the output is not
+#   scaled (the dots see the exact input q: at least as accurate as the normalised, rounded copy).
+# GL_RC_EARLY_FREE: with GL_RC_QREG, the output partition releases a load slot as soon as Aqk is formed.
+# GL_RC_OUT_TMA: whole chunks' output tiles leave by TMA store from shared memory (the Aqk ring, never loaded with
+#   QSIDE, is not allocated); a sequence's last, partial chunk keeps the masked store. Needs the output describable as
+#   [B*T, HV*V] (the launcher's own output always is).
+GL_RC_QSCALE = True
+GL_RC_EARLY_FREE = True
+GL_RC_OUT_TMA = True
 # GL_WS_QSIDE (round 25): GL_RC_QSIDE for gl_ws (the state pass of few programs: T=8192 and T=32768 at H = 16,
 #   HV = 32): where the state pass is gl_ws with its factor rows in the load slots (GL_WS_FAC_SMEM) and the call
 #   L2-normalises q, k in the kernel, the intra kernel reads no q and writes no q copy and no Aqk, and gl_ws's output
@@ -821,7 +837,9 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
             if rc_qside:
                 opts.update(QSIDE=True, FAST_EXP=bool(INTRA_V3_FAST_EXP))
                 if GL_RC_QREG:
-                    opts["QREG"] = True
+                    opts.update(QREG=True, QSCALE=bool(GL_RC_QSCALE), EARLY_FREE=bool(GL_RC_EARLY_FREE))
+            if GL_RC_OUT_TMA and rc_qside and T > 1 and _rows_view(o, B, T, HV, V) is not None:
+                opts["OUT_TMA"] = True  # (row stride o.stride(1): T > 1; without QSIDE the Aqk ring leaves no room)
         elif (STATE_IMPL == "gl_ws" or auto_ws) and gl_ok and device_desc and not persistent:
             kern = _gluon_state_kernel("atrex_sm90_gdn_state_output_gl_ws")
             opts = dict(num_warps=4, STAGES=max(2, sst), OUT_REGS=int(GL_WS_OUT_REGS))
@@ -1073,7 +1091,7 @@ def _knobs():
             INTRA_V3_FAST_EXP, INTRA_V3_GS2_MAXNREG, INTRA_V3_MASK_OUT, STATE_SPLIT_XU, GL_WS_FAC_SMEM,
             INTRA_SLOT_MAP, INTRA_V3_ACC_MERGE, INTRA_V3_GATES, INTRA_V3_DIAG16, FUSED_RC, FUSED_STAGES,
             FUSED_AUX_REGS, FUSED_OUT_REGS, FUSED_DIAG16, GL_RC_QSIDE, GL_RC_OUT_REGS, GL_RC_QREG, GL_WS_QSIDE,
-            GL_WS_QSIDE_OUT_REGS, INTRA_V3_QSIDE_MAXNREG)
+            GL_WS_QSIDE_OUT_REGS, INTRA_V3_QSIDE_MAXNREG, GL_RC_QSCALE, GL_RC_EARLY_FREE, GL_RC_OUT_TMA)
 
 
 def _call_signature(dev, tensors, flags):
