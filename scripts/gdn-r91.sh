@@ -2,17 +2,18 @@
 # default in this tree). One call:
 #   1. the gl_rc GPU cases: test_rc_qscale (bit-equality of EARLY_FREE / OUT_TMA, QSCALE against float64 and round
 #      25), test_rc_qside (round 24/25 forms), the Gluon state kernel cases and variant hooks of gl_rc;
-#   2. bench_gdn sweep, varlen 16x1024, ATREX alone: the default, round 25's form, each knob off, output registers;
+#   2. bench_gdn sweep, varlen 16x1024, ATREX alone: the default, round 25's form, each knob off, GL_RC_QNORM_MMA,
+#      output registers;
 #   3. graph bench of varlen 16x1024 with fla-core 0.6 in the same run (history record);
 #   4. the whole sm90 target file with what is left of the call.
 #   (carry [".gpuhost/g", ".gpuhost/tcache.tgz"])
 #   bash .gpuhost/g/install.sh; ATREX_BENCH_COMMIT=<sha> bash scripts/gdn-r91.sh
 . scripts/gdn-call.sh
 nvidia-smi --query-gpu=name --format=csv,noheader > "$OUT/smi.txt"; cat "$OUT/smi.txt"
-gdn_tests_k 170 "rc_qscale or rc_qside or gl_rc or rc_qreg or rc_rings" tests_rc.log
+gdn_tests_k 190 "rc_qscale or rc_qside or gl_rc or rc_qreg or rc_rings" tests_rc.log
 GDN_CASES=varlen16x1024_H32_HV32
 root="$OUT"; OUT="$root/sweep"; mkdir -p "$OUT"
-GDN_SWEEP_ARGS=--no-fla gdn_sweep 110 default,rc_r25,rc_no_qscale,rc_no_early,rc_no_out_tma,rc26_o168,rc26_o184,rc26_o216
+GDN_SWEEP_ARGS=--no-fla gdn_sweep 110 default,rc_r25,rc_no_qscale,rc_no_early,rc_no_out_tma,rc_qnorm_mma,rc26_o168,rc26_o184,rc26_o216
 OUT="$root"
 gdn_bench_case 420 120 varlen16x1024
 grep -h "^| perf" "$OUT"/graph/*/bench_*.md 2>/dev/null | cut -c1-140

@@ -140,6 +140,7 @@ _SCRIPT = textwrap.dedent(r'''
     gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl), GL_RC_QSCALE=False, GL_RC_EARLY_FREE=False,
         GL_RC_OUT_TMA=False)
     gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl, dtype=torch.float16), GL_RC_QSCALE=False)
+    gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl), GL_RC_QNORM_MMA=True)  # (off by default; K = 64 in the hooks)
     # intra v3 with masked products in the inverse (round 11, off), at the 128-register cap it is meant for
     gdn(dict(T=256, H=32, HV=32, K=128), INTRA_V3_MASK_OUT=True, INTRA_V3_MAXNREG=128)
     # round 14: the accumulating merges in one-head programs (the GPU checks force them there), round 13's merges in

@@ -299,6 +299,7 @@ VARIANT_HOOKS = {  # launcher variants measured by bench_gdn's sweep besides the
     # round 25: ... with q normalised into registers; gl_ws's output partition forms q and Aqk the same way
     "state_gluon_rc_qreg": dict(STATE_IMPL="gl_rc", GL_RC_QSIDE=True, GL_RC_QREG=True),
     # round 25's form of it (no GL_RC_QSCALE, GL_RC_EARLY_FREE, GL_RC_OUT_TMA: round 26)
+    "state_gluon_rc_qnorm_mma": dict(STATE_IMPL="gl_rc", GL_RC_QSIDE=True, GL_RC_QREG=True, GL_RC_QNORM_MMA=True),
     "state_gluon_rc_qreg_r25": dict(STATE_IMPL="gl_rc", GL_RC_QSIDE=True, GL_RC_QREG=True, GL_RC_QSCALE=False,
                                     GL_RC_EARLY_FREE=False, GL_RC_OUT_TMA=False),
     "state_gluon_ws_qside": dict(STATE_IMPL="gl_ws", GL_WS_QSIDE=True),
@@ -565,8 +566,9 @@ def test_rc_qside(case_id, kw, qreg, monkeypatch):
     _qside_check(case_id, kw, monkeypatch, "gl_rc", "GL_RC_QSIDE", r25, dict(QREG=True) if qreg else {})
 
 
+@pytest.mark.parametrize("qnorm", ["rows", "mma"])
 @pytest.mark.parametrize("case_id,kw", QSIDE_CASES, ids=[c[0] for c in QSIDE_CASES])
-def test_rc_qscale(case_id, kw, monkeypatch):
+def test_rc_qscale(case_id, kw, qnorm, monkeypatch):
     """Round 26's gl_rc output partition (QSIDE with QREG):
     * ``GL_RC_EARLY_FREE`` (the load slot released once Aqk is formed) and ``GL_RC_OUT_TMA`` (whole chunks' output
       tiles stored by TMA, a sequence's partial last chunk by the masked store) change no arithmetic: output and final
@@ -576,7 +578,9 @@ def test_rc_qscale(case_id, kw, monkeypatch):
       round 25's (q does not enter it); the output within the contract bound of the float64 recurrence and at least
       as close to it as round 25's normalised, rounded q (5% for the output's own bf16 rounding; a wrong row factor
       or mask is off by O(1));
-    * the default call launched gl_rc with all three."""
+    * the default call launched gl_rc with all three.
+    ``qnorm`` "mma": the same checks with ``GL_RC_QNORM_MMA`` (the q norms by a wgmma of the bf16-rounded squares;
+    bf16 inputs only, so the fp16 case launches without it)."""
     import torch
 
     from atrex_nvidia.chunk_gdn.sm90 import launch
@@ -587,6 +591,8 @@ def test_rc_qscale(case_id, kw, monkeypatch):
     monkeypatch.setattr(launch, "STATE_IMPL", "gl_rc")
     monkeypatch.setattr(launch, "GL_RC_QSIDE", True)
     monkeypatch.setattr(launch, "GL_RC_QREG", True)
+    mma = qnorm == "mma" and kw.get("dtype", torch.bfloat16) == torch.bfloat16
+    monkeypatch.setattr(launch, "GL_RC_QNORM_MMA", qnorm == "mma")
     metas, orig = [], launch._launch_all
 
     def spy(dev, launches, *a, **k):
@@ -613,6 +619,7 @@ def test_rc_qscale(case_id, kw, monkeypatch):
     assert torch.equal(h1, h25), (case_id, rrmse(h1, h25))
     want = [(q, e, t) for q in (False, True) for e, t in ((False, False), (True, True))]
     assert [(m.get("QSCALE"), m.get("EARLY_FREE"), m.get("OUT_TMA", False)) for m in metas] == want, metas
+    assert [m.get("QNORM_MMA", False) for m in metas] == [False, False, mma, mma], metas
     metas.clear()
     monkeypatch.setattr(launch, "GL_RC_QSCALE", False)
     monkeypatch.setattr(launch, "GL_RC_EARLY_FREE", False)

@@ -531,7 +531,8 @@ def _rc_output(q_s, aq_s, k_s, gm_s, sb_s, u_s, f_s, o_s, ready, empty, su_ready
                NV, TOTAL_T, ROWS, s_ob, s_ot, s_oh, scale,
                G: gl.constexpr, IS_VARLEN: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr,
                QSIDE: gl.constexpr, FAST_EXP: gl.constexpr, QREG: gl.constexpr = False, QSCALE: gl.constexpr = False,
-               EARLY_FREE: gl.constexpr = False, OUT_TMA: gl.constexpr = False):
+               EARLY_FREE: gl.constexpr = False, OUT_TMA: gl.constexpr = False, ones_s=None,
+               QNORM_MMA: gl.constexpr = False):
     """Output partition (4 warps): O = scale (e^gamma (Q S_c) + Aqk U_c) from the chain's transposed S_c^T, U_c^T.
     With ``QSIDE`` the slot holds the raw q and no Aqk: q is L2-normalised in place and Aqk = tril(Q K^T e^(gamma_r -
     gamma_c)) formed here (the intra kernel's arithmetic, held in registers as the left operand of Aqk U), while the
@@ -543,7 +544,8 @@ def _rc_output(q_s, aq_s, k_s, gm_s, sb_s, u_s, f_s, o_s, ready, empty, su_ready
     per-element normalisation, rounding or output scaling. ``EARLY_FREE`` (with QREG) releases the load slot once Aqk is
     formed: Q S_c and Aqk U_c read registers and the hand-off buffers only. ``OUT_TMA`` (a TMA-describable output)
     stores each whole chunk's tile through shared memory ``o_s`` by TMA (a chunk that ends its sequence early keeps the
-    masked store: TMA would write the next sequence's rows)."""
+    masked store: TMA would write the next sequence's rows). ``QNORM_MMA`` (with QSCALE, bf16): the rows' squared norms
+    by the tensor cores, (Q o Q) times the ones tile ``ones_s`` (``_q_raw_regs_mma``)."""
     MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BV, 16])
     ROW: gl.constexpr = gl.SliceLayout(1, MMA)
     COL: gl.constexpr = gl.SliceLayout(0, MMA)
@@ -557,6 +559,11 @@ def _rc_output(q_s, aq_s, k_s, gm_s, sb_s, u_s, f_s, o_s, ready, empty, su_ready
     cc = gl.expand_dims(gl.arange(0, 64, layout=COL), 0)
     if OUT_TMA:
         od = tma.make_tensor_descriptor(o, [ROWS, HV * V], [s_ot, 1], [64, BV], o_s.layout)
+    if QNORM_MMA:
+        M8: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 8, 16])
+        ones_s.store(gl.full([BK, 8], 1.0, dt, gl.BlockedLayout([1, 8], [32, 1], [4, 1], [1, 0])))
+        fence_async_shared()
+        _cta_barrier()
     it = 0
     for item in range(gl.program_id(0), N_ITEMS, gl.num_programs(0)):
         bos, L, cs, mc, o_base, orow, ocol = _rc_out_item(item, NV, cu, T, HV, V, o, s_ob, s_oh, COL, G, IS_VARLEN,
@@ -569,10 +576,17 @@ def _rc_output(q_s, aq_s, k_s, gm_s, sb_s, u_s, f_s, o_s, ready, empty, su_ready
             eg = f_s.index(slot * 5 + 2).load(ROW)
             if QSIDE and QREG:
                 if QSCALE:
-                    qa, ss = _q_raw_regs(q_s.index(slot), A64)
-                    qk = warpgroup_mma(qa, k_s.index(slot).permute((1, 0)), zero, use_acc=False, is_async=True)
+                    if QNORM_MMA:  # (the norms' dot first, then Q K^T; wait for the first only)
+                        qa, nn = _q_raw_regs_mma(q_s.index(slot), ones_s, A64, M8)
+                        qk = warpgroup_mma(qa, k_s.index(slot).permute((1, 0)), zero, use_acc=False, is_async=True)
+                        nn = warpgroup_mma_wait(1, deps=[nn])
+                        ss = gl.convert_layout(gl.max(nn, 1), gl.SliceLayout(1, A64.parent))
+                    else:
+                        qa, ss = _q_raw_regs(q_s.index(slot), A64)
+                        qk = warpgroup_mma(qa, k_s.index(slot).permute((1, 0)), zero, use_acc=False, is_async=True)
                     rs = gl.convert_layout(gl.rsqrt(ss + 1e-6), ROW) * scale  # scale / ||q_r||
-                    aqk = _aqk_regs_scaled(qk, gm_s.index(slot), gl.log2(rs), rr, cc, MMA, A64, dt, FAST_EXP)
+                    aqk = _aqk_regs_scaled(qk, gm_s.index(slot), _fu_log2(rs, FAST_EXP), rr, cc, MMA, A64, dt,
+                                           FAST_EXP)
                     eg = eg * rs
                 else:
                     qa = _q_regs(q_s.index(slot), A64)
@@ -725,6 +739,7 @@ def atrex_sm90_gdn_state_output_gl_rc(
     PERSISTENT: gl.constexpr, STAGES: gl.constexpr, OUT_REGS: gl.constexpr, EG_PLANE: gl.constexpr = 3,
     QSIDE: gl.constexpr = False, FAST_EXP: gl.constexpr = False, QREG: gl.constexpr = False,
     QSCALE: gl.constexpr = False, EARLY_FREE: gl.constexpr = False, OUT_TMA: gl.constexpr = False,
+    QNORM_MMA: gl.constexpr = False,
 ):
     """gl_ws's arguments (in-kernel descriptors) on a 1-D grid: work item i is (V block i % NV, sequence x value head
     i // NV); CTA p runs items p, p + grid, ... (PERSISTENT: grid <= SMs; else one item per CTA). The chain keeps S^T
@@ -748,6 +763,10 @@ def atrex_sm90_gdn_state_output_gl_rc(
         o_s = gl.allocate_shared_memory(dt, [64, BV], gl.NVMMASharedLayout.get_default_for([64, BV], dt))
     else:
         o_s = u_s
+    if QNORM_MMA:  # the ones tile of the q norms' dot
+        ones_s = gl.allocate_shared_memory(dt, [BK, 8], gl.NVMMASharedLayout.get_default_for([BK, 8], dt))
+    else:
+        ones_s = u_s
     f_s = gl.allocate_shared_memory(gl.float32, [STAGES * 5, 64], gl.SwizzledSharedLayout(1, 1, 1, [0]))
     if QSIDE:  # the chunk-local gamma rows of the slots (for the output partition's decay tile)
         gm_s = gl.allocate_shared_memory(gl.float32, [STAGES, 64], gl.SwizzledSharedLayout(1, 1, 1, [0]))
@@ -761,7 +780,7 @@ def atrex_sm90_gdn_state_output_gl_rc(
                      STATE_V_FIRST, STAGES)),
         (_rc_output, (q_s, aq_s, k_s, gm_s, sb_s, u_s, f_s, o_s, ready, empty, su_ready, su_empty, o, cu, T, HV, V,
                       N_ITEMS, NV, TOTAL_T, ROWS, s_ob, s_ot, s_oh, scale, G, IS_VARLEN, BK, BV, STAGES, QSIDE,
-                      FAST_EXP, QREG, QSCALE, EARLY_FREE, OUT_TMA)),
+                      FAST_EXP, QREG, QSCALE, EARLY_FREE, OUT_TMA, ones_s, QNORM_MMA)),
         (_rc_loader, (kd, qd, vd, ad, aqd, fac, k_s, q_s, a_s, aq_s, v_s, f_s, gm_s, ready, empty, cu, T, HV, K, V,
                       N_ITEMS, NV, ROWS, QW, VW, s_qr, s_kr, s_vr, TOTAL_T, G, IS_VARLEN, BK, BV, STAGES, EG_PLANE,
                       QSIDE)),
@@ -833,6 +852,19 @@ def _q_raw_regs(qb, A: gl.constexpr):
 
 
 @gluon.jit
+def _q_raw_regs_mma(qb, ones_s, A: gl.constexpr, M8: gl.constexpr):
+    """``_q_raw_regs`` with the squared norms by the tensor cores (GL_RC_QNORM_MMA, round 26; bf16 only): the squares
+    rounded to bf16 (``mul.rn.bf16x2``, 2 per instruction), summed in fp32 by a 64x8xBK wgmma against the ones tile
+    ``ones_s`` (every column of the result is the row sum), instead of 64 unpacks and 64 fused multiply-adds a thread.
+    The squares' roundings (at most 2^-9 each, all terms positive) move a row's norm by at most 2^-10 relative.
+    Returns (q, the asynchronous [64, 8] sums): the caller issues Q K^T behind it and waits for this one only."""
+    x = qb.load(A)
+    sq = gl.inline_asm_elementwise("mul.rn.bf16x2 $0, $1, $1;", "=r,r", [x], dtype=x.dtype, is_pure=True, pack=2)
+    sa = gl.convert_layout(sq, gl.DotOperandLayout(operand_index=0, parent=M8, k_width=2), assert_trivial=True)
+    return x, warpgroup_mma(sa, ones_s, gl.zeros([64, 8], gl.float32, M8), use_acc=False, is_async=True)
+
+
+@gluon.jit
 def _fu_exp2(x, FAST: gl.constexpr):
     """``2^x`` of an fp32 tile (FAST: ``ex2.approx.ftz.f32``, as ``_fu_exp`` without its multiply by log2 e)."""
     if FAST:
@@ -840,6 +872,17 @@ def _fu_exp2(x, FAST: gl.constexpr):
                                          pack=1)
     else:
         return gl.exp2(x)
+
+
+@gluon.jit
+def _fu_log2(x, FAST: gl.constexpr):
+    """``log2 x`` of positive fp32 values (FAST: ``lg2.approx.ftz.f32``, one MUFU.LG2 instead of libdevice's ~30
+    instructions; GL_RC_QSCALE's row factors, r90's SASS)."""
+    if FAST:
+        return gl.inline_asm_elementwise("lg2.approx.ftz.f32 $0, $1;", "=f,f", [x], dtype=gl.float32, is_pure=True,
+                                         pack=1)
+    else:
+        return gl.log2(x)
 
 
 @gluon.jit

@@ -375,6 +375,9 @@ GL_RC_QREG = True
 GL_RC_QSCALE = True
 GL_RC_EARLY_FREE = True
 GL_RC_OUT_TMA = True
+# GL_RC_QNORM_MMA: with GL_RC_QSCALE and bf16 inputs, the q rows' squared norms by a 64x8xK wgmma of the bf16-rounded
+#   squares against a ones tile (kernels_gluon._q_raw_regs_mma) instead of 64 unpacks and 64 FMAs per thread.
+GL_RC_QNORM_MMA = False
 # GL_WS_QSIDE (round 25): GL_RC_QSIDE for gl_ws (the state pass of few programs: T=8192 and T=32768 at H = 16,
 #   HV = 32): where the state pass is gl_ws with its factor rows in the load slots (GL_WS_FAC_SMEM) and the call
 #   L2-normalises q, k in the kernel, the intra kernel reads no q and writes no q copy and no Aqk, and gl_ws's output
@@ -838,6 +841,8 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
                 opts.update(QSIDE=True, FAST_EXP=bool(INTRA_V3_FAST_EXP))
                 if GL_RC_QREG:
                     opts.update(QREG=True, QSCALE=bool(GL_RC_QSCALE), EARLY_FREE=bool(GL_RC_EARLY_FREE))
+                    if GL_RC_QNORM_MMA and GL_RC_QSCALE and q.dtype == torch.bfloat16:
+                        opts["QNORM_MMA"] = True  # (fp16 squares could overflow)
             if GL_RC_OUT_TMA and rc_qside and T > 1 and _rows_view(o, B, T, HV, V) is not None:
                 opts["OUT_TMA"] = True  # (row stride o.stride(1): T > 1; without QSIDE the Aqk ring leaves no room)
         elif (STATE_IMPL == "gl_ws" or auto_ws) and gl_ok and device_desc and not persistent:
@@ -1091,7 +1096,8 @@ def _knobs():
             INTRA_V3_FAST_EXP, INTRA_V3_GS2_MAXNREG, INTRA_V3_MASK_OUT, STATE_SPLIT_XU, GL_WS_FAC_SMEM,
             INTRA_SLOT_MAP, INTRA_V3_ACC_MERGE, INTRA_V3_GATES, INTRA_V3_DIAG16, FUSED_RC, FUSED_STAGES,
             FUSED_AUX_REGS, FUSED_OUT_REGS, FUSED_DIAG16, GL_RC_QSIDE, GL_RC_OUT_REGS, GL_RC_QREG, GL_WS_QSIDE,
-            GL_WS_QSIDE_OUT_REGS, INTRA_V3_QSIDE_MAXNREG, GL_RC_QSCALE, GL_RC_EARLY_FREE, GL_RC_OUT_TMA)
+            GL_WS_QSIDE_OUT_REGS, INTRA_V3_QSIDE_MAXNREG, GL_RC_QSCALE, GL_RC_EARLY_FREE, GL_RC_OUT_TMA,
+            GL_RC_QNORM_MMA)
 
 
 def _call_signature(dev, tensors, flags):
