@@ -1,5 +1,8 @@
-# Round 26, call r91: gl_rc's output partition after r90 (GL_RC_QSCALE, GL_RC_EARLY_FREE, GL_RC_OUT_TMA, all on by
-# default in this tree). One call:
+# Round 26, call r91 (written in round 26, when no device was lent after r90; for the next session): gl_rc's output
+# partition after r90. GL_RC_QSCALE, GL_RC_EARLY_FREE and GL_RC_OUT_TMA are switched on in the call's copy of launch.py
+# (the candidate default; in the tree they stay off until this call has passed), so that every step below, the target
+# file included, runs them; record the graph bench as ATREX_BENCH_COMMIT=<sha>+r26. Build the carried cache from a
+# tree with the same three lines switched on. One call:
 #   1. the gl_rc GPU cases: test_rc_qscale (bit-equality of EARLY_FREE / OUT_TMA, QSCALE against float64 and round
 #      25), test_rc_qside (round 24/25 forms), the Gluon state kernel cases and variant hooks of gl_rc;
 #   2. bench_gdn sweep, varlen 16x1024, ATREX alone: the default, round 25's form, each knob off, GL_RC_QNORM_MMA,
@@ -9,8 +12,11 @@
 #   (carry [".gpuhost/g", ".gpuhost/tcache.tgz"])
 #   bash .gpuhost/g/install.sh; ATREX_BENCH_COMMIT=<sha> bash scripts/gdn-r91.sh
 . scripts/gdn-call.sh
+sed -i -E 's/^(GL_RC_QSCALE|GL_RC_EARLY_FREE|GL_RC_OUT_TMA) = False$/\1 = True/' \
+  packages/nvidia/src/atrex_nvidia/chunk_gdn/sm90/launch.py
+grep -E "^GL_RC_(QSCALE|EARLY_FREE|OUT_TMA) =" packages/nvidia/src/atrex_nvidia/chunk_gdn/sm90/launch.py | tr '\n' ' '; echo
 nvidia-smi --query-gpu=name --format=csv,noheader > "$OUT/smi.txt"; cat "$OUT/smi.txt"
-gdn_tests_k 190 "rc_qscale or rc_qside or gl_rc or rc_qreg or rc_rings" tests_rc.log
+gdn_tests_k 190 "rc_qscale or rc_qside or gl_rc or gluon_rc or rc_qreg or rc_rings" tests_rc.log
 GDN_CASES=varlen16x1024_H32_HV32
 root="$OUT"; OUT="$root/sweep"; mkdir -p "$OUT"
 GDN_SWEEP_ARGS=--no-fla gdn_sweep 110 default,rc_r25,rc_no_qscale,rc_no_early,rc_no_out_tma,rc_qnorm_mma,rc26_o168,rc26_o184,rc26_o216

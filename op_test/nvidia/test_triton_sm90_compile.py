@@ -128,19 +128,22 @@ _SCRIPT = textwrap.dedent(r'''
     # round 25: q normalised into registers (GL_RC_QREG) is the default, so the entries above compile it; round 24's
     # slot form (QREG off) here; the q side in gl_ws's output partition (GL_WS_QSIDE) at 32 columns (the goal shapes'
     # few-program configuration), fp16, K = 64, and 64 columns (gl_ws forced, many programs)
-    gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl), GL_RC_QREG=False, GL_RC_OUT_TMA=False)
-    gdn(dict(T=256, H=4, HV=8, K=64), GL_RC_QREG=False, STATE_IMPL="gl_rc")  # (with round 26's TMA output store)
+    gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl), GL_RC_QREG=False)
+    gdn(dict(T=256, H=4, HV=8, K=64), GL_RC_QREG=False, STATE_IMPL="gl_rc")
     gdn(dict(T=256, H=16, HV=32, K=128), GL_WS_QSIDE=True)
     gdn(dict(T=256, H=16, HV=32, K=128, dtype=torch.float16), GL_WS_QSIDE=True)
     gdn(dict(T=256, H=4, HV=8, K=64), GL_WS_QSIDE=True, STATE_IMPL="gl_ws")
     gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl), GL_WS_QSIDE=True, STATE_IMPL="gl_ws",
         STATE_CFG_OVERRIDE=(64, 4, 2))
-    # round 26: gl_rc's GL_RC_QSCALE, GL_RC_EARLY_FREE and GL_RC_OUT_TMA are the default, so the entries above compile
-    # them; round 25's form here, and the TMA output store with the normalised q (QSCALE off)
-    gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl), GL_RC_QSCALE=False, GL_RC_EARLY_FREE=False,
-        GL_RC_OUT_TMA=False)
-    gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl, dtype=torch.float16), GL_RC_QSCALE=False)
-    gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl), GL_RC_QNORM_MMA=True)  # (off by default; K = 64 in the hooks)
+    # round 26: gl_rc's output partition with GL_RC_QSCALE, GL_RC_EARLY_FREE and GL_RC_OUT_TMA (one- and two-head
+    # programs, fp16, K = 64), the TMA output store with the normalised q (QSCALE off), and GL_RC_QNORM_MMA
+    r26 = dict(GL_RC_QSCALE=True, GL_RC_EARLY_FREE=True, GL_RC_OUT_TMA=True)
+    gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl), **r26)
+    gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl, dtype=torch.float16), **r26)
+    gdn(dict(T=256, H=16, HV=32, K=128), STATE_IMPL="gl_rc", **r26)
+    gdn(dict(T=256, H=4, HV=8, K=64), STATE_IMPL="gl_rc", **r26)
+    gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl), GL_RC_OUT_TMA=True)
+    gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl), GL_RC_QNORM_MMA=True, **r26)
     # intra v3 with masked products in the inverse (round 11, off), at the 128-register cap it is meant for
     gdn(dict(T=256, H=32, HV=32, K=128), INTRA_V3_MASK_OUT=True, INTRA_V3_MAXNREG=128)
     # round 14: the accumulating merges in one-head programs (the GPU checks force them there), round 13's merges in

@@ -299,9 +299,11 @@ VARIANT_HOOKS = {  # launcher variants measured by bench_gdn's sweep besides the
     # round 25: ... with q normalised into registers; gl_ws's output partition forms q and Aqk the same way
     "state_gluon_rc_qreg": dict(STATE_IMPL="gl_rc", GL_RC_QSIDE=True, GL_RC_QREG=True),
     # round 25's form of it (no GL_RC_QSCALE, GL_RC_EARLY_FREE, GL_RC_OUT_TMA: round 26)
-    "state_gluon_rc_qnorm_mma": dict(STATE_IMPL="gl_rc", GL_RC_QSIDE=True, GL_RC_QREG=True, GL_RC_QNORM_MMA=True),
-    "state_gluon_rc_qreg_r25": dict(STATE_IMPL="gl_rc", GL_RC_QSIDE=True, GL_RC_QREG=True, GL_RC_QSCALE=False,
-                                    GL_RC_EARLY_FREE=False, GL_RC_OUT_TMA=False),
+    # round 26's output partition (GL_RC_QSCALE, GL_RC_EARLY_FREE, GL_RC_OUT_TMA), and with GL_RC_QNORM_MMA
+    "state_gluon_rc_r26": dict(STATE_IMPL="gl_rc", GL_RC_QSIDE=True, GL_RC_QREG=True, GL_RC_QSCALE=True,
+                               GL_RC_EARLY_FREE=True, GL_RC_OUT_TMA=True),
+    "state_gluon_rc_r26_qnorm_mma": dict(STATE_IMPL="gl_rc", GL_RC_QSIDE=True, GL_RC_QREG=True, GL_RC_QSCALE=True,
+                                         GL_RC_EARLY_FREE=True, GL_RC_OUT_TMA=True, GL_RC_QNORM_MMA=True),
     "state_gluon_ws_qside": dict(STATE_IMPL="gl_ws", GL_WS_QSIDE=True),
     # round 10's intra v3 configuration (one value head per program, tl.exp); round 11's GVA pairs at the v3 cap
     "intra_v3_gs1_slowexp": dict(INTRA_V3_GVA_SHARE=1, INTRA_V3_FAST_EXP=False),
@@ -578,7 +580,7 @@ def test_rc_qscale(case_id, kw, qnorm, monkeypatch):
       round 25's (q does not enter it); the output within the contract bound of the float64 recurrence and at least
       as close to it as round 25's normalised, rounded q (5% for the output's own bf16 rounding; a wrong row factor
       or mask is off by O(1));
-    * the default call launched gl_rc with all three.
+    * the call with all three on launched gl_rc with all three.
     ``qnorm`` "mma": the same checks with ``GL_RC_QNORM_MMA`` (the q norms by a wgmma of the bf16-rounded squares;
     bf16 inputs only, so the fp16 case launches without it)."""
     import torch
@@ -587,7 +589,6 @@ def test_rc_qscale(case_id, kw, qnorm, monkeypatch):
     if launch._capability(torch.device("cuda")) != (9, 0) or not launch._gluon_ws_supported():
         pytest.skip("gl_rc's QSIDE output partition runs on sm90 with Gluon's warp specialisation only")
     knobs = ("GL_RC_QSCALE", "GL_RC_EARLY_FREE", "GL_RC_OUT_TMA")
-    defaults = {name: getattr(launch, name) for name in knobs}
     monkeypatch.setattr(launch, "STATE_IMPL", "gl_rc")
     monkeypatch.setattr(launch, "GL_RC_QSIDE", True)
     monkeypatch.setattr(launch, "GL_RC_QREG", True)
@@ -625,8 +626,8 @@ def test_rc_qscale(case_id, kw, qnorm, monkeypatch):
     monkeypatch.setattr(launch, "GL_RC_EARLY_FREE", False)
     monkeypatch.setattr(launch, "GL_RC_OUT_TMA", False)
     eo25, eh25, _ = run_case(fwd(), case_id, kw, "cuda")
-    for name in knobs:  # the module's defaults
-        monkeypatch.setattr(launch, name, defaults[name])
+    for name in knobs:
+        monkeypatch.setattr(launch, name, True)
     eo, eh, bound = run_case(fwd(), case_id, kw, "cuda")
     assert eo <= bound and eh <= bound and eo <= 1.05 * eo25, (case_id, eo, eo25, eh, bound)
     assert [(m["QSCALE"], m["EARLY_FREE"], m["OUT_TMA"]) for m in metas[1:]] == [(True, True, True)], metas

@@ -698,6 +698,8 @@ def test_rc_round26_options_ride_on_gl_rc_qside(plan, monkeypatch):
     takes any of them; each knob off removes its option."""
     cu = [64 * 4 * i for i in range(17)]
     opts = ("QSCALE", "EARLY_FREE", "OUT_TMA")
+    for name in ("GL_RC_QSCALE", "GL_RC_EARLY_FREE", "GL_RC_OUT_TMA"):  # (off by default until run on a GPU)
+        monkeypatch.setattr(L, name, True)
 
     def rc_meta(**kw):
         seen = plan(**kw)

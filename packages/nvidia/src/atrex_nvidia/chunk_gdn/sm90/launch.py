@@ -372,9 +372,13 @@ GL_RC_QREG = True
 # GL_RC_OUT_TMA: whole chunks' output tiles leave by TMA store from shared memory (the Aqk ring, never loaded with
 #   QSIDE, is not allocated); a sequence's last, partial chunk keeps the masked store. Needs the output describable as
 #   [B*T, HV*V] (the launcher's own output always is).
-GL_RC_QSCALE = True
-GL_RC_EARLY_FREE = True
-GL_RC_OUT_TMA = True
+# All three (and GL_RC_QNORM_MMA below) were built in round 26 and compiled for sm90 on the CPU (the compile gate; the
+# output partition's loop fell from ~816 to ~590 SASS instructions a chunk), but no device was lent after r90: none of
+# them has run on a GPU yet. Off until scripts/gdn-r91.sh (their GPU cases, a sweep against round 25's form, the graph
+# bench and the whole target file with them on) has run.
+GL_RC_QSCALE = False
+GL_RC_EARLY_FREE = False
+GL_RC_OUT_TMA = False
 # GL_RC_QNORM_MMA: with GL_RC_QSCALE and bf16 inputs, the q rows' squared norms by a 64x8xK wgmma of the bf16-rounded
 #   squares against a ones tile (kernels_gluon._q_raw_regs_mma) instead of 64 unpacks and 64 FMAs per thread.
 GL_RC_QNORM_MMA = False
