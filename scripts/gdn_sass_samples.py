@@ -23,7 +23,7 @@ def load(path):
     stalls = [h for h in hdr if h.startswith("stall_") and "Not Issued" not in h]
     out = []
     for r in data:
-        num = lambda h: int(r[ix[h]] or 0)
+        num = lambda h, r=r: int(r[ix[h]] or 0)
         src = r[ix["Source"]].strip()
         toks = src.split()
         op = (toks[1] if toks and toks[0].startswith("@") and len(toks) > 1 else (toks[0] if toks else "?"))
