@@ -373,7 +373,7 @@ GL_RC_QREG = True
 #   QSIDE, is not allocated); a sequence's last, partial chunk keeps the masked store. Needs the output describable as
 #   [B*T, HV*V] (the launcher's own output always is).
 # All three (and GL_RC_QNORM_MMA below) were built in round 26 and compiled for sm90 on the CPU (the compile gate; the
-# output partition's loop in static SASS: 806 -> 634 instructions, 528 with GL_RC_QNORM_MMA), but no device was lent
+# output partition's loop in static SASS: 806 -> 608 instructions, 501 with GL_RC_QNORM_MMA), but no device was lent
 # after r90: none of them has run on a GPU yet. Off until scripts/gdn-r91.sh (their GPU cases, a sweep against round
 # 25's form, the graph bench and the whole target file with them on) has run.
 GL_RC_QSCALE = False
