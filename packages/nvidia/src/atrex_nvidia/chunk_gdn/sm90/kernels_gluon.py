@@ -585,7 +585,7 @@ def _rc_output(q_s, aq_s, k_s, gm_s, sb_s, u_s, f_s, o_s, ready, empty, su_ready
                         qa, ss = _q_raw_regs(q_s.index(slot), A64)
                         qk = warpgroup_mma(qa, k_s.index(slot).permute((1, 0)), zero, use_acc=False, is_async=True)
                     rs = gl.convert_layout(gl.rsqrt(ss + 1e-6), ROW) * scale  # scale / ||q_r||
-                    aqk = _aqk_regs_scaled(qk, gm_s.index(slot), _fu_log2(rs, FAST_EXP), rr, cc, MMA, A64, dt,
+                    aqk = _aqk_regs_scaled(qk, gm_s.index(slot), _fu_mufu(rs, True, FAST_EXP), rr, cc, MMA, A64, dt,
                                            FAST_EXP)
                     eg = eg * rs
                 else:
@@ -865,24 +865,20 @@ def _q_raw_regs_mma(qb, ones_s, A: gl.constexpr, M8: gl.constexpr):
 
 
 @gluon.jit
-def _fu_exp2(x, FAST: gl.constexpr):
-    """``2^x`` of an fp32 tile (FAST: ``ex2.approx.ftz.f32``, as ``_fu_exp`` without its multiply by log2 e)."""
+def _fu_mufu(x, LOG: gl.constexpr, FAST: gl.constexpr):
+    """``2^x`` (``LOG`` False) or ``log2 x`` (positive x) of fp32 values; with ``FAST`` one MUFU instruction each
+    (``ex2.approx.ftz.f32``: ``_fu_exp`` without its multiply by log2 e; ``lg2.approx.ftz.f32`` instead of libdevice's
+    ~30 instructions, r90's SASS): GL_RC_QSCALE's decay tile and row factors."""
     if FAST:
-        return gl.inline_asm_elementwise("ex2.approx.ftz.f32 $0, $1;", "=f,f", [x], dtype=gl.float32, is_pure=True,
-                                         pack=1)
+        if LOG:
+            asm: gl.constexpr = "lg2.approx.ftz.f32 $0, $1;"
+        else:
+            asm: gl.constexpr = "ex2.approx.ftz.f32 $0, $1;"
+        return gl.inline_asm_elementwise(asm, "=f,f", [x], dtype=gl.float32, is_pure=True, pack=1)
+    elif LOG:
+        return gl.log2(x)
     else:
         return gl.exp2(x)
-
-
-@gluon.jit
-def _fu_log2(x, FAST: gl.constexpr):
-    """``log2 x`` of positive fp32 values (FAST: ``lg2.approx.ftz.f32``, one MUFU.LG2 instead of libdevice's ~30
-    instructions; GL_RC_QSCALE's row factors, r90's SASS)."""
-    if FAST:
-        return gl.inline_asm_elementwise("lg2.approx.ftz.f32 $0, $1;", "=f,f", [x], dtype=gl.float32, is_pure=True,
-                                         pack=1)
-    else:
-        return gl.log2(x)
 
 
 @gluon.jit
@@ -897,7 +893,7 @@ def _aqk_regs_scaled(qk, gm, lrs, rr, cc, M: gl.constexpr, A: gl.constexpr, dt: 
     gr = gm.load(gl.SliceLayout(1, M)) * LOG2E + lrs
     gc = gm.load(gl.SliceLayout(0, M)) * LOG2E
     x = gl.where(rr >= cc, gl.expand_dims(gr, 1) - gl.expand_dims(gc, 0), float("-inf"))
-    e = _fu_exp2(x, FAST_EXP)
+    e = _fu_mufu(x, False, FAST_EXP)
     qk = warpgroup_mma_wait(0, deps=[qk])
     return gl.convert_layout((qk * e).to(dt), A, assert_trivial=True)
 
