@@ -144,6 +144,13 @@ _SCRIPT = textwrap.dedent(r'''
     gdn(dict(T=256, H=4, HV=8, K=64), STATE_IMPL="gl_rc", **r26)
     gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl), GL_RC_OUT_TMA=True)
     gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl), GL_RC_QNORM_MMA=True, **r26)
+    # ... and the same q side in gl_ws's QSIDE output partition (GL_WS_QSCALE): 32 columns, fp16, K = 64, 64 columns
+    gdn(dict(T=256, H=16, HV=32, K=128), GL_WS_QSIDE=True, GL_WS_QSCALE=True)
+    gdn(dict(T=256, H=16, HV=32, K=128), GL_WS_QSIDE=True, GL_WS_QSCALE=True, GL_RC_QNORM_MMA=True)
+    gdn(dict(T=256, H=16, HV=32, K=128, dtype=torch.float16), GL_WS_QSIDE=True, GL_WS_QSCALE=True)
+    gdn(dict(T=256, H=4, HV=8, K=64), GL_WS_QSIDE=True, GL_WS_QSCALE=True, GL_RC_QNORM_MMA=True, STATE_IMPL="gl_ws")
+    gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl), GL_WS_QSIDE=True, GL_WS_QSCALE=True, STATE_IMPL="gl_ws",
+        STATE_CFG_OVERRIDE=(64, 4, 2))
     # intra v3 with masked products in the inverse (round 11, off), at the 128-register cap it is meant for
     gdn(dict(T=256, H=32, HV=32, K=128), INTRA_V3_MASK_OUT=True, INTRA_V3_MAXNREG=128)
     # round 14: the accumulating merges in one-head programs (the GPU checks force them there), round 13's merges in

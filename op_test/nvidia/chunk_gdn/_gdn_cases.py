@@ -633,6 +633,46 @@ def test_rc_qscale(case_id, kw, qnorm, monkeypatch):
     assert [(m["QSCALE"], m["EARLY_FREE"], m["OUT_TMA"]) for m in metas[1:]] == [(True, True, True)], metas
 
 
+@pytest.mark.parametrize("qnorm", ["rows", "mma"])
+@pytest.mark.parametrize("case_id,kw", QSIDE_CASES, ids=[c[0] for c in QSIDE_CASES])
+def test_ws_qscale(case_id, kw, qnorm, monkeypatch):
+    """``GL_WS_QSCALE`` (round 26): gl_ws's QSIDE output partition in gl_rc's round-26 form (raw q in the dots, norm
+    and scale as row factors, the slot released once Aqk is formed; ``qnorm`` "mma": GL_RC_QNORM_MMA's norms, bf16
+    only). Against round 25's QSIDE form (gl_ws both, forced): the final state bit for bit (q does not enter it), the
+    output within the float64 bound and at least as close to it (5% for the output's own bf16 rounding); the launches
+    took the options."""
+    import torch
+
+    from atrex_nvidia.chunk_gdn.sm90 import launch
+    if launch._capability(torch.device("cuda")) != (9, 0) or not launch._gluon_ws_supported():
+        pytest.skip("gl_ws's QSIDE output partition runs on sm90 with Gluon's warp specialisation only")
+    monkeypatch.setattr(launch, "STATE_IMPL", "gl_ws")
+    monkeypatch.setattr(launch, "GL_WS_QSIDE", True)
+    monkeypatch.setattr(launch, "GL_RC_QNORM_MMA", qnorm == "mma")
+    mma = qnorm == "mma" and kw.get("dtype", torch.bfloat16) == torch.bfloat16
+    metas, orig = [], launch._launch_all
+
+    def spy(dev, launches, *a, **k):
+        metas.extend(meta for kern, _g, _a, meta in launches if "state_output_gl_ws" in kern.__name__)
+        return orig(dev, launches, *a, **k)
+
+    monkeypatch.setattr(launch, "_launch_all", spy)
+    x = make_inputs(device="cuda", **kw)
+    states, errs = [], []
+    for on in (False, True):
+        monkeypatch.setattr(launch, "GL_WS_QSCALE", on)
+        states.append(launch.gdn_fwd(
+            x["q"], x["k"], x["v"], x["g"], x["beta"], scale=x["scale"], initial_state=x["initial_state"],
+            output_final_state=True, use_qk_l2norm_in_kernel=x["use_qk_l2norm_in_kernel"],
+            state_v_first=x["state_v_first"], cu_seqlens=x["cu_seqlens"])[1])
+        errs.append(run_case(fwd(), case_id, kw, "cuda"))
+    (eo25, _, _), (eo, eh, bound) = errs
+    assert torch.equal(states[0], states[1]), (case_id, rrmse(states[0], states[1]))
+    assert eo <= bound and eh <= bound and eo <= 1.05 * eo25, (case_id, eo, eo25, eh, bound)
+    assert [(m.get("QSIDE"), m.get("QSCALE", False), m.get("QNORM_MMA", False)) for m in metas] == [
+        (True, False, False)] * 2 + [(True, True, mma)] * 2, metas
+
+
 @pytest.mark.parametrize("case_id,kw", QSIDE_CASES, ids=[c[0] for c in QSIDE_CASES])
 def test_ws_qside(case_id, kw, monkeypatch):
     """``GL_WS_QSIDE`` (round 25): gl_ws's output partition (one per V-block CTA) normalises the raw q into registers

@@ -731,6 +731,31 @@ def test_rc_round26_options_ride_on_gl_rc_qside(plan, monkeypatch):
     assert rc_meta(T=8192 // 32, H=16, HV=32) is None  # (few programs: gl_ws)
 
 
+def test_ws_qscale_is_a_gl_ws_qside_option(plan, monkeypatch):
+    """GL_WS_QSCALE (round 26) adds QSCALE to gl_ws's QSIDE launch only (and QNORM_MMA with GL_RC_QNORM_MMA, bf16);
+    not without GL_WS_QSIDE, not to gl_rc or any other kernel."""
+    monkeypatch.setattr(L, "GL_WS_QSCALE", True)
+    monkeypatch.setattr(L, "GL_RC_QNORM_MMA", True)
+
+    def metas(**kw):
+        return [(n, meta) for n, *_, meta in plan(**kw)["all"]]
+    for ws_knob in (False, True):
+        with monkeypatch.context() as m:
+            m.setattr(L, "GL_WS_QSIDE", ws_knob)
+            got = metas(T=8192 // 32, H=16, HV=32)
+            if not L._gluon_ws_supported():
+                assert all("QSCALE" not in meta for _, meta in got)
+                return
+            assert [(n, meta.get("QNORM_MMA")) for n, meta in got if meta.get("QSCALE")] == (
+                [(GL_WS, True)] if ws_knob else [])
+    with monkeypatch.context() as m:
+        m.setattr(L, "GL_WS_QSIDE", True)
+        got = metas(T=8192 // 32, H=16, HV=32, dtype=torch.float16)
+        assert [(n, "QNORM_MMA" in meta) for n, meta in got if meta.get("QSCALE")] == [(GL_WS, False)]
+    cu = [64 * 4 * i for i in range(17)]  # (gl_rc: its own knobs, not GL_WS_QSCALE)
+    assert all("QSCALE" not in meta or n == GL_RC for n, meta in metas(T=cu[-1], H=32, HV=32, cu_seqlens=cu))
+
+
 def test_qside_maxnreg_caps_one_head_qside_intra_programs_only(plan, monkeypatch):
     """INTRA_V3_QSIDE_MAXNREG (round 25) sets the register cap of the v3 launch where it has QSIDE and one value head
     per program (varlen H = HV); two-head QSIDE programs (GVA, gl_rc forced) and programs without QSIDE keep theirs."""

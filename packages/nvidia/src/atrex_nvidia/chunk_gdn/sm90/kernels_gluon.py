@@ -251,11 +251,14 @@ def _ws_loader(kd, qd, vd, ad, aqd, k_s, q_s, a_s, aq_s, v_s, f_s, el_s, gm_s, r
 @gluon.jit
 def _ws_output(q_s, aq_s, k_s, gm_s, sb_s, u_s, f_s, ready, empty, su_ready, su_empty, o, fac, NT, row, bos, L, hv,
                HV, TOTAL_T, b_idx, s_ob, s_ot, s_oh, offs_vc, V, scale, BV: gl.constexpr, STAGES: gl.constexpr,
-               FAC_SMEM: gl.constexpr, QSIDE: gl.constexpr = False, FAST_EXP: gl.constexpr = False):
+               FAC_SMEM: gl.constexpr, QSIDE: gl.constexpr = False, FAST_EXP: gl.constexpr = False,
+               QSCALE: gl.constexpr = False, ones_s=None, QNORM_MMA: gl.constexpr = False):
     """Output partition (4 warps): per chunk, both off-chain dots as one asynchronous pair, then the epilogue
     (e^gamma from the slot's factor rows with ``FAC_SMEM``, else loaded from ``fac`` one chunk ahead). With ``QSIDE``
     (round 25) the slot holds the raw q and no Aqk: q is L2-normalised into registers (``_q_regs``) and Aqk = tril(Q
-    K^T e^(gamma_r - gamma_c)) formed here, both held in registers as wgmma left operands (gl_rc's QSIDE step)."""
+    K^T e^(gamma_r - gamma_c)) formed here, both held in registers as wgmma left operands (gl_rc's QSIDE step).
+    ``QSCALE`` (round 26, with QSIDE): gl_rc's GL_RC_QSCALE and GL_RC_EARLY_FREE here (raw q in the dots, the norm and
+    scale as row factors; the slot released once Aqk is formed), and ``QNORM_MMA`` (bf16) its GL_RC_QNORM_MMA."""
     MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BV, 16])
     ROW: gl.constexpr = gl.SliceLayout(1, MMA)
     COL: gl.constexpr = gl.SliceLayout(0, MMA)
@@ -277,6 +280,11 @@ def _ws_output(q_s, aq_s, k_s, gm_s, sb_s, u_s, f_s, ready, empty, su_ready, su_
         eg = gl.zeros([64], gl.float32, ROW)
     else:
         eg = gl.load(p_eg + ro, mask=ro < L, other=0.0)
+    if QNORM_MMA:
+        M8: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 8, 16])
+        ones_s.store(gl.full(ones_s.shape, 1.0, dt, gl.BlockedLayout([1, 8], [32, 1], [4, 1], [1, 0])))
+        fence_async_shared()
+        _cta_barrier()
     for c in range(NT):
         l0 = c * 64
         slot = c % STAGES
@@ -286,7 +294,25 @@ def _ws_output(q_s, aq_s, k_s, gm_s, sb_s, u_s, f_s, ready, empty, su_ready, su_
         mbarrier.wait(ready.index(slot), (c // STAGES) & 1)
         if FAC_SMEM:
             eg = f_s.index(slot * 4 + 2).load(ROW)
-        if QSIDE:
+        if QSIDE and QSCALE:
+            if QNORM_MMA:
+                qa, nn = _q_raw_regs_mma(q_s.index(slot), ones_s, A64, M8)
+                qk = warpgroup_mma(qa, k_s.index(slot).permute((1, 0)), z64, use_acc=False, is_async=True)
+                nn = warpgroup_mma_wait(1, deps=[nn])
+                ss = gl.max(nn, 1)
+            else:
+                qa, ss = _q_raw_regs(q_s.index(slot), A64)
+                qk = warpgroup_mma(qa, k_s.index(slot).permute((1, 0)), z64, use_acc=False, is_async=True)
+            r64 = gl.convert_layout(gl.rsqrt(ss + 1e-6), gl.SliceLayout(1, M64)) * scale  # scale / ||q_r||
+            aqk = _aqk_regs_scaled(qk, gm_s.index(slot), _fu_mufu(r64, True, FAST_EXP), rr, cc, M64, AV, dt, FAST_EXP)
+            eg = eg * gl.convert_layout(r64, ROW)
+            _cta_barrier()  # (every warp's Q K^T has read k; the gamma rows are loaded)
+            mbarrier.arrive(empty.index(slot), count=1)
+            qv = gl.convert_layout(qa, AV, assert_trivial=True)
+            mbarrier.wait(su_ready.index(b), (c // 2) & 1)
+            qs = warpgroup_mma(qv, sb_s.index(b), zero, use_acc=False, is_async=True)
+            ot = warpgroup_mma(aqk, u_s.index(b), zero, use_acc=False, is_async=True)
+        elif QSIDE:
             qa = _q_regs(q_s.index(slot), A64)
             qk = warpgroup_mma(qa, k_s.index(slot).permute((1, 0)), z64, use_acc=False, is_async=True)
             aqk = _aqk_regs(qk, gm_s.index(slot), rr, cc, l0, L, M64, AV, dt, FAST_EXP)
@@ -301,8 +327,11 @@ def _ws_output(q_s, aq_s, k_s, gm_s, sb_s, u_s, f_s, ready, empty, su_ready, su_
         qs, ot = warpgroup_mma_wait(0, deps=[qs, ot])
         _cta_barrier()  # every warp's wgmma reads of S_c, U_c and the slot are complete
         mbarrier.arrive(su_empty.index(b), count=1)
-        mbarrier.arrive(empty.index(slot), count=1)
-        out = (qs * gl.expand_dims(eg, 1) + ot) * scale
+        if QSIDE and QSCALE:  # (the slot was released above; scale is in eg and Aqk)
+            out = qs * gl.expand_dims(eg, 1) + ot
+        else:
+            mbarrier.arrive(empty.index(slot), count=1)
+            out = (qs * gl.expand_dims(eg, 1) + ot) * scale
         mo = gl.expand_dims((l0 + ro) < L, 1) & mc
         p_o = o_base + gl.expand_dims((bos + l0 + ro).to(gl.int64) * s_ot, 1) + gl.expand_dims(cs, 0)
         gl.store(p_o, out.to(p_o.dtype.element_ty), mask=mo)
@@ -374,7 +403,8 @@ def atrex_sm90_gdn_state_output_gl_ws(
     IS_VARLEN: gl.constexpr, G: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr,
     USE_H0: gl.constexpr, STORE_HT: gl.constexpr, STATE_V_FIRST: gl.constexpr, DEVICE_DESC: gl.constexpr,
     PERSISTENT: gl.constexpr, STAGES: gl.constexpr, OUT_REGS: gl.constexpr, FAC_SMEM: gl.constexpr = False,
-    QSIDE: gl.constexpr = False, FAST_EXP: gl.constexpr = False,
+    QSIDE: gl.constexpr = False, FAST_EXP: gl.constexpr = False, QSCALE: gl.constexpr = False,
+    QNORM_MMA: gl.constexpr = False,
 ):
     """The Triton tma kernel's math, arguments and grid (descriptors built in the kernel: DEVICE_DESC True, PERSISTENT
     False), with the work of a program split over three warp partitions (the block comment above): the 4 chain warps
@@ -386,7 +416,7 @@ def atrex_sm90_gdn_state_output_gl_ws(
     ahead, 40 loader registers, 16 fewer for the output partition: the caller's OUT_REGS), so that neither consumer
     loads from global memory inside its loop. ``QSIDE`` (round 25, launch.GL_WS_QSIDE; needs ``FAC_SMEM``): gl_rc's
     QSIDE for this kernel: ``qd`` is the raw q, ``aqd`` is not read, the output partition forms the normalised q and
-    Aqk in registers."""
+    Aqk in registers. ``QSCALE``, ``QNORM_MMA`` (round 26; with QSIDE): ``_ws_output``."""
     MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BV, 16])
     ROW: gl.constexpr = gl.SliceLayout(1, MMA)
     COL: gl.constexpr = gl.SliceLayout(0, MMA)
@@ -425,13 +455,17 @@ def atrex_sm90_gdn_state_output_gl_ws(
         gm_s = gl.allocate_shared_memory(gl.float32, [STAGES, 64], gl.SwizzledSharedLayout(1, 1, 1, [0]))
     else:
         gm_s = el_s
+    if QNORM_MMA:  # the ones tile of the q norms' dot
+        ones_s = gl.allocate_shared_memory(dt, [BK, 8], gl.NVMMASharedLayout.get_default_for([BK, 8], dt))
+    else:
+        ones_s = x_s
     ready, empty, su_ready, su_empty = _ring_barriers(STAGES)
     res = gl.warp_specialize([
         (_ws_chain, (k_s, a_s, v_s, sb_s, x_s, u_s, ud_s, f_s, el_s, ready, empty, su_ready, su_empty, S, f_base,
                      plane, NT, L, BV, STAGES, FAC_SMEM)),
         (_ws_output, (q_s, aq_s, k_s, gm_s, sb_s, u_s, f_s, ready, empty, su_ready, su_empty, o, fac, NT, row, bos, L,
                       hv, HV, TOTAL_T, b_idx, s_ob, s_ot, s_oh, offs_vc, V, scale, BV, STAGES, FAC_SMEM, QSIDE,
-                      FAST_EXP)),
+                      FAST_EXP, QSCALE, ones_s, QNORM_MMA)),
         (_ws_loader, (kd, qd, vd, ad, aqd, k_s, q_s, a_s, aq_s, v_s, f_s, el_s, gm_s, ready, empty, NT, row, arow,
                       qcol, vcol, ROWS, QW, VW, s_qr, s_kr, s_vr, HV, TOTAL_T, f_base, L, BK, BV, STAGES, FAC_SMEM,
                       QSIDE)),

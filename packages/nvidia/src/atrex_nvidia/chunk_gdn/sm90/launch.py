@@ -393,6 +393,11 @@ GL_RC_QNORM_MMA = False
 # 64x64x128 Q K^T (more tensor work than its own two output dots) and the q normalisation, and the output partition,
 # which had slack at 32 columns, then bounds the step. Off; kept as a tested option (GPU cases and compile gate).
 GL_WS_QSIDE = False
+# GL_WS_QSCALE (round 26): with GL_WS_QSIDE, gl_ws's output partition takes gl_rc's round-26 q side (GL_RC_QSCALE with
+#   its early slot release, and GL_RC_QNORM_MMA where that knob is on): r84 had the QSIDE output partition bound gl_ws's
+#   step (~1.46 us against the chain's ~1.07 at T=32768), and this form issues about a quarter fewer instructions. Built
+#   and compiled on the CPU only (no device after r90); off, as GL_WS_QSIDE, until measured.
+GL_WS_QSCALE = False
 GL_WS_QSIDE_OUT_REGS = 152
 # FOLD_QK_NORM (round 10; measured on the H200 in round 11, r27: off): with in-kernel L2 norm, the intra
 #   kernel writes no normalised q / k copies (at varlen 16x1024 or T=32768 those writes are ~270 MB of the intra
@@ -856,6 +861,10 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
                 opts.update(FAC_SMEM=True, OUT_REGS=int(GL_WS_OUT_REGS) - 16)
             if ws_qside:
                 opts.update(QSIDE=True, FAST_EXP=bool(INTRA_V3_FAST_EXP), OUT_REGS=int(GL_WS_QSIDE_OUT_REGS))
+                if GL_WS_QSCALE:
+                    opts["QSCALE"] = True
+                    if GL_RC_QNORM_MMA and q.dtype == torch.bfloat16:
+                        opts["QNORM_MMA"] = True
         else:
             kern = _state_kernel(_k.atrex_sm90_gdn_state_output_tma, T)
             opts = dict(num_warps=sw, num_stages=sst)
@@ -1101,7 +1110,7 @@ def _knobs():
             INTRA_SLOT_MAP, INTRA_V3_ACC_MERGE, INTRA_V3_GATES, INTRA_V3_DIAG16, FUSED_RC, FUSED_STAGES,
             FUSED_AUX_REGS, FUSED_OUT_REGS, FUSED_DIAG16, GL_RC_QSIDE, GL_RC_OUT_REGS, GL_RC_QREG, GL_WS_QSIDE,
             GL_WS_QSIDE_OUT_REGS, INTRA_V3_QSIDE_MAXNREG, GL_RC_QSCALE, GL_RC_EARLY_FREE, GL_RC_OUT_TMA,
-            GL_RC_QNORM_MMA)
+            GL_RC_QNORM_MMA, GL_WS_QSCALE)
 
 
 def _call_signature(dev, tensors, flags):
