@@ -568,6 +568,18 @@ def test_rc_qside(case_id, kw, qreg, monkeypatch):
     _qside_check(case_id, kw, monkeypatch, "gl_rc", "GL_RC_QSIDE", r25, dict(QREG=True) if qreg else {})
 
 
+def _state_launch_metas(monkeypatch, launch, kernel):
+    """A list that collects the launch options of every ``kernel`` launch from here on (the launcher spied)."""
+    metas, orig = [], launch._launch_all
+
+    def spy(dev, launches, *a, **k):
+        metas.extend(meta for kern, _g, _a, meta in launches if kern.__name__ == kernel)
+        return orig(dev, launches, *a, **k)
+
+    monkeypatch.setattr(launch, "_launch_all", spy)
+    return metas
+
+
 @pytest.mark.parametrize("qnorm", ["rows", "mma"])
 @pytest.mark.parametrize("case_id,kw", QSIDE_CASES, ids=[c[0] for c in QSIDE_CASES])
 def test_rc_qscale(case_id, kw, qnorm, monkeypatch):
@@ -594,13 +606,7 @@ def test_rc_qscale(case_id, kw, qnorm, monkeypatch):
     monkeypatch.setattr(launch, "GL_RC_QREG", True)
     mma = qnorm == "mma" and kw.get("dtype", torch.bfloat16) == torch.bfloat16
     monkeypatch.setattr(launch, "GL_RC_QNORM_MMA", qnorm == "mma")
-    metas, orig = [], launch._launch_all
-
-    def spy(dev, launches, *a, **k):
-        metas.extend(meta for kern, _g, _a, meta in launches if "state_output_gl_rc" in kern.__name__)
-        return orig(dev, launches, *a, **k)
-
-    monkeypatch.setattr(launch, "_launch_all", spy)
+    metas = _state_launch_metas(monkeypatch, launch, "atrex_sm90_gdn_state_output_gl_rc")
     x = make_inputs(device="cuda", **kw)
 
     def call(qscale, early, out_tma):
@@ -650,13 +656,7 @@ def test_ws_qscale(case_id, kw, qnorm, monkeypatch):
     monkeypatch.setattr(launch, "GL_WS_QSIDE", True)
     monkeypatch.setattr(launch, "GL_RC_QNORM_MMA", qnorm == "mma")
     mma = qnorm == "mma" and kw.get("dtype", torch.bfloat16) == torch.bfloat16
-    metas, orig = [], launch._launch_all
-
-    def spy(dev, launches, *a, **k):
-        metas.extend(meta for kern, _g, _a, meta in launches if "state_output_gl_ws" in kern.__name__)
-        return orig(dev, launches, *a, **k)
-
-    monkeypatch.setattr(launch, "_launch_all", spy)
+    metas = _state_launch_metas(monkeypatch, launch, "atrex_sm90_gdn_state_output_gl_ws")
     x = make_inputs(device="cuda", **kw)
     states, errs = [], []
     for on in (False, True):

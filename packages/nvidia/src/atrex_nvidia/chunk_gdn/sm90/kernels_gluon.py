@@ -281,10 +281,7 @@ def _ws_output(q_s, aq_s, k_s, gm_s, sb_s, u_s, f_s, ready, empty, su_ready, su_
     else:
         eg = gl.load(p_eg + ro, mask=ro < L, other=0.0)
     if QNORM_MMA:
-        M8: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 8, 16])
-        ones_s.store(gl.full(ones_s.shape, 1.0, dt, gl.BlockedLayout([1, 8], [32, 1], [4, 1], [1, 0])))
-        fence_async_shared()
-        _cta_barrier()
+        _fill_ones(ones_s)
     for c in range(NT):
         l0 = c * 64
         slot = c % STAGES
@@ -296,7 +293,7 @@ def _ws_output(q_s, aq_s, k_s, gm_s, sb_s, u_s, f_s, ready, empty, su_ready, su_
             eg = f_s.index(slot * 4 + 2).load(ROW)
         if QSIDE and QSCALE:
             if QNORM_MMA:
-                qa, nn = _q_raw_regs_mma(q_s.index(slot), ones_s, A64, M8)
+                qa, nn = _q_raw_regs_mma(q_s.index(slot), ones_s, A64)
                 qk = warpgroup_mma(qa, k_s.index(slot).permute((1, 0)), z64, use_acc=False, is_async=True)
                 nn = warpgroup_mma_wait(1, deps=[nn])
                 ss = gl.max(nn, 1)
@@ -455,10 +452,7 @@ def atrex_sm90_gdn_state_output_gl_ws(
         gm_s = gl.allocate_shared_memory(gl.float32, [STAGES, 64], gl.SwizzledSharedLayout(1, 1, 1, [0]))
     else:
         gm_s = el_s
-    if QNORM_MMA:  # the ones tile of the q norms' dot
-        ones_s = gl.allocate_shared_memory(dt, [BK, 8], gl.NVMMASharedLayout.get_default_for([BK, 8], dt))
-    else:
-        ones_s = x_s
+    ones_s = _ones_tile(dt, BK, QNORM_MMA, x_s)
     ready, empty, su_ready, su_empty = _ring_barriers(STAGES)
     res = gl.warp_specialize([
         (_ws_chain, (k_s, a_s, v_s, sb_s, x_s, u_s, ud_s, f_s, el_s, ready, empty, su_ready, su_empty, S, f_base,
@@ -594,10 +588,7 @@ def _rc_output(q_s, aq_s, k_s, gm_s, sb_s, u_s, f_s, o_s, ready, empty, su_ready
     if OUT_TMA:
         od = tma.make_tensor_descriptor(o, [ROWS, HV * V], [s_ot, 1], [64, BV], o_s.layout)
     if QNORM_MMA:
-        M8: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 8, 16])
-        ones_s.store(gl.full([BK, 8], 1.0, dt, gl.BlockedLayout([1, 8], [32, 1], [4, 1], [1, 0])))
-        fence_async_shared()
-        _cta_barrier()
+        _fill_ones(ones_s)
     it = 0
     for item in range(gl.program_id(0), N_ITEMS, gl.num_programs(0)):
         bos, L, cs, mc, o_base, orow, ocol = _rc_out_item(item, NV, cu, T, HV, V, o, s_ob, s_oh, COL, G, IS_VARLEN,
@@ -611,7 +602,7 @@ def _rc_output(q_s, aq_s, k_s, gm_s, sb_s, u_s, f_s, o_s, ready, empty, su_ready
             if QSIDE and QREG:
                 if QSCALE:
                     if QNORM_MMA:  # (the norms' dot first, then Q K^T; wait for the first only)
-                        qa, nn = _q_raw_regs_mma(q_s.index(slot), ones_s, A64, M8)
+                        qa, nn = _q_raw_regs_mma(q_s.index(slot), ones_s, A64)
                         qk = warpgroup_mma(qa, k_s.index(slot).permute((1, 0)), zero, use_acc=False, is_async=True)
                         nn = warpgroup_mma_wait(1, deps=[nn])
                         ss = gl.convert_layout(gl.max(nn, 1), gl.SliceLayout(1, A64.parent))
@@ -797,10 +788,7 @@ def atrex_sm90_gdn_state_output_gl_rc(
         o_s = gl.allocate_shared_memory(dt, [64, BV], gl.NVMMASharedLayout.get_default_for([64, BV], dt))
     else:
         o_s = u_s
-    if QNORM_MMA:  # the ones tile of the q norms' dot
-        ones_s = gl.allocate_shared_memory(dt, [BK, 8], gl.NVMMASharedLayout.get_default_for([BK, 8], dt))
-    else:
-        ones_s = u_s
+    ones_s = _ones_tile(dt, BK, QNORM_MMA, u_s)
     f_s = gl.allocate_shared_memory(gl.float32, [STAGES * 5, 64], gl.SwizzledSharedLayout(1, 1, 1, [0]))
     if QSIDE:  # the chunk-local gamma rows of the slots (for the output partition's decay tile)
         gm_s = gl.allocate_shared_memory(gl.float32, [STAGES, 64], gl.SwizzledSharedLayout(1, 1, 1, [0]))
@@ -886,12 +874,30 @@ def _q_raw_regs(qb, A: gl.constexpr):
 
 
 @gluon.jit
-def _q_raw_regs_mma(qb, ones_s, A: gl.constexpr, M8: gl.constexpr):
+def _ones_tile(dt: gl.constexpr, BK: gl.constexpr, ON: gl.constexpr, other):
+    """The [BK, 8] ones tile of GL_RC_QNORM_MMA's norms (allocated where ``ON``; else ``other``, never read)."""
+    if ON:
+        return gl.allocate_shared_memory(dt, [BK, 8], gl.NVMMASharedLayout.get_default_for([BK, 8], dt))
+    else:
+        return other
+
+
+@gluon.jit
+def _fill_ones(ones_s):
+    """Fill the ones tile (4 warps), visible to the tensor cores and to every warp of the partition."""
+    ones_s.store(gl.full(ones_s.shape, 1.0, ones_s.dtype, gl.BlockedLayout([1, 8], [32, 1], [4, 1], [1, 0])))
+    fence_async_shared()
+    _cta_barrier()
+
+
+@gluon.jit
+def _q_raw_regs_mma(qb, ones_s, A: gl.constexpr):
     """``_q_raw_regs`` with the squared norms by the tensor cores (GL_RC_QNORM_MMA, round 26; bf16 only): the squares
     rounded to bf16 (``mul.rn.bf16x2``, 2 per instruction), summed in fp32 by a 64x8xBK wgmma against the ones tile
     ``ones_s`` (every column of the result is the row sum), instead of 64 unpacks and 64 fused multiply-adds a thread.
     The squares' roundings (at most 2^-9 each, all terms positive) move a row's norm by at most 2^-10 relative.
     Returns (q, the asynchronous [64, 8] sums): the caller issues Q K^T behind it and waits for this one only."""
+    M8: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 8, 16])
     x = qb.load(A)
     sq = gl.inline_asm_elementwise("mul.rn.bf16x2 $0, $1, $1;", "=r,r", [x], dtype=x.dtype, is_pure=True, pack=2)
     sa = gl.convert_layout(sq, gl.DotOperandLayout(operand_index=0, parent=M8, k_width=2), assert_trivial=True)
