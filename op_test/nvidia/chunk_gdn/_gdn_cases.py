@@ -639,6 +639,26 @@ def test_rc_qscale(case_id, kw, qnorm, monkeypatch):
     assert [(m["QSCALE"], m["EARLY_FREE"], m["OUT_TMA"]) for m in metas[1:]] == [(True, True, True)], metas
 
 
+@pytest.mark.parametrize("qside", [False, True], ids=["aqk_loaded", "qside"])
+@pytest.mark.parametrize("case_id,kw", QSIDE_CASES[:4], ids=[c[0] for c in QSIDE_CASES[:4]])
+def test_rc_late_factors_same_bits(case_id, kw, qside, monkeypatch):
+    """``GL_RC_LATE_FACTORS`` (round 26): gl_rc's chain loads its v tile and X factors after the P^T wait instead of
+    before it; the same arithmetic, so output and final state equal bit for bit to the call without it (with and
+    without GL_RC_QSIDE), and the launch took LATE_FAC."""
+    import torch
+
+    from atrex_nvidia.chunk_gdn.sm90 import launch
+    if launch._capability(torch.device("cuda")) != (9, 0) or not launch._gluon_ws_supported():
+        pytest.skip("gl_rc runs on sm90 with Gluon's warp specialisation only")
+    monkeypatch.setattr(launch, "STATE_IMPL", "gl_rc")
+    monkeypatch.setattr(launch, "GL_RC_QSIDE", qside)
+    metas = _state_launch_metas(monkeypatch, launch, "atrex_sm90_gdn_state_output_gl_rc")
+    x = make_inputs(device="cuda", **kw)
+    err = _knob_pair_error(launch, x, "cuda", {"GL_RC_LATE_FACTORS": False}, {"GL_RC_LATE_FACTORS": True}, exact=True)
+    assert err == 0.0, case_id
+    assert [m.get("LATE_FAC", False) for m in metas] == [False, True], metas
+
+
 @pytest.mark.parametrize("qnorm", ["rows", "mma"])
 @pytest.mark.parametrize("case_id,kw", QSIDE_CASES, ids=[c[0] for c in QSIDE_CASES])
 def test_ws_qscale(case_id, kw, qnorm, monkeypatch):

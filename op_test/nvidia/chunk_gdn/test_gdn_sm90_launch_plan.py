@@ -709,7 +709,12 @@ def test_rc_round26_options_ride_on_gl_rc_qside(plan, monkeypatch):
     if not L._gluon_ws_supported():  # (no gl_rc under this Triton)
         assert m is None
         return
-    assert (m["QSCALE"], m["EARLY_FREE"], m["OUT_TMA"]) == (True, True, True)
+    assert (m["QSCALE"], m["EARLY_FREE"], m["OUT_TMA"]) == (True, True, True) and "LATE_FAC" not in m
+    with monkeypatch.context() as mp:  # (GL_RC_LATE_FACTORS: gl_rc's chain, with or without QSIDE)
+        mp.setattr(L, "GL_RC_LATE_FACTORS", True)
+        assert rc_meta(T=cu[-1], H=32, HV=32, cu_seqlens=cu)["LATE_FAC"] is True
+        mp.setattr(L, "GL_RC_QSIDE", False)
+        assert rc_meta(T=cu[-1], H=32, HV=32, cu_seqlens=cu)["LATE_FAC"] is True
     with monkeypatch.context() as mp:
         mp.setattr(L, "GL_RC_QREG", False)
         m = rc_meta(T=cu[-1], H=32, HV=32, cu_seqlens=cu)

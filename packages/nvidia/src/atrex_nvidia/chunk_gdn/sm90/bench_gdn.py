@@ -315,6 +315,7 @@ VARIANTS = [
     ("ws_qscale", dict(ws_qside=True, ws_qscale=True)),  # (gl_ws: T=8192 and T=32768 at H = 16, HV = 32)
     ("ws_qscale_mma", dict(ws_qside=True, ws_qscale=True, rc_qnorm_mma=True)),
     ("ws_qscale_o128", dict(ws_qside=True, ws_qscale=True, ws_qside_out_regs=128)),
+    ("rc26_late_fac", dict(rc_late_factors=True)),
     ("rc26_o168", dict(rc_out_regs=168)),
     ("rc26_o184", dict(rc_out_regs=184)),
     ("rc26_o216", dict(rc_out_regs=216)),
@@ -335,7 +336,8 @@ _HOOKS = dict(state="STATE_CFG_OVERRIDE", intra="INTRA_CFG_OVERRIDE", wy="USE_WY
               fused_diag16="FUSED_DIAG16", rc_qside="GL_RC_QSIDE", rc_out_regs="GL_RC_OUT_REGS",
               rc_qreg="GL_RC_QREG", ws_qside="GL_WS_QSIDE", ws_qside_out_regs="GL_WS_QSIDE_OUT_REGS",
               qside_maxnreg="INTRA_V3_QSIDE_MAXNREG", rc_qscale="GL_RC_QSCALE", rc_early_free="GL_RC_EARLY_FREE",
-              rc_out_tma="GL_RC_OUT_TMA", rc_qnorm_mma="GL_RC_QNORM_MMA", ws_qscale="GL_WS_QSCALE")
+              rc_out_tma="GL_RC_OUT_TMA", rc_qnorm_mma="GL_RC_QNORM_MMA", ws_qscale="GL_WS_QSCALE",
+              rc_late_factors="GL_RC_LATE_FACTORS")
 
 
 def _select_variants(spec):

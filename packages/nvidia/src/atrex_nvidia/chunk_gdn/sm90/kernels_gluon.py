@@ -677,12 +677,16 @@ def _rc_chain(k_s, a_s, v_s, f_s, sb_s, u_s, ready, empty, su_ready, su_empty, t
               N_ITEMS, NV, TOTAL_T, s_h0n, s_h0h, s_h0k, s_h0v,
               G: gl.constexpr, IS_VARLEN: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr,
               USE_H0: gl.constexpr, STORE_HT: gl.constexpr, STATE_V_FIRST: gl.constexpr, STAGES: gl.constexpr,
-              TMA_READY: gl.constexpr = False):
+              TMA_READY: gl.constexpr = False, LATE_FAC: gl.constexpr = False):
     """Chain partition (default, 4 warps): the transposed recurrence with register left operands; loads each item's
     initial state and stores its final state. With ``TMA_READY`` (the fused kernel, whose ``ready`` is the aux
     partition's barrier) it also waits on the slot's TMA barrier ``tready`` itself: the TMA-written v tile is then
     ordered before its loads by an mbarrier this partition observed, not only through the aux partition's arrive (the
-    phase is complete by then: one try_wait)."""
+    phase is complete by then: one try_wait). With ``LATE_FAC`` (round 26) the v tile and the X factors are loaded after
+    the P^T wait instead of while P^T runs: the same arithmetic with ~32 fewer registers live at the step's peak (the
+    P^T operand S^T in bf16 is dead by then). At 168 registers (the loader given the rest; CPU-compiled) the chain then
+    reloads nothing inside its step loop, against ~35 reloads a step without it: the register budget of a CTA with two
+    chain warp groups."""
     M64: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 64, 16])
     MS: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BK, 16])
     A64: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=M64, k_width=2)  # left operand, 64-wide result
@@ -723,10 +727,16 @@ def _rc_chain(k_s, a_s, v_s, f_s, sb_s, u_s, ready, empty, su_ready, su_empty, t
             sb_s.index(b).store(s16)
             # the column factors are read from the slot where they are used: a column vector of the transposed tiles
             # takes 16 registers per thread, and holding them from the step's start spilled
-            vt = v_s.index(slot).permute((1, 0)).load(M64)
-            bt = f_s.index(slot * 5).load(C64)
-            be = f_s.index(slot * 5 + 1).load(C64)
-            pt = warpgroup_mma_wait(0, deps=[pt])
+            if LATE_FAC:
+                pt = warpgroup_mma_wait(0, deps=[pt])
+                vt = v_s.index(slot).permute((1, 0)).load(M64)
+                bt = f_s.index(slot * 5).load(C64)
+                be = f_s.index(slot * 5 + 1).load(C64)
+            else:
+                vt = v_s.index(slot).permute((1, 0)).load(M64)
+                bt = f_s.index(slot * 5).load(C64)
+                be = f_s.index(slot * 5 + 1).load(C64)
+                pt = warpgroup_mma_wait(0, deps=[pt])
             xt = gl.expand_dims(bt, 0) * vt.to(gl.float32) - gl.expand_dims(be, 0) * pt
             xa = gl.convert_layout(xt.to(dt), A64, assert_trivial=True)
             ut = warpgroup_mma(xa, a_s.index(slot).permute((1, 0)), zero, use_acc=False, is_async=True)
@@ -764,7 +774,7 @@ def atrex_sm90_gdn_state_output_gl_rc(
     PERSISTENT: gl.constexpr, STAGES: gl.constexpr, OUT_REGS: gl.constexpr, EG_PLANE: gl.constexpr = 3,
     QSIDE: gl.constexpr = False, FAST_EXP: gl.constexpr = False, QREG: gl.constexpr = False,
     QSCALE: gl.constexpr = False, EARLY_FREE: gl.constexpr = False, OUT_TMA: gl.constexpr = False,
-    QNORM_MMA: gl.constexpr = False,
+    QNORM_MMA: gl.constexpr = False, LATE_FAC: gl.constexpr = False,
 ):
     """gl_ws's arguments (in-kernel descriptors) on a 1-D grid: work item i is (V block i % NV, sequence x value head
     i // NV); CTA p runs items p, p + grid, ... (PERSISTENT: grid <= SMs; else one item per CTA). The chain keeps S^T
@@ -799,7 +809,7 @@ def atrex_sm90_gdn_state_output_gl_rc(
     gl.warp_specialize([
         (_rc_chain, (k_s, a_s, v_s, f_s, sb_s, u_s, ready, empty, su_ready, su_empty, ready, h0, ht, cu, T, HV, K, V,
                      N_ITEMS, NV, TOTAL_T, s_h0n, s_h0h, s_h0k, s_h0v, G, IS_VARLEN, BK, BV, USE_H0, STORE_HT,
-                     STATE_V_FIRST, STAGES)),
+                     STATE_V_FIRST, STAGES, False, LATE_FAC)),
         (_rc_output, (q_s, aq_s, k_s, gm_s, sb_s, u_s, f_s, o_s, ready, empty, su_ready, su_empty, o, cu, T, HV, V,
                       N_ITEMS, NV, TOTAL_T, ROWS, s_ob, s_ot, s_oh, scale, G, IS_VARLEN, BK, BV, STAGES, QSIDE,
                       FAST_EXP, QREG, QSCALE, EARLY_FREE, OUT_TMA, ones_s, QNORM_MMA)),

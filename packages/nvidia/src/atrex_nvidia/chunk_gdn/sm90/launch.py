@@ -382,6 +382,11 @@ GL_RC_OUT_TMA = False
 # GL_RC_QNORM_MMA: with GL_RC_QSCALE and bf16 inputs, the q rows' squared norms by a 64x8xK wgmma of the bf16-rounded
 #   squares against a ones tile (kernels_gluon._q_raw_regs_mma) instead of 64 unpacks and 64 FMAs per thread.
 GL_RC_QNORM_MMA = False
+# GL_RC_LATE_FACTORS (round 26): gl_rc's chain loads its v tile and X factors after the P^T wait (kernels_gluon
+#   ._rc_chain's LATE_FAC): the same bits, ~32 fewer registers at the step's peak (CPU-compiled: spill stores 11 -> 2
+#   at its 256 registers; none reloaded inside the step loop at 168). Its cost, the loads' latency on the chain's path,
+#   is unmeasured (no device after r90): off until swept (r91's rc26_late_fac).
+GL_RC_LATE_FACTORS = False
 # GL_WS_QSIDE (round 25): GL_RC_QSIDE for gl_ws (the state pass of few programs: T=8192 and T=32768 at H = 16,
 #   HV = 32): where the state pass is gl_ws with its factor rows in the load slots (GL_WS_FAC_SMEM) and the call
 #   L2-normalises q, k in the kernel, the intra kernel reads no q and writes no q copy and no Aqk, and gl_ws's output
@@ -844,6 +849,8 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
             n_items = grid[0] * grid[1]
             grid = (min(n_items, n_sm) if GL_RC_PERSISTENT else n_items,)
             opts = dict(num_warps=4, STAGES=sst, OUT_REGS=int(GL_RC_OUT_REGS))
+            if GL_RC_LATE_FACTORS:
+                opts["LATE_FAC"] = True
             if fold:
                 opts["EG_PLANE"] = 5
             if rc_qside:
@@ -1110,7 +1117,7 @@ def _knobs():
             INTRA_SLOT_MAP, INTRA_V3_ACC_MERGE, INTRA_V3_GATES, INTRA_V3_DIAG16, FUSED_RC, FUSED_STAGES,
             FUSED_AUX_REGS, FUSED_OUT_REGS, FUSED_DIAG16, GL_RC_QSIDE, GL_RC_OUT_REGS, GL_RC_QREG, GL_WS_QSIDE,
             GL_WS_QSIDE_OUT_REGS, INTRA_V3_QSIDE_MAXNREG, GL_RC_QSCALE, GL_RC_EARLY_FREE, GL_RC_OUT_TMA,
-            GL_RC_QNORM_MMA, GL_WS_QSCALE)
+            GL_RC_QNORM_MMA, GL_WS_QSCALE, GL_RC_LATE_FACTORS)
 
 
 def _call_signature(dev, tensors, flags):
