@@ -145,6 +145,12 @@ _SCRIPT = textwrap.dedent(r'''
     gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl), GL_RC_OUT_TMA=True)
     gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl), GL_RC_QNORM_MMA=True, **r26)
     gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl), GL_RC_LATE_FACTORS=True)  # (the chain's late loads)
+    # ... and gl_rc2 (GL_RC_TWO_CHAINS): bf16 and fp16, with QNORM_MMA, K = 64 with V = 128, fixed length (gl_rc forced)
+    gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl), GL_RC_TWO_CHAINS=True)
+    gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl, dtype=torch.float16), GL_RC_TWO_CHAINS=True)
+    gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl), GL_RC_TWO_CHAINS=True, GL_RC_QNORM_MMA=True)
+    gdn(dict(T=256, H=4, HV=8, K=64, V=128), STATE_IMPL="gl_rc", GL_RC_TWO_CHAINS=True)
+    gdn(dict(B=2, T=256, H=16, HV=32, K=128, h0=torch.float32), STATE_IMPL="gl_rc", GL_RC_TWO_CHAINS=True)
     gdn(dict(T=256, H=4, HV=8, K=64), STATE_IMPL="gl_rc", GL_RC_LATE_FACTORS=True, **r26)
     # ... and the same q side in gl_ws's QSIDE output partition (GL_WS_QSCALE): 32 columns, fp16, K = 64, 64 columns
     gdn(dict(T=256, H=16, HV=32, K=128), GL_WS_QSIDE=True, GL_WS_QSCALE=True)

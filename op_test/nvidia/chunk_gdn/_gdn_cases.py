@@ -302,6 +302,7 @@ VARIANT_HOOKS = {  # launcher variants measured by bench_gdn's sweep besides the
     # round 26's output partition (GL_RC_QSCALE, GL_RC_EARLY_FREE, GL_RC_OUT_TMA), and with GL_RC_QNORM_MMA
     "state_gluon_rc_r26": dict(STATE_IMPL="gl_rc", GL_RC_QSIDE=True, GL_RC_QREG=True, GL_RC_QSCALE=True,
                                GL_RC_EARLY_FREE=True, GL_RC_OUT_TMA=True),
+    "state_gluon_rc2": dict(STATE_IMPL="gl_rc", GL_RC_QSIDE=True, GL_RC_TWO_CHAINS=True),  # (round 26: gl_rc2)
     "state_gluon_rc_r26_qnorm_mma": dict(STATE_IMPL="gl_rc", GL_RC_QSIDE=True, GL_RC_QREG=True, GL_RC_QSCALE=True,
                                          GL_RC_EARLY_FREE=True, GL_RC_OUT_TMA=True, GL_RC_QNORM_MMA=True),
     "state_gluon_ws_qside": dict(STATE_IMPL="gl_ws", GL_WS_QSIDE=True),
@@ -637,6 +638,41 @@ def test_rc_qscale(case_id, kw, qnorm, monkeypatch):
     eo, eh, bound = run_case(fwd(), case_id, kw, "cuda")
     assert eo <= bound and eh <= bound and eo <= 1.05 * eo25, (case_id, eo, eo25, eh, bound)
     assert [(m["QSCALE"], m["EARLY_FREE"], m["OUT_TMA"]) for m in metas[1:]] == [(True, True, True)], metas
+
+
+# gl_rc2's cases: QSIDE_CASES at V = 128 (K = 64 with V = 128 for the K = 64 case)
+RC2_CASES = [(cid, dict(kw, V=128) if kw.get("K") == 64 else kw) for cid, kw in QSIDE_CASES]
+
+
+@pytest.mark.parametrize("qnorm", ["rows", "mma"])
+@pytest.mark.parametrize("case_id,kw", RC2_CASES, ids=[c[0] for c in RC2_CASES])
+def test_rc_two_chains_same_bits_as_gl_rc(case_id, kw, qnorm, monkeypatch):
+    """``GL_RC_TWO_CHAINS`` (round 26, kernels_gluon ``gl_rc2``): a whole value head per CTA item, two chain partitions
+    and one output partition. Its chains run gl_rc's chain code and its output partition gl_rc's QSCALE arithmetic, so
+    output and final state equal, bit for bit, gl_rc's with GL_RC_QSCALE (and GL_RC_QNORM_MMA as ``qnorm``): a lost
+    hand-off, a wrong V block, column offset or barrier count shows there. The call launched gl_rc2, and it is within
+    the float64 bound."""
+    import torch
+
+    from atrex_nvidia.chunk_gdn.sm90 import launch
+    if launch._capability(torch.device("cuda")) != (9, 0) or not launch._gluon_ws_supported():
+        pytest.skip("gl_rc2 runs on sm90 with Gluon's warp specialisation only")
+    monkeypatch.setattr(launch, "STATE_IMPL", "gl_rc")
+    for name, val in dict(GL_RC_QSIDE=True, GL_RC_QREG=True, GL_RC_QSCALE=True, GL_RC_QNORM_MMA=qnorm == "mma").items():
+        monkeypatch.setattr(launch, name, val)
+    names, orig = [], launch._launch_all
+
+    def spy(dev, launches, *a, **k):
+        names.extend(kern.__name__ for kern, *_ in launches if "state_output" in kern.__name__)
+        return orig(dev, launches, *a, **k)
+
+    monkeypatch.setattr(launch, "_launch_all", spy)
+    x = make_inputs(device="cuda", **kw)
+    err = _knob_pair_error(launch, x, "cuda", {"GL_RC_TWO_CHAINS": False}, {"GL_RC_TWO_CHAINS": True}, exact=True)
+    assert names == ["atrex_sm90_gdn_state_output_gl_rc", "atrex_sm90_gdn_state_output_gl_rc2"], names
+    assert err == 0.0, case_id
+    eo, eh, bound = run_case(fwd(), case_id, kw, "cuda")  # (GL_RC_TWO_CHAINS still on)
+    assert names[-1] == "atrex_sm90_gdn_state_output_gl_rc2" and eo <= bound and eh <= bound, (case_id, eo, eh, bound)
 
 
 @pytest.mark.parametrize("qside", [False, True], ids=["aqk_loaded", "qside"])

@@ -30,6 +30,7 @@ from _gdn_cases import (  # noqa: E402,F401
     test_rc_late_factors_same_bits,
     test_rc_qscale,
     test_rc_qside,
+    test_rc_two_chains_same_bits_as_gl_rc,
     test_split_and_carry,
     test_split_state_pass_graph_capture,
     test_state_split_xu_decay0_probe,

@@ -20,6 +20,7 @@ TMA = "atrex_sm90_gdn_state_output_tma"
 GL_WS = "atrex_sm90_gdn_state_output_gl_ws"
 FEW = GL_WS if L._gluon_ws_supported() else TMA
 GL_RC = "atrex_sm90_gdn_state_output_gl_rc"
+GL_RC2 = "atrex_sm90_gdn_state_output_gl_rc2"
 V2 = "atrex_sm90_gdn_state_output_v2"
 
 
@@ -759,6 +760,28 @@ def test_ws_qscale_is_a_gl_ws_qside_option(plan, monkeypatch):
         assert [(n, "QNORM_MMA" in meta) for n, meta in got if meta.get("QSCALE")] == [(GL_WS, False)]
     cu = [64 * 4 * i for i in range(17)]  # (gl_rc: its own knobs, not GL_WS_QSCALE)
     assert all("QSCALE" not in meta or n == GL_RC for n, meta in metas(T=cu[-1], H=32, HV=32, cu_seqlens=cu))
+
+
+def test_rc_two_chains_takes_whole_heads_where_gl_rc_has_qside_and_v128(plan, monkeypatch):
+    """GL_RC_TWO_CHAINS (round 26) replaces gl_rc by gl_rc2 where gl_rc has QSIDE and V = 128: one item per (sequence,
+    value head), a persistent grid of at most one CTA per SM, 2 load stages, the chain and output register counts of
+    its knobs; not without QSIDE, not at V = 64, not for gl_ws."""
+    monkeypatch.setattr(L, "GL_RC_TWO_CHAINS", True)
+    cu = [64 * 4 * i for i in range(17)]
+
+    def state(**kw):
+        return next(x for x in plan(**kw)["launches"] if "state_output" in x[0])
+    name, grid, _a, meta = state(T=cu[-1], H=32, HV=32, cu_seqlens=cu)
+    if not L._gluon_ws_supported():
+        assert name == V2
+        return
+    assert name == GL_RC2 and grid == (min(16 * 32, 132),) and meta["STAGES"] == 2
+    assert (meta["CHAIN_REGS"], meta["OUT_REGS"]) == (L.GL_RC2_CHAIN_REGS, L.GL_RC2_OUT_REGS) and "QSIDE" not in meta
+    assert state(T=cu[-1], H=32, HV=32, K=64, cu_seqlens=cu)[0] == GL_RC  # (V = 64: one V block)
+    with monkeypatch.context() as m:
+        m.setattr(L, "GL_RC_QSIDE", False)
+        assert state(T=cu[-1], H=32, HV=32, cu_seqlens=cu)[0] == GL_RC
+    assert state(T=8192 // 32, H=16, HV=32)[0] == GL_WS
 
 
 def test_qside_maxnreg_caps_one_head_qside_intra_programs_only(plan, monkeypatch):

@@ -316,6 +316,9 @@ VARIANTS = [
     ("ws_qscale_mma", dict(ws_qside=True, ws_qscale=True, rc_qnorm_mma=True)),
     ("ws_qscale_o128", dict(ws_qside=True, ws_qscale=True, ws_qside_out_regs=128)),
     ("rc26_late_fac", dict(rc_late_factors=True)),
+    ("rc2", dict(rc_two_chains=True)),  # (gl_rc2: two chains per CTA)
+    ("rc2_mma", dict(rc_two_chains=True, rc_qnorm_mma=True)),
+    ("rc2_o136", dict(rc_two_chains=True, rc2_out_regs=136, rc2_chain_regs=176)),
     ("rc26_o168", dict(rc_out_regs=168)),
     ("rc26_o184", dict(rc_out_regs=184)),
     ("rc26_o216", dict(rc_out_regs=216)),
@@ -337,7 +340,8 @@ _HOOKS = dict(state="STATE_CFG_OVERRIDE", intra="INTRA_CFG_OVERRIDE", wy="USE_WY
               rc_qreg="GL_RC_QREG", ws_qside="GL_WS_QSIDE", ws_qside_out_regs="GL_WS_QSIDE_OUT_REGS",
               qside_maxnreg="INTRA_V3_QSIDE_MAXNREG", rc_qscale="GL_RC_QSCALE", rc_early_free="GL_RC_EARLY_FREE",
               rc_out_tma="GL_RC_OUT_TMA", rc_qnorm_mma="GL_RC_QNORM_MMA", ws_qscale="GL_WS_QSCALE",
-              rc_late_factors="GL_RC_LATE_FACTORS")
+              rc_late_factors="GL_RC_LATE_FACTORS", rc_two_chains="GL_RC_TWO_CHAINS",
+              rc2_out_regs="GL_RC2_OUT_REGS", rc2_chain_regs="GL_RC2_CHAIN_REGS")
 
 
 def _select_variants(spec):

@@ -143,7 +143,7 @@ def _ring_tiles(dt: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr, STAGES: gl
 
 
 @gluon.jit
-def _ring_barriers(STAGES: gl.constexpr):
+def _ring_barriers(STAGES: gl.constexpr, CONSUMERS: gl.constexpr = 2):
     """(ready, empty, su_ready, su_empty), initialised: ready[s] (TMA bytes, and in gl_rc the cp.async factors, of slot
     s landed), empty[s] (count 2: chain and output partition are done with slot s), su_ready[b] / su_empty[b] (the
     double-buffered S_c / U_c hand-off from chain to output partition)."""
@@ -153,7 +153,7 @@ def _ring_barriers(STAGES: gl.constexpr):
     su_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
     for i in gl.static_range(STAGES):
         mbarrier.init(ready.index(i), count=1)
-        mbarrier.init(empty.index(i), count=2)
+        mbarrier.init(empty.index(i), count=CONSUMERS)
     for i in gl.static_range(2):
         mbarrier.init(su_ready.index(i), count=1)
         mbarrier.init(su_empty.index(i), count=1)
@@ -179,11 +179,14 @@ def _descriptors(kd, qd, vd, ad, aqd, ROWS, QW, VW, s_qr, s_kr, s_vr, HV, TOTAL_
 
 @gluon.jit
 def _load_chunk(descs, bar, slot, k_s, q_s, a_s, aq_s, v_s, row, arow, l0, qcol, vcol, BK: gl.constexpr,
-                BV: gl.constexpr, NO_AQK: gl.constexpr = False):
+                BV: gl.constexpr, NO_AQK: gl.constexpr = False, v1_s=None, V2: gl.constexpr = False):
     """Chunk rows [row + l0, row + l0 + 64) of k, q, v and rows [arow + l0, arow + l0 + 64) of A, Aqk into ring slot
-    ``slot`` by TMA; ``bar`` expects their bytes. ``NO_AQK`` (gl_rc's QSIDE): no Aqk tile."""
+    ``slot`` by TMA; ``bar`` expects their bytes. ``NO_AQK`` (gl_rc's QSIDE): no Aqk tile. ``V2`` (gl_rc2): also the
+    next BV columns of v into ``v1_s``."""
     kdesc, qdesc, vdesc, adesc, aqdesc = descs
-    mbarrier.expect(bar, (2 * 64 * BK + (1 if NO_AQK else 2) * 64 * 64 + 64 * BV) * 2)
+    mbarrier.expect(bar, (2 * 64 * BK + (1 if NO_AQK else 2) * 64 * 64 + (2 if V2 else 1) * 64 * BV) * 2)
+    if V2:
+        _tma_load(vdesc, [row + l0, vcol + BV], bar, v1_s.index(slot))
     _tma_load(kdesc, [row + l0, qcol], bar, k_s.index(slot))
     _tma_load(qdesc, [row + l0, qcol], bar, q_s.index(slot))
     _tma_load(adesc, [arow + l0, 0], bar, a_s.index(slot))
@@ -498,7 +501,7 @@ def _rc_item(item, NV, cu, T, HV, G: gl.constexpr, IS_VARLEN: gl.constexpr):
 def _rc_loader(kd, qd, vd, ad, aqd, fac, k_s, q_s, a_s, aq_s, v_s, f_s, gm_s, ready, empty, cu, T, HV, K, V, N_ITEMS,
                NV, ROWS, QW, VW, s_qr, s_kr, s_vr, TOTAL_T,
                G: gl.constexpr, IS_VARLEN: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr,
-               EG_PLANE: gl.constexpr, QSIDE: gl.constexpr):
+               EG_PLANE: gl.constexpr, QSIDE: gl.constexpr, v1_s=None, V2: gl.constexpr = False):
     """Loader partition (1 warp): every chunk of every item of this CTA into ring slot (chunk counter) % STAGES: the
     five tiles by TMA, and the chunk's factor planes 1-4 (beta, beta e^gamma, e^gamma, e^(gamma_last - gamma); 0 past
     the sequence end) and e^gamma_last (in all 64 entries of a fifth row) by cp.async, whose completion the slot's ready
@@ -531,7 +534,7 @@ def _rc_loader(kd, qd, vd, ad, aqd, fac, k_s, q_s, a_s, aq_s, v_s, f_s, gm_s, re
             # each lane's arrive raises the pending count now and lowers it when its copies have landed: the phase
             # cannot complete before them (it must come before the expect's own arrive)
             async_copy.mbarrier_arrive(bar)
-            _load_chunk(descs, bar, slot, k_s, q_s, a_s, aq_s, v_s, tg0, arow, l0, qcol, vcol, BK, BV, QSIDE)
+            _load_chunk(descs, bar, slot, k_s, q_s, a_s, aq_s, v_s, tg0, arow, l0, qcol, vcol, BK, BV, QSIDE, v1_s, V2)
             it += 1
 
 
@@ -677,7 +680,7 @@ def _rc_chain(k_s, a_s, v_s, f_s, sb_s, u_s, ready, empty, su_ready, su_empty, t
               N_ITEMS, NV, TOTAL_T, s_h0n, s_h0h, s_h0k, s_h0v,
               G: gl.constexpr, IS_VARLEN: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr,
               USE_H0: gl.constexpr, STORE_HT: gl.constexpr, STATE_V_FIRST: gl.constexpr, STAGES: gl.constexpr,
-              TMA_READY: gl.constexpr = False, LATE_FAC: gl.constexpr = False):
+              TMA_READY: gl.constexpr = False, LATE_FAC: gl.constexpr = False, IV_OFF: gl.constexpr = 0):
     """Chain partition (default, 4 warps): the transposed recurrence with register left operands; loads each item's
     initial state and stores its final state. With ``TMA_READY`` (the fused kernel, whose ``ready`` is the aux
     partition's barrier) it also waits on the slot's TMA barrier ``tready`` itself: the TMA-written v tile is then
@@ -686,7 +689,7 @@ def _rc_chain(k_s, a_s, v_s, f_s, sb_s, u_s, ready, empty, su_ready, su_empty, t
     the P^T wait instead of while P^T runs: the same arithmetic with ~32 fewer registers live at the step's peak (the
     P^T operand S^T in bf16 is dead by then). At 168 registers (the loader given the rest; CPU-compiled) the chain then
     reloads nothing inside its step loop, against ~35 reloads a step without it: the register budget of a CTA with two
-    chain warp groups."""
+    chain warp groups. ``IV_OFF`` (gl_rc2, whose items are whole heads, NV = 1): this chain's V block."""
     M64: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 64, 16])
     MS: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BK, 16])
     A64: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=M64, k_width=2)  # left operand, 64-wide result
@@ -701,7 +704,7 @@ def _rc_chain(k_s, a_s, v_s, f_s, sb_s, u_s, ready, empty, su_ready, su_empty, t
     for item in range(gl.program_id(0), N_ITEMS, gl.num_programs(0)):
         i_v, n, hv, h, bos, b_idx, tg0, L = _rc_item(item, NV, cu, T, HV, G, IS_VARLEN)
         n64 = n.to(gl.int64)
-        cv = i_v * BV + rv
+        cv = (i_v + IV_OFF) * BV + rv
         ms = gl.expand_dims(cv < V, 1) & gl.expand_dims(ck < K, 0)
         if USE_H0:  # S^T[v, k] = h0[n, hv, k, v] (strides swap the layouts)
             p_h0 = h0 + n64 * s_h0n + hv * s_h0h + gl.expand_dims(cv * s_h0v, 1) + gl.expand_dims(ck * s_h0k, 0)
@@ -817,6 +820,152 @@ def atrex_sm90_gdn_state_output_gl_rc(
                       N_ITEMS, NV, ROWS, QW, VW, s_qr, s_kr, s_vr, TOTAL_T, G, IS_VARLEN, BK, BV, STAGES, EG_PLANE,
                       QSIDE)),
     ], [4, 1], [OUT_REGS, 24])
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Two-chain state pass (round 26, STATE_IMPL "gl_rc2"; built and compiled on the CPU, not yet run on a GPU). gl_rc with
+# a whole value head (V = 2 x 64) per work item: two chain partitions (gl_rc's chain, GL_RC_LATE_FACTORS' form, one per
+# 64-column V block, 168 registers each: the CTA's 4 warp groups share 512 x 128) step their independent recurrences
+# side by side on the same k, q, A tiles, loaded once; one output partition forms Q K^T, the decay tile and Aqk once
+# per chunk (gl_rc's QSCALE form, the q norms as in GL_RC_QNORM_MMA where bf16) and both halves' outputs. gl_rc runs
+# one chain per SM (r90: ~1.49 us a step alone, its tensor cores a third busy); here two share the SM. Shared memory:
+# 2 load stages (k, q, A, two v tiles: 56 KB each) and double-buffered hand-offs for both chains (96 KB).
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@gluon.jit
+def _rc2_output(q_s, k_s, gm_s, sb0_s, u0_s, sb1_s, u1_s, f_s, o_s, ones_s, ready, empty, sr0, se0, sr1, se1, o, cu,
+                T, HV, V,
+                N_ITEMS, TOTAL_T, ROWS, s_ob, s_ot, s_oh, scale,
+                G: gl.constexpr, IS_VARLEN: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr,
+                FAST_EXP: gl.constexpr, OUT_TMA: gl.constexpr, QNORM_MMA: gl.constexpr):
+    """gl_rc2's output partition (4 warps): per chunk the raw q in registers, Q K^T and Aqk once (``_rc_output``'s
+    QSCALE form; the load slot released then), then for each chain h in {0, 1} (its hand-off buffers): O_h =
+    e^gamma rs (Q S_c,h) + Aqk U_c,h, stored to the output's columns [64 h, 64 h + 64) of the head (whole chunks by TMA
+    with ``OUT_TMA``, else masked)."""
+    MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BV, 16])
+    ROW: gl.constexpr = gl.SliceLayout(1, MMA)
+    COL: gl.constexpr = gl.SliceLayout(0, MMA)
+    A64: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=MMA, k_width=2)
+    dt: gl.constexpr = q_s.dtype
+    zero = gl.zeros([64, BV], gl.float32, MMA)
+    ro = gl.arange(0, 64, layout=ROW)
+    rr = gl.expand_dims(ro, 1)
+    cc = gl.expand_dims(gl.arange(0, 64, layout=COL), 0)
+    if OUT_TMA:
+        od = tma.make_tensor_descriptor(o, [ROWS, HV * V], [s_ot, 1], [64, BV], o_s.layout)
+    if QNORM_MMA:
+        _fill_ones(ones_s)
+    it = 0
+    for item in range(gl.program_id(0), N_ITEMS, gl.num_programs(0)):
+        bos, L, cs, mc, o_base, orow, ocol = _rc_out_item(item, 1, cu, T, HV, V, o, s_ob, s_oh, COL, G, IS_VARLEN, BV)
+        for c in range(gl.cdiv(L, 64)):
+            l0 = c * 64
+            slot = it % STAGES
+            b = it % 2
+            mbarrier.wait(ready.index(slot), (it // STAGES) & 1)
+            eg = f_s.index(slot * 5 + 2).load(ROW)
+            if QNORM_MMA:
+                qa, nn = _q_raw_regs_mma(q_s.index(slot), ones_s, A64)
+                qk = warpgroup_mma(qa, k_s.index(slot).permute((1, 0)), zero, use_acc=False, is_async=True)
+                nn = warpgroup_mma_wait(1, deps=[nn])
+                ss = gl.convert_layout(gl.max(nn, 1), gl.SliceLayout(1, A64.parent))
+            else:
+                qa, ss = _q_raw_regs(q_s.index(slot), A64)
+                qk = warpgroup_mma(qa, k_s.index(slot).permute((1, 0)), zero, use_acc=False, is_async=True)
+            rs = gl.convert_layout(gl.rsqrt(ss + 1e-6), ROW) * scale  # scale / ||q_r||
+            aqk = _aqk_regs_scaled(qk, gm_s.index(slot), _fu_mufu(rs, True, FAST_EXP), rr, cc, MMA, A64, dt, FAST_EXP)
+            eg = eg * rs
+            _cta_barrier()  # (every warp's Q K^T has read k; the gamma rows are loaded)
+            mbarrier.arrive(empty.index(slot), count=1)
+            for h in gl.static_range(2):
+                if h == 0:
+                    sb_s, u_s, su_ready, su_empty = sb0_s, u0_s, sr0, se0
+                else:
+                    sb_s, u_s, su_ready, su_empty = sb1_s, u1_s, sr1, se1
+                mbarrier.wait(su_ready.index(b), (it // 2) & 1)
+                qs = warpgroup_mma(qa, sb_s.index(b).permute((1, 0)), zero, use_acc=False, is_async=True)
+                ot = warpgroup_mma(aqk, u_s.index(b).permute((1, 0)), zero, use_acc=False, is_async=True)
+                qs, ot = warpgroup_mma_wait(0, deps=[qs, ot])
+                if OUT_TMA:  # (the previous TMA store has read o_s before any warp passes the barrier below)
+                    tma.store_wait(0)
+                _cta_barrier()  # every warp's wgmma reads of S_c,h and U_c,h are complete
+                mbarrier.arrive(su_empty.index(b), count=1)
+                out = qs * gl.expand_dims(eg, 1) + ot
+                if OUT_TMA and l0 + 64 <= L:
+                    o_s.store(out.to(dt))
+                    fence_async_shared()
+                    _cta_barrier()
+                    _tma_store(od, [orow + l0, ocol + h * BV], o_s)
+                else:
+                    mo = gl.expand_dims((l0 + ro) < L, 1) & mc
+                    p_o = (o_base + gl.expand_dims((bos + l0 + ro).to(gl.int64) * s_ot, 1) + gl.expand_dims(cs, 0)
+                           + h * BV)
+                    gl.store(p_o, out.to(p_o.dtype.element_ty), mask=mo)
+            it += 1
+    if OUT_TMA:
+        tma.store_wait(0)
+
+
+@gluon.jit(do_not_specialize=["T", "TOTAL_T"])
+def atrex_sm90_gdn_state_output_gl_rc2(
+    qd, kd, vd, ad, aqd, fac, h0, o, ht, cu, scale,
+    T, HV, K, V,
+    s_ob, s_ot, s_oh,
+    s_h0n, s_h0h, s_h0k, s_h0v,
+    TOTAL_T, ROWS, QW, VW, s_qr, s_kr, s_vr, N_NH,
+    IS_VARLEN: gl.constexpr, G: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr,
+    USE_H0: gl.constexpr, STORE_HT: gl.constexpr, STATE_V_FIRST: gl.constexpr, DEVICE_DESC: gl.constexpr,
+    PERSISTENT: gl.constexpr, STAGES: gl.constexpr, OUT_REGS: gl.constexpr, CHAIN_REGS: gl.constexpr = 168,
+    EG_PLANE: gl.constexpr = 3, FAST_EXP: gl.constexpr = False, OUT_TMA: gl.constexpr = False,
+    QNORM_MMA: gl.constexpr = False,
+):
+    """gl_rc's arguments (QSIDE: ``qd`` is the raw q, ``aqd`` not read) for V == 2 BV == 128: work item i is sequence x
+    value head i, both V blocks, CTA p runs items p, p + grid, ... (the block comment above). Partitions: chain 0
+    (default, 4 warps), chain 1 (4 warps, CHAIN_REGS), output (4 warps, OUT_REGS), loader (1 warp)."""
+    SH_S: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BV, BK], gl.bfloat16)
+    SH_U: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BV, 64], gl.bfloat16)
+    SH_V: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, BV], gl.bfloat16)
+    dt: gl.constexpr = o.dtype.element_ty
+    gl.static_assert(DEVICE_DESC and BV == 64)
+    N_ITEMS = N_NH
+
+    k_s, q_s, a_s, aq_s, v_s = _ring_tiles(dt, BK, BV, STAGES, True)
+    v1_s = gl.allocate_shared_memory(dt, [STAGES, 64, BV], SH_V)
+    sb0_s = gl.allocate_shared_memory(dt, [2, BV, BK], SH_S)  # (chain 0's S_c^T, U_c^T hand-offs; chain 1's)
+    u0_s = gl.allocate_shared_memory(dt, [2, BV, 64], SH_U)
+    sb1_s = gl.allocate_shared_memory(dt, [2, BV, BK], SH_S)
+    u1_s = gl.allocate_shared_memory(dt, [2, BV, 64], SH_U)
+    if OUT_TMA:
+        o_s = gl.allocate_shared_memory(dt, [64, BV], gl.NVMMASharedLayout.get_default_for([64, BV], dt))
+    else:
+        o_s = u0_s
+    ones_s = _ones_tile(dt, BK, QNORM_MMA, u0_s)
+    f_s = gl.allocate_shared_memory(gl.float32, [STAGES * 5, 64], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+    gm_s = gl.allocate_shared_memory(gl.float32, [STAGES, 64], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+    ready, empty, sr0, se0 = _ring_barriers(STAGES, 3)
+    sr1 = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    se1 = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(2):
+        mbarrier.init(sr1.index(i), count=1)
+        mbarrier.init(se1.index(i), count=1)
+    fence_async_shared()
+    _cta_barrier()
+
+    gl.warp_specialize([
+        (_rc_chain, (k_s, a_s, v_s, f_s, sb0_s, u0_s, ready, empty, sr0, se0, ready, h0, ht, cu, T, HV, K, V, N_ITEMS,
+                     1, TOTAL_T, s_h0n, s_h0h, s_h0k, s_h0v, G, IS_VARLEN, BK, BV, USE_H0, STORE_HT, STATE_V_FIRST,
+                     STAGES, False, True, 0)),
+        (_rc_chain, (k_s, a_s, v1_s, f_s, sb1_s, u1_s, ready, empty, sr1, se1, ready, h0, ht, cu, T, HV, K, V, N_ITEMS,
+                     1, TOTAL_T, s_h0n, s_h0h, s_h0k, s_h0v, G, IS_VARLEN, BK, BV, USE_H0, STORE_HT, STATE_V_FIRST,
+                     STAGES, False, True, 1)),
+        (_rc2_output, (q_s, k_s, gm_s, sb0_s, u0_s, sb1_s, u1_s, f_s, o_s, ones_s, ready, empty, sr0, se0, sr1, se1, o,
+                       cu, T, HV, V, N_ITEMS, TOTAL_T, ROWS, s_ob, s_ot, s_oh, scale, G, IS_VARLEN, BK, BV, STAGES, FAST_EXP,
+                       OUT_TMA, QNORM_MMA)),
+        (_rc_loader, (kd, qd, vd, ad, aqd, fac, k_s, q_s, a_s, aq_s, v_s, f_s, gm_s, ready, empty, cu, T, HV, K, V,
+                      N_ITEMS, 1, ROWS, QW, VW, s_qr, s_kr, s_vr, TOTAL_T, G, IS_VARLEN, BK, BV, STAGES, EG_PLANE,
+                      True, v1_s, True)),
+    ], [4, 4, 1], [CHAIN_REGS, OUT_REGS, 24])
 
 
 # ---------------------------------------------------------------------------------------------------------------

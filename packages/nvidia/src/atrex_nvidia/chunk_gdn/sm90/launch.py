@@ -387,6 +387,15 @@ GL_RC_QNORM_MMA = False
 #   at its 256 registers; none reloaded inside the step loop at 168). Its cost, the loads' latency on the chain's path,
 #   is unmeasured (no device after r90): off until swept (r91's rc26_late_fac).
 GL_RC_LATE_FACTORS = False
+# GL_RC_TWO_CHAINS (round 26): where gl_rc runs with QSIDE and V = 128, kernels_gluon.atrex_sm90_gdn_state_output_gl_rc2
+#   instead: a whole value head per work item, its two 64-column V blocks stepped by two chain partitions side by side
+#   on k, q, A tiles loaded once, one output partition forming Q K^T and Aqk once per chunk for both (its block comment).
+#   2 load stages; GL_RC2_CHAIN_REGS for the second chain (the first keeps the rest of the 512 x 128 pool: 168 with
+#   the defaults), GL_RC2_OUT_REGS for the output partition. Built and compiled on the CPU only (no device after r90),
+#   off until its GPU cases and a sweep have run.
+GL_RC_TWO_CHAINS = False
+GL_RC2_CHAIN_REGS = 168
+GL_RC2_OUT_REGS = 152
 # GL_WS_QSIDE (round 25): GL_RC_QSIDE for gl_ws (the state pass of few programs: T=8192 and T=32768 at H = 16,
 #   HV = 32): where the state pass is gl_ws with its factor rows in the load slots (GL_WS_FAC_SMEM) and the call
 #   L2-normalises q, k in the kernel, the intra kernel reads no q and writes no q copy and no Aqk, and gl_ws's output
@@ -861,6 +870,12 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
                         opts["QNORM_MMA"] = True  # (fp16 squares could overflow)
             if GL_RC_OUT_TMA and rc_qside and T > 1 and _rows_view(o, B, T, HV, V) is not None:
                 opts["OUT_TMA"] = True  # (row stride o.stride(1): T > 1; without QSIDE the Aqk ring leaves no room)
+            if GL_RC_TWO_CHAINS and rc_qside and V == 2 * BV:  # a whole value head per item (kernels_gluon gl_rc2)
+                kern = _gluon_state_kernel("atrex_sm90_gdn_state_output_gl_rc2")
+                grid = (min(N * HV, n_sm) if GL_RC_PERSISTENT else N * HV,)
+                opts = dict(num_warps=4, STAGES=2, OUT_REGS=int(GL_RC2_OUT_REGS), CHAIN_REGS=int(GL_RC2_CHAIN_REGS),
+                            FAST_EXP=bool(INTRA_V3_FAST_EXP), OUT_TMA=bool(opts.get("OUT_TMA", False)),
+                            QNORM_MMA=bool(GL_RC_QNORM_MMA) and q.dtype == torch.bfloat16)
         elif (STATE_IMPL == "gl_ws" or auto_ws) and gl_ok and device_desc and not persistent:
             kern = _gluon_state_kernel("atrex_sm90_gdn_state_output_gl_ws")
             opts = dict(num_warps=4, STAGES=max(2, sst), OUT_REGS=int(GL_WS_OUT_REGS))
@@ -1117,7 +1132,7 @@ def _knobs():
             INTRA_SLOT_MAP, INTRA_V3_ACC_MERGE, INTRA_V3_GATES, INTRA_V3_DIAG16, FUSED_RC, FUSED_STAGES,
             FUSED_AUX_REGS, FUSED_OUT_REGS, FUSED_DIAG16, GL_RC_QSIDE, GL_RC_OUT_REGS, GL_RC_QREG, GL_WS_QSIDE,
             GL_WS_QSIDE_OUT_REGS, INTRA_V3_QSIDE_MAXNREG, GL_RC_QSCALE, GL_RC_EARLY_FREE, GL_RC_OUT_TMA,
-            GL_RC_QNORM_MMA, GL_WS_QSCALE, GL_RC_LATE_FACTORS)
+            GL_RC_QNORM_MMA, GL_WS_QSCALE, GL_RC_LATE_FACTORS, GL_RC_TWO_CHAINS, GL_RC2_CHAIN_REGS, GL_RC2_OUT_REGS)
 
 
 def _call_signature(dev, tensors, flags):
