@@ -295,16 +295,8 @@ def _ws_output(q_s, aq_s, k_s, gm_s, sb_s, u_s, f_s, ready, empty, su_ready, su_
         if FAC_SMEM:
             eg = f_s.index(slot * 4 + 2).load(ROW)
         if QSIDE and QSCALE:
-            if QNORM_MMA:
-                qa, nn = _q_raw_regs_mma(q_s.index(slot), ones_s, A64)
-                qk = warpgroup_mma(qa, k_s.index(slot).permute((1, 0)), z64, use_acc=False, is_async=True)
-                nn = warpgroup_mma_wait(1, deps=[nn])
-                ss = gl.max(nn, 1)
-            else:
-                qa, ss = _q_raw_regs(q_s.index(slot), A64)
-                qk = warpgroup_mma(qa, k_s.index(slot).permute((1, 0)), z64, use_acc=False, is_async=True)
-            r64 = gl.convert_layout(gl.rsqrt(ss + 1e-6), gl.SliceLayout(1, M64)) * scale  # scale / ||q_r||
-            aqk = _aqk_regs_scaled(qk, gm_s.index(slot), _fu_mufu(r64, True, FAST_EXP), rr, cc, M64, AV, dt, FAST_EXP)
+            qa, aqk, r64 = _q_side_scaled(q_s.index(slot), k_s.index(slot), gm_s.index(slot), ones_s, z64, scale, rr,
+                                          cc, M64, A64, AV, dt, FAST_EXP, QNORM_MMA)
             eg = eg * gl.convert_layout(r64, ROW)
             _cta_barrier()  # (every warp's Q K^T has read k; the gamma rows are loaded)
             mbarrier.arrive(empty.index(slot), count=1)
@@ -604,17 +596,8 @@ def _rc_output(q_s, aq_s, k_s, gm_s, sb_s, u_s, f_s, o_s, ready, empty, su_ready
             eg = f_s.index(slot * 5 + 2).load(ROW)
             if QSIDE and QREG:
                 if QSCALE:
-                    if QNORM_MMA:  # (the norms' dot first, then Q K^T; wait for the first only)
-                        qa, nn = _q_raw_regs_mma(q_s.index(slot), ones_s, A64)
-                        qk = warpgroup_mma(qa, k_s.index(slot).permute((1, 0)), zero, use_acc=False, is_async=True)
-                        nn = warpgroup_mma_wait(1, deps=[nn])
-                        ss = gl.convert_layout(gl.max(nn, 1), gl.SliceLayout(1, A64.parent))
-                    else:
-                        qa, ss = _q_raw_regs(q_s.index(slot), A64)
-                        qk = warpgroup_mma(qa, k_s.index(slot).permute((1, 0)), zero, use_acc=False, is_async=True)
-                    rs = gl.convert_layout(gl.rsqrt(ss + 1e-6), ROW) * scale  # scale / ||q_r||
-                    aqk = _aqk_regs_scaled(qk, gm_s.index(slot), _fu_mufu(rs, True, FAST_EXP), rr, cc, MMA, A64, dt,
-                                           FAST_EXP)
+                    qa, aqk, rs = _q_side_scaled(q_s.index(slot), k_s.index(slot), gm_s.index(slot), ones_s, zero,
+                                                 scale, rr, cc, MMA, A64, A64, dt, FAST_EXP, QNORM_MMA)
                     eg = eg * rs
                 else:
                     qa = _q_regs(q_s.index(slot), A64)
@@ -865,16 +848,8 @@ def _rc2_output(q_s, k_s, gm_s, sb0_s, u0_s, sb1_s, u1_s, f_s, o_s, ones_s, read
             b = it % 2
             mbarrier.wait(ready.index(slot), (it // STAGES) & 1)
             eg = f_s.index(slot * 5 + 2).load(ROW)
-            if QNORM_MMA:
-                qa, nn = _q_raw_regs_mma(q_s.index(slot), ones_s, A64)
-                qk = warpgroup_mma(qa, k_s.index(slot).permute((1, 0)), zero, use_acc=False, is_async=True)
-                nn = warpgroup_mma_wait(1, deps=[nn])
-                ss = gl.convert_layout(gl.max(nn, 1), gl.SliceLayout(1, A64.parent))
-            else:
-                qa, ss = _q_raw_regs(q_s.index(slot), A64)
-                qk = warpgroup_mma(qa, k_s.index(slot).permute((1, 0)), zero, use_acc=False, is_async=True)
-            rs = gl.convert_layout(gl.rsqrt(ss + 1e-6), ROW) * scale  # scale / ||q_r||
-            aqk = _aqk_regs_scaled(qk, gm_s.index(slot), _fu_mufu(rs, True, FAST_EXP), rr, cc, MMA, A64, dt, FAST_EXP)
+            qa, aqk, rs = _q_side_scaled(q_s.index(slot), k_s.index(slot), gm_s.index(slot), ones_s, zero, scale, rr,
+                                         cc, MMA, A64, A64, dt, FAST_EXP, QNORM_MMA)
             eg = eg * rs
             _cta_barrier()  # (every warp's Q K^T has read k; the gamma rows are loaded)
             mbarrier.arrive(empty.index(slot), count=1)
@@ -1078,6 +1053,25 @@ def _fu_mufu(x, LOG: gl.constexpr, FAST: gl.constexpr):
         return gl.log2(x)
     else:
         return gl.exp2(x)
+
+
+@gluon.jit
+def _q_side_scaled(qb, kb, gmb, ones_s, z, scale, rr, cc, M: gl.constexpr, A: gl.constexpr, AQ: gl.constexpr,
+                   dt: gl.constexpr, FAST_EXP: gl.constexpr, QNORM_MMA: gl.constexpr):
+    """GL_RC_QSCALE's q side of one chunk (slot views ``qb``, ``kb``, ``gmb``): (the raw q in left-operand layout ``A``,
+    Aqk in left-operand layout ``AQ``, the row factors scale / ||q_r|| in the row layout of ``M``), Q K^T accumulated
+    in ``M`` from ``z``; the norms by ``_q_raw_regs_mma`` (its dot issued ahead of Q K^T, only it waited for) with
+    ``QNORM_MMA``, else by ``_q_raw_regs``."""
+    if QNORM_MMA:
+        qa, nn = _q_raw_regs_mma(qb, ones_s, A)
+        qk = warpgroup_mma(qa, kb.permute((1, 0)), z, use_acc=False, is_async=True)
+        nn = warpgroup_mma_wait(1, deps=[nn])
+        ss = gl.max(nn, 1)
+    else:
+        qa, ss = _q_raw_regs(qb, A)
+        qk = warpgroup_mma(qa, kb.permute((1, 0)), z, use_acc=False, is_async=True)
+    rs = gl.convert_layout(gl.rsqrt(ss + 1e-6), gl.SliceLayout(1, M)) * scale
+    return qa, _aqk_regs_scaled(qk, gmb, _fu_mufu(rs, True, FAST_EXP), rr, cc, M, AQ, dt, FAST_EXP), rs
 
 
 @gluon.jit
