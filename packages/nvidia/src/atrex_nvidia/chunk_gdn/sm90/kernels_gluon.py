@@ -550,6 +550,32 @@ def _rc_out_store(qs, ot, eg, scale, o_base, bos, l0, L, ro, cs, mc, s_ot):
 
 
 @gluon.jit
+def _rc_out_desc(o, ROWS, W, s_ot, o_s, BV: gl.constexpr, OUT_TMA: gl.constexpr):
+    """The TMA descriptor of the output as ``[ROWS, W]`` with row stride ``s_ot``, boxes [64, BV] (``OUT_TMA``; else
+    ``o_s``, never used as one)."""
+    if OUT_TMA:
+        return tma.make_tensor_descriptor(o, [ROWS, W], [s_ot, 1], [64, BV], o_s.layout)
+    else:
+        return o_s
+
+
+@gluon.jit
+def _rc_tile_out(out, o_s, od, o_base, bos, l0, L, ro, cs, mc, s_ot, orow, ocol, OUT_TMA: gl.constexpr):
+    """A chunk's [64, BV] output tile ``out`` (fp32, accumulator layout) to rows [l0, l0 + 64) of a sequence: with
+    ``OUT_TMA`` and a whole chunk through ``o_s`` by one TMA store at (``orow`` + l0, ``ocol``) of ``od`` (the caller
+    waited for the previous one), else by the masked store at ``o_base`` (rows past ``L`` skipped)."""
+    if OUT_TMA and l0 + 64 <= L:
+        o_s.store(out.to(o_s.dtype))
+        fence_async_shared()
+        _cta_barrier()
+        _tma_store(od, [orow + l0, ocol], o_s)
+    else:
+        mo = gl.expand_dims((l0 + ro) < L, 1) & mc
+        p_o = o_base + gl.expand_dims((bos + l0 + ro).to(gl.int64) * s_ot, 1) + gl.expand_dims(cs, 0)
+        gl.store(p_o, out.to(p_o.dtype.element_ty), mask=mo)
+
+
+@gluon.jit
 def _rc_output(q_s, aq_s, k_s, gm_s, sb_s, u_s, f_s, o_s, ready, empty, su_ready, su_empty, o, cu, T, HV, V, N_ITEMS,
                NV, TOTAL_T, ROWS, s_ob, s_ot, s_oh, scale,
                G: gl.constexpr, IS_VARLEN: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr,
@@ -580,8 +606,7 @@ def _rc_output(q_s, aq_s, k_s, gm_s, sb_s, u_s, f_s, o_s, ready, empty, su_ready
     ro = gl.arange(0, 64, layout=ROW)
     rr = gl.expand_dims(ro, 1)
     cc = gl.expand_dims(gl.arange(0, 64, layout=COL), 0)
-    if OUT_TMA:
-        od = tma.make_tensor_descriptor(o, [ROWS, HV * V], [s_ot, 1], [64, BV], o_s.layout)
+    od = _rc_out_desc(o, ROWS, HV * V, s_ot, o_s, BV, OUT_TMA)
     if QNORM_MMA:
         _fill_ones(ones_s)
     it = 0
@@ -636,21 +661,11 @@ def _rc_output(q_s, aq_s, k_s, gm_s, sb_s, u_s, f_s, o_s, ready, empty, su_ready
             if not (EARLY_FREE and QSIDE and QREG):
                 mbarrier.arrive(empty.index(slot), count=1)
             if QSCALE and QSIDE and QREG:  # (scale is in eg and Aqk)
-                out = qs * gl.expand_dims(eg, 1) + ot
-                if OUT_TMA and l0 + 64 <= L:
-                    o_s.store(out.to(dt))
-                    fence_async_shared()
-                    _cta_barrier()
-                    _tma_store(od, [orow + l0, ocol], o_s)
-                else:
-                    mo = gl.expand_dims((l0 + ro) < L, 1) & mc
-                    p_o = o_base + gl.expand_dims((bos + l0 + ro).to(gl.int64) * s_ot, 1) + gl.expand_dims(cs, 0)
-                    gl.store(p_o, out.to(p_o.dtype.element_ty), mask=mo)
-            elif OUT_TMA and l0 + 64 <= L:
-                o_s.store(((qs * gl.expand_dims(eg, 1) + ot) * scale).to(dt))
-                fence_async_shared()
-                _cta_barrier()
-                _tma_store(od, [orow + l0, ocol], o_s)
+                _rc_tile_out(qs * gl.expand_dims(eg, 1) + ot, o_s, od, o_base, bos, l0, L, ro, cs, mc, s_ot, orow, ocol,
+                             OUT_TMA)
+            elif OUT_TMA:
+                _rc_tile_out((qs * gl.expand_dims(eg, 1) + ot) * scale, o_s, od, o_base, bos, l0, L, ro, cs, mc, s_ot,
+                             orow, ocol, OUT_TMA)
             else:
                 _rc_out_store(qs, ot, eg, scale, o_base, bos, l0, L, ro, cs, mc, s_ot)
             it += 1
@@ -777,7 +792,7 @@ def atrex_sm90_gdn_state_output_gl_rc(
     NV = gl.cdiv(V, BV)
     N_ITEMS = NV * N_NH
 
-    k_s, q_s, a_s, aq_s, v_s = _ring_tiles(dt, BK, BV, STAGES, QSIDE)
+    k_s, q_s, a_s, aq_s, v_s = _ring_tiles(dt, BK, BV, STAGES, QSIDE and OUT_TMA)  # (round 25's layout otherwise)
     sb_s = gl.allocate_shared_memory(dt, [2, BV, BK], SH_S)
     u_s = gl.allocate_shared_memory(dt, [2, BV, 64], SH_U)
     if OUT_TMA:  # the output tile a TMA store reads
@@ -835,8 +850,7 @@ def _rc2_output(q_s, k_s, gm_s, sb0_s, u0_s, sb1_s, u1_s, f_s, o_s, ones_s, read
     ro = gl.arange(0, 64, layout=ROW)
     rr = gl.expand_dims(ro, 1)
     cc = gl.expand_dims(gl.arange(0, 64, layout=COL), 0)
-    if OUT_TMA:
-        od = tma.make_tensor_descriptor(o, [ROWS, HV * V], [s_ot, 1], [64, BV], o_s.layout)
+    od = _rc_out_desc(o, ROWS, HV * V, s_ot, o_s, BV, OUT_TMA)
     if QNORM_MMA:
         _fill_ones(ones_s)
     it = 0
@@ -866,17 +880,8 @@ def _rc2_output(q_s, k_s, gm_s, sb0_s, u0_s, sb1_s, u1_s, f_s, o_s, ones_s, read
                     tma.store_wait(0)
                 _cta_barrier()  # every warp's wgmma reads of S_c,h and U_c,h are complete
                 mbarrier.arrive(su_empty.index(b), count=1)
-                out = qs * gl.expand_dims(eg, 1) + ot
-                if OUT_TMA and l0 + 64 <= L:
-                    o_s.store(out.to(dt))
-                    fence_async_shared()
-                    _cta_barrier()
-                    _tma_store(od, [orow + l0, ocol + h * BV], o_s)
-                else:
-                    mo = gl.expand_dims((l0 + ro) < L, 1) & mc
-                    p_o = (o_base + gl.expand_dims((bos + l0 + ro).to(gl.int64) * s_ot, 1) + gl.expand_dims(cs, 0)
-                           + h * BV)
-                    gl.store(p_o, out.to(p_o.dtype.element_ty), mask=mo)
+                _rc_tile_out(qs * gl.expand_dims(eg, 1) + ot, o_s, od, o_base + h * BV, bos, l0, L, ro, cs, mc, s_ot,
+                             orow, ocol + h * BV, OUT_TMA)
             it += 1
     if OUT_TMA:
         tma.store_wait(0)
