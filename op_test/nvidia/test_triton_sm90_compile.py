@@ -137,21 +137,25 @@ _SCRIPT = textwrap.dedent(r'''
         STATE_CFG_OVERRIDE=(64, 4, 2))
     # round 26: gl_rc's output partition with GL_RC_QSCALE, GL_RC_EARLY_FREE and GL_RC_OUT_TMA (one- and two-head
     # programs, fp16, K = 64), the TMA output store with the normalised q (QSCALE off), and GL_RC_QNORM_MMA
-    r26 = dict(GL_RC_QSCALE=True, GL_RC_EARLY_FREE=True, GL_RC_OUT_TMA=True)
+    # (round 26's defaults since r91, with one chain per CTA: GL_RC_TWO_CHAINS off or gl_rc forced)
+    r26 = dict(GL_RC_QSCALE=True, GL_RC_EARLY_FREE=True, GL_RC_OUT_TMA=True, STATE_IMPL="gl_rc")
     gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl), **r26)
     gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl, dtype=torch.float16), **r26)
-    gdn(dict(T=256, H=16, HV=32, K=128), STATE_IMPL="gl_rc", **r26)
-    gdn(dict(T=256, H=4, HV=8, K=64), STATE_IMPL="gl_rc", **r26)
-    gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl), GL_RC_OUT_TMA=True)
+    gdn(dict(T=256, H=16, HV=32, K=128), **r26)
+    gdn(dict(T=256, H=4, HV=8, K=64), **r26)
+    gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl), GL_RC_QSCALE=False, STATE_IMPL="gl_rc")
+    gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl), GL_RC_QSCALE=False, GL_RC_EARLY_FREE=False,
+        GL_RC_OUT_TMA=False, STATE_IMPL="gl_rc")  # (round 25's binary)
     gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl), GL_RC_QNORM_MMA=True, **r26)
-    gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl), GL_RC_LATE_FACTORS=True)  # (the chain's late loads)
-    # ... and gl_rc2 (GL_RC_TWO_CHAINS): bf16 and fp16, with QNORM_MMA, K = 64 with V = 128, fixed length (gl_rc forced)
+    gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl), GL_RC_LATE_FACTORS=True, STATE_IMPL="gl_rc")
+    # ... and gl_rc2 (GL_RC_TWO_CHAINS, "auto"'s choice at varlen): bf16 and fp16, with QNORM_MMA, K = 64 with V = 128,
+    # fixed length (gl_rc2 forced)
     gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl), GL_RC_TWO_CHAINS=True)
     gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl, dtype=torch.float16), GL_RC_TWO_CHAINS=True)
     gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl), GL_RC_TWO_CHAINS=True, GL_RC_QNORM_MMA=True)
-    gdn(dict(T=256, H=4, HV=8, K=64, V=128), STATE_IMPL="gl_rc", GL_RC_TWO_CHAINS=True)
-    gdn(dict(B=2, T=256, H=16, HV=32, K=128, h0=torch.float32), STATE_IMPL="gl_rc", GL_RC_TWO_CHAINS=True)
-    gdn(dict(T=256, H=4, HV=8, K=64), STATE_IMPL="gl_rc", GL_RC_LATE_FACTORS=True, **r26)
+    gdn(dict(T=256, H=4, HV=8, K=64, V=128), STATE_IMPL="gl_rc2")
+    gdn(dict(B=2, T=256, H=16, HV=32, K=128, h0=torch.float32), STATE_IMPL="gl_rc2")
+    gdn(dict(T=256, H=4, HV=8, K=64), GL_RC_LATE_FACTORS=True, **r26)
     # ... and the same q side in gl_ws's QSIDE output partition (GL_WS_QSCALE): 32 columns, fp16, K = 64, 64 columns
     gdn(dict(T=256, H=16, HV=32, K=128), GL_WS_QSIDE=True, GL_WS_QSCALE=True)
     gdn(dict(T=256, H=16, HV=32, K=128), GL_WS_QSIDE=True, GL_WS_QSCALE=True, GL_RC_QNORM_MMA=True)
@@ -309,6 +313,7 @@ def test_launchers_request_every_kernel(compiled):
             "atrex_sm90_gdn_state_output",
             "atrex_sm90_gdn_state_output_v2", "atrex_sm90_gdn_chunk_offsets", "atrex_sm90_gdn_slot_seq",
             "atrex_sm90_gdn_state_output_tma", "atrex_sm90_gdn_state_output_gl_ws", "atrex_sm90_gdn_state_output_gl_rc",
+            "atrex_sm90_gdn_state_output_gl_rc2",
             "atrex_sm90_gdn_fused_rc", "atrex_sm90_decode_splitkv", "atrex_sm90_decode_combine"}
     assert want <= names, f"not requested: {sorted(want - names)}"
 

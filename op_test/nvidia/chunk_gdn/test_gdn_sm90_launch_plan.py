@@ -90,7 +90,9 @@ def test_many_programs_take_the_register_chain_kernel(plan, monkeypatch):
     """More BV = 32 state programs than SMs (round 10): "auto" plans gl_rc, persistent (one CTA per SM, items looped),
     BV 64, GL_RC_STAGES load slots, in-kernel descriptors. Outside its rule or domain: v2 (STATE_AUTO_GL_RC off, the
     Triton interpreter, a Triton without Gluon's warp_specialize, V not a multiple of 64). At the boundary (programs ==
-    SMs) the few-program kernel stays."""
+    SMs) the few-program kernel stays. (One chain per CTA: GL_RC_TWO_CHAINS, "auto"'s gl_rc2 at V = 128 since r91, off
+    here; test_rc_two_chains_takes_whole_heads_where_gl_rc_has_qside_and_v128 plans it.)"""
+    monkeypatch.setattr(L, "GL_RC_TWO_CHAINS", False)
     cu = [64 * 4 * i for i in range(17)]  # 16 sequences x 32 heads x 4 V-blocks of 32: 2048 programs
     name, grid, args, meta = plan(T=cu[-1], H=32, HV=32, cu_seqlens=cu)["launches"][-1]
     if L._gluon_ws_supported():
@@ -158,7 +160,7 @@ def test_fast_path_for_16_bit_inputs_with_k_and_v_multiples_of_16(plan, monkeypa
     assert few["launches"][0][3]["GS"] == 2 and few["launches"][0][3]["INV_FP16"] is True
     cu = [64 * 4 * i for i in range(17)]
     many = kernels(plan(T=cu[-1], H=32, HV=32, cu_seqlens=cu, dtype=dtype))
-    assert many == ["atrex_sm90_gdn_intra_chunk_v3", GL_RC if L._gluon_ws_supported() else V2]
+    assert many == ["atrex_sm90_gdn_intra_chunk_v3", GL_RC2 if L._gluon_ws_supported() else V2]  # (V = 128: r91)
     assert kernels(plan(dtype=dtype, l2norm=False))[0] == "atrex_sm90_gdn_intra_chunk_v3"
     for kw in (dict(K=60), dict(K=64, V=100)):
         assert kernels(plan(dtype=dtype, **kw)) == [V1_INTRA, V1_STATE], kw
@@ -284,7 +286,7 @@ def test_t1_calls_take_the_state_kernels_compiled_without_t_specialisation(plan_
         assert len(state) == 1
         kern = state[0][0]
         twins = set(K_.NO_T1_SPECIALISATION.values())
-        if kern.__name__ in (GL_WS, GL_RC):  # "auto", B*T >= 64: the Gluon kernels never specialise T
+        if kern.__name__ in (GL_WS, GL_RC, GL_RC2):  # "auto", B*T >= 64: the Gluon kernels never specialise T
             assert state_impl == "auto" and {"T", "TOTAL_T"} <= set(kern.do_not_specialize), kern.do_not_specialize
         elif T == 1:
             assert kern in twins and {"T", "TOTAL_T"} <= set(kern.do_not_specialize), (T, kern.__name__)
@@ -607,7 +609,9 @@ def test_rc_qside_moves_the_q_side_into_gl_rc(plan, monkeypatch):
     """GL_RC_QSIDE (round 24): where the state pass is gl_rc and q, k are L2-normalised in the kernel, the intra kernel
     takes QSIDE (no q read, no q copy, no Aqk) and gl_rc takes QSIDE (raw q as its q operand, FAST_EXP as the intra
     kernel's decay tile); its Aqk operand is then the A workspace (never read). Not where the state pass is another
-    kernel (few programs: gl_ws), without in-kernel L2 norm, with FOLD_QK_NORM, or with the knob off."""
+    kernel (few programs: gl_ws), without in-kernel L2 norm, with FOLD_QK_NORM, or with the knob off. (One chain per
+    CTA: GL_RC_TWO_CHAINS off.)"""
+    monkeypatch.setattr(L, "GL_RC_TWO_CHAINS", False)
     cu = [64 * 4 * i for i in range(17)]  # 16 sequences x 32 heads: gl_rc
     monkeypatch.setattr(L, "GL_RC_QSIDE", True)
     seen = plan(T=cu[-1], H=32, HV=32, cu_seqlens=cu)
@@ -639,6 +643,7 @@ def test_ws_qside_moves_the_q_side_into_gl_ws(plan, monkeypatch):
     workspace (never read). Not where the state pass is gl_rc (many programs), without in-kernel L2 norm, without
     GL_WS_FAC_SMEM, with FOLD_QK_NORM, or with the knob off; gl_rc's own QSIDE is independent of it."""
     monkeypatch.setattr(L, "GL_WS_QSIDE", True)
+    monkeypatch.setattr(L, "GL_RC_TWO_CHAINS", False)  # (gl_rc with one chain per CTA: its QSIDE launch is planned)
     seen = plan(T=8192 // 32, H=16, HV=32)  # few programs: gl_ws
     (iname, _, iargs, imeta), (sname, _, sargs, smeta) = seen["launches"][-2:]
     if FEW != GL_WS:  # (no gl_ws under this Triton: nothing moves)
@@ -677,7 +682,9 @@ def test_ws_qside_moves_the_q_side_into_gl_ws(plan, monkeypatch):
 
 
 def test_rc_qreg_is_a_gl_rc_qside_option(plan, monkeypatch):
-    """GL_RC_QREG (round 25) adds QREG to gl_rc's QSIDE launch only: not without QSIDE, not to any other kernel."""
+    """GL_RC_QREG (round 25) adds QREG to gl_rc's QSIDE launch only: not without QSIDE, not to any other kernel (gl_rc
+    with one chain per CTA: GL_RC_TWO_CHAINS off)."""
+    monkeypatch.setattr(L, "GL_RC_TWO_CHAINS", False)
     cu = [64 * 4 * i for i in range(17)]
     monkeypatch.setattr(L, "GL_RC_QREG", True)
     for rc_knob in (False, True):
@@ -696,11 +703,11 @@ def test_rc_qreg_is_a_gl_rc_qside_option(plan, monkeypatch):
 def test_rc_round26_options_ride_on_gl_rc_qside(plan, monkeypatch):
     """Round 26: GL_RC_QSCALE and GL_RC_EARLY_FREE join QREG on gl_rc's QSIDE launch; GL_RC_OUT_TMA goes with QSIDE
     (its shared-memory tile takes the Aqk ring's place) where T > 1. No other kernel, and no launch without QSIDE,
-    takes any of them; each knob off removes its option."""
+    takes any of them; each knob off removes its option. (gl_rc with one chain per CTA: GL_RC_TWO_CHAINS off.)"""
     cu = [64 * 4 * i for i in range(17)]
     opts = ("QSCALE", "EARLY_FREE", "OUT_TMA")
-    for name in ("GL_RC_QSCALE", "GL_RC_EARLY_FREE", "GL_RC_OUT_TMA"):  # (off by default until run on a GPU)
-        monkeypatch.setattr(L, name, True)
+    assert (L.GL_RC_QSCALE, L.GL_RC_EARLY_FREE, L.GL_RC_OUT_TMA) == (True, True, True)  # (the defaults since r91)
+    monkeypatch.setattr(L, "GL_RC_TWO_CHAINS", False)
 
     def rc_meta(**kw):
         seen = plan(**kw)
@@ -763,10 +770,11 @@ def test_ws_qscale_is_a_gl_ws_qside_option(plan, monkeypatch):
 
 
 def test_rc_two_chains_takes_whole_heads_where_gl_rc_has_qside_and_v128(plan, monkeypatch):
-    """GL_RC_TWO_CHAINS (round 26) replaces gl_rc by gl_rc2 where gl_rc has QSIDE and V = 128: one item per (sequence,
-    value head), a persistent grid of at most one CTA per SM, 2 load stages, the chain and output register counts of
-    its knobs; not without QSIDE, not at V = 64, not for gl_ws."""
-    monkeypatch.setattr(L, "GL_RC_TWO_CHAINS", True)
+    """GL_RC_TWO_CHAINS (round 26; "auto"'s default since r91) replaces gl_rc by gl_rc2 where gl_rc has QSIDE and
+    V = 128: one item per (sequence, value head), a persistent grid of at most one CTA per SM, 2 load stages, the chain
+    and output register counts of its knobs; not without QSIDE, not at V = 64, not for gl_ws. STATE_IMPL "gl_rc"
+    forces the one-chain kernel, "gl_rc2" the two-chain one where it applies (gl_rc elsewhere)."""
+    assert L.GL_RC_TWO_CHAINS is True
     cu = [64 * 4 * i for i in range(17)]
 
     def state(**kw):
@@ -781,7 +789,19 @@ def test_rc_two_chains_takes_whole_heads_where_gl_rc_has_qside_and_v128(plan, mo
     with monkeypatch.context() as m:
         m.setattr(L, "GL_RC_QSIDE", False)
         assert state(T=cu[-1], H=32, HV=32, cu_seqlens=cu)[0] == GL_RC
+    with monkeypatch.context() as m:
+        m.setattr(L, "GL_RC_TWO_CHAINS", False)
+        assert state(T=cu[-1], H=32, HV=32, cu_seqlens=cu)[0] == GL_RC
     assert state(T=8192 // 32, H=16, HV=32)[0] == GL_WS
+    with monkeypatch.context() as m:
+        m.setattr(L, "STATE_IMPL", "gl_rc")
+        assert state(T=cu[-1], H=32, HV=32, cu_seqlens=cu)[0] == GL_RC
+        m.setattr(L, "STATE_IMPL", "gl_rc2")
+        for tc in (False, True):  # (the knob is "auto"'s choice only)
+            m.setattr(L, "GL_RC_TWO_CHAINS", tc)
+            name, grid, *_ = state(T=256, H=16, HV=32)  # (few programs: forced)
+            assert name == GL_RC2 and grid == (32,), (name, grid)
+        assert state(T=cu[-1], H=32, HV=32, K=64, cu_seqlens=cu)[0] == GL_RC  # (V = 64: gl_rc)
 
 
 def test_qside_maxnreg_caps_one_head_qside_intra_programs_only(plan, monkeypatch):

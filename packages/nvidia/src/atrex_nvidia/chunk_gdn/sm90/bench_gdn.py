@@ -304,24 +304,26 @@ VARIANTS = [
     ("i3q_r128_mo", dict(qside_maxnreg=128, mask_out=True)),
     ("ws_o160", dict(ws_out_regs=160)),
     ("ws_o200", dict(ws_out_regs=200)),
-    # round 26: gl_rc's output partition without each of GL_RC_QSCALE, GL_RC_EARLY_FREE, GL_RC_OUT_TMA, without all
-    # three (round 25's default), and at other register counts
-    ("rc_r25", dict(rc_qscale=False, rc_early_free=False, rc_out_tma=False)),
-    ("rc_no_qscale", dict(rc_qscale=False)),
-    ("rc_no_early", dict(rc_early_free=False)),
-    ("rc_no_out_tma", dict(rc_out_tma=False)),
+    # round 26: gl_rc's output partition (one chain per CTA: GL_RC_TWO_CHAINS off) with GL_RC_QSCALE, GL_RC_EARLY_FREE,
+    # GL_RC_OUT_TMA (the default since r91), without each, without all three (round 25's default), at other register
+    # counts; gl_rc2 (two chains per CTA, the varlen default since r91) at other register counts
+    ("rc1", dict(rc_two_chains=False)),
+    ("rc_r25", dict(rc_two_chains=False, rc_qscale=False, rc_early_free=False, rc_out_tma=False)),
+    ("rc_no_qscale", dict(rc_two_chains=False, rc_qscale=False)),
+    ("rc_no_early", dict(rc_two_chains=False, rc_early_free=False)),
+    ("rc_no_out_tma", dict(rc_two_chains=False, rc_out_tma=False)),
     ("rc_no_qside", dict(rc_qside=False)),  # (round 23's gl_rc: the intra kernel forms the normalised q and Aqk)
-    ("rc_qnorm_mma", dict(rc_qnorm_mma=True)),
+    ("rc_qnorm_mma", dict(rc_two_chains=False, rc_qnorm_mma=True)),
     ("ws_qscale", dict(ws_qside=True, ws_qscale=True)),  # (gl_ws: T=8192 and T=32768 at H = 16, HV = 32)
     ("ws_qscale_mma", dict(ws_qside=True, ws_qscale=True, rc_qnorm_mma=True)),
     ("ws_qscale_o128", dict(ws_qside=True, ws_qscale=True, ws_qside_out_regs=128)),
-    ("rc26_late_fac", dict(rc_late_factors=True)),
+    ("rc26_late_fac", dict(rc_two_chains=False, rc_late_factors=True)),
     ("rc2", dict(rc_two_chains=True)),  # (gl_rc2: two chains per CTA)
     ("rc2_mma", dict(rc_two_chains=True, rc_qnorm_mma=True)),
     ("rc2_o136", dict(rc_two_chains=True, rc2_out_regs=136, rc2_chain_regs=176)),
-    ("rc26_o168", dict(rc_out_regs=168)),
-    ("rc26_o184", dict(rc_out_regs=184)),
-    ("rc26_o216", dict(rc_out_regs=216)),
+    ("rc26_o168", dict(rc_two_chains=False, rc_out_regs=168)),
+    ("rc26_o184", dict(rc_two_chains=False, rc_out_regs=184)),
+    ("rc26_o216", dict(rc_two_chains=False, rc_out_regs=216)),
 ]
 
 # launch-module attributes a variant may set (key in VARIANTS -> attribute of launch.py)

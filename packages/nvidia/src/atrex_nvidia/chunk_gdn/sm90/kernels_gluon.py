@@ -1014,9 +1014,11 @@ def _q_raw_regs(qb, A: gl.constexpr):
 
 @gluon.jit
 def _ones_tile(dt: gl.constexpr, BK: gl.constexpr, ON: gl.constexpr, other):
-    """The [BK, 8] ones tile of GL_RC_QNORM_MMA's norms (allocated where ``ON``; else ``other``, never read)."""
+    """The ones tile of GL_RC_QNORM_MMA's norms, [8, BK] with K contiguous (the dot reads it permuted, K-major: the
+    operand form of Q K^T's k tile; r91 on the H200: the N-major [BK, 8] tile of round 26 gave wrong sums and an
+    illegal address at K = 128, right ones at K = 64), allocated where ``ON``; else ``other``, never read."""
     if ON:
-        return gl.allocate_shared_memory(dt, [BK, 8], gl.NVMMASharedLayout.get_default_for([BK, 8], dt))
+        return gl.allocate_shared_memory(dt, [8, BK], gl.NVMMASharedLayout.get_default_for([8, BK], dt))
     else:
         return other
 
@@ -1024,7 +1026,7 @@ def _ones_tile(dt: gl.constexpr, BK: gl.constexpr, ON: gl.constexpr, other):
 @gluon.jit
 def _fill_ones(ones_s):
     """Fill the ones tile (4 warps), visible to the tensor cores and to every warp of the partition."""
-    ones_s.store(gl.full(ones_s.shape, 1.0, ones_s.dtype, gl.BlockedLayout([1, 8], [32, 1], [4, 1], [1, 0])))
+    ones_s.store(gl.full(ones_s.shape, 1.0, ones_s.dtype, gl.BlockedLayout([1, 8], [8, 4], [4, 1], [1, 0])))
     fence_async_shared()
     _cta_barrier()
 
@@ -1040,7 +1042,8 @@ def _q_raw_regs_mma(qb, ones_s, A: gl.constexpr):
     x = qb.load(A)
     sq = gl.inline_asm_elementwise("mul.rn.bf16x2 $0, $1, $1;", "=r,r", [x], dtype=x.dtype, is_pure=True, pack=2)
     sa = gl.convert_layout(sq, gl.DotOperandLayout(operand_index=0, parent=M8, k_width=2), assert_trivial=True)
-    return x, warpgroup_mma(sa, ones_s, gl.zeros([64, 8], gl.float32, M8), use_acc=False, is_async=True)
+    return x, warpgroup_mma(sa, ones_s.permute((1, 0)), gl.zeros([64, 8], gl.float32, M8), use_acc=False,
+                            is_async=True)
 
 
 @gluon.jit

@@ -372,15 +372,26 @@ GL_RC_QREG = True
 # GL_RC_OUT_TMA: whole chunks' output tiles leave by TMA store from shared memory (the Aqk ring, never loaded with
 #   QSIDE, is not allocated); a sequence's last, partial chunk keeps the masked store. Needs the output describable as
 #   [B*T, HV*V] (the launcher's own output always is).
-# All three (and GL_RC_QNORM_MMA below) were built in round 26 and compiled for sm90 on the CPU (the compile gate; the
-# output partition's loop in static SASS: 806 -> 608 instructions, 501 with GL_RC_QNORM_MMA), but no device was lent
-# after r90: none of them has run on a GPU yet. Off until scripts/gdn-r91.sh (their GPU cases, a sweep against round
-# 25's form, the graph bench and the whole target file with them on) has run.
-GL_RC_QSCALE = False
-GL_RC_EARLY_FREE = False
-GL_RC_OUT_TMA = False
+# Built in round 26 (the output partition's loop in static SASS: 806 -> 608 instructions). r91 (one H200, commit
+# 6387c74 with the three on, bench_gdn sweep without fla, varlen 16x1024, gl_rc with one chain): gl_rc 0.225 ms, whole
+# call 0.383; without QSCALE 0.245 / 0.405, without OUT_TMA 0.255 / 0.413, without EARLY_FREE 0.220 / 0.379 (noise
+# level); round 25's form 0.281. EARLY_FREE and OUT_TMA changed no bit in their GPU cases.
+# QSCALE's accuracy: its q is the exact L2-normalised input (never rounded to the input dtype), where the contract's
+# recurrence (CONTRACTS 2.3, as fla does) rounds the normalised q to the input dtype first. Against that recurrence the
+# output is within the contract bound but further than round 25's, whose q is the contract's bit for bit (r91: 3.54e-3
+# against 3.13e-3, 3.37e-3 against 2.87e-3 at K = 64 with strong decay, 0.44e-3 against 0.39e-3 in fp16; the state
+# is bit for bit round 25's). Round 24 measured the same departure in its "scale" form and did not take it for 6% of
+# the call; round 26 takes it with gl_rc2, which is built on this q side and is what brings the varlen call to ~3x.
+# test_rc_qscale checks both sides of this: within the bound of the contract's recurrence, and at least as close as
+# round 25 to the recurrence with the normalised q unrounded. On by default since r91.
+GL_RC_QSCALE = True
+GL_RC_EARLY_FREE = True
+GL_RC_OUT_TMA = True
 # GL_RC_QNORM_MMA: with GL_RC_QSCALE and bf16 inputs, the q rows' squared norms by a 64x8xK wgmma of the bf16-rounded
 #   squares against a ones tile (kernels_gluon._q_raw_regs_mma) instead of 64 unpacks and 64 FMAs per thread.
+# r91: wrong at K = 128 (output rrmse 0.41, and an illegal address) with round 26's N-major ones tile, right at K = 64;
+# its speed there: gl_rc 0.219 against 0.225 ms, gl_rc2 0.196 against 0.198. The tile is now K-major (the k tile's
+# operand form), not yet run on a GPU: off.
 GL_RC_QNORM_MMA = False
 # GL_RC_LATE_FACTORS (round 26): gl_rc's chain loads its v tile and X factors after the P^T wait (kernels_gluon
 #   ._rc_chain's LATE_FAC): the same bits, ~32 fewer registers at the step's peak (CPU-compiled: spill stores 11 -> 2
@@ -391,9 +402,13 @@ GL_RC_LATE_FACTORS = False
 #   instead: a whole value head per work item, its two 64-column V blocks stepped by two chain partitions side by side
 #   on k, q, A tiles loaded once, one output partition forming Q K^T and Aqk once per chunk for both (its block comment).
 #   2 load stages; GL_RC2_CHAIN_REGS for the second chain (the first keeps the rest of the 512 x 128 pool: 168 with
-#   the defaults), GL_RC2_OUT_REGS for the output partition. Built and compiled on the CPU only (no device after r90),
-#   off until its GPU cases and a sweep have run.
-GL_RC_TWO_CHAINS = False
+#   the defaults), GL_RC2_OUT_REGS for the output partition. Its q side is GL_RC_QSCALE's (whatever that knob says).
+#   The knob is "auto"'s choice; STATE_IMPL "gl_rc" forces the one-chain kernel, "gl_rc2" this one (where it applies,
+#   else gl_rc).
+# r91 (one H200, bench_gdn sweep without fla, varlen 16x1024): gl_rc2 0.198 ms against gl_rc's 0.225 (same round-26
+# output options), whole call 0.356 against 0.383; at 136 output registers (176 chain) 0.246. Its 7 GPU cases were bit
+# for bit gl_rc's (QSCALE), its variant hook passed 7 cases against float64. On by default since r91.
+GL_RC_TWO_CHAINS = True
 GL_RC2_CHAIN_REGS = 168
 GL_RC2_OUT_REGS = 152
 # GL_WS_QSIDE (round 25): GL_RC_QSIDE for gl_ws (the state pass of few programs: T=8192 and T=32768 at H = 16,
@@ -552,7 +567,7 @@ def _gl_rc_wanted(state_v2, BK, V, dev, n_nh, n_sm):
     sm90 = dev.type != "cuda" or _capability(dev) == (9, 0)
     return bool(state_v2 and BK in (64, 128) and V % 64 == 0 and sm90 and not _interpreting() and _gluon_ws_supported()
                 and TMA_DEVICE_DESC and not STATE_TMA_PERSISTENT
-                and (STATE_IMPL == "gl_rc"
+                and (STATE_IMPL in ("gl_rc", "gl_rc2")
                      or (STATE_IMPL == "auto" and STATE_AUTO_GL_RC and n_nh * _cdiv(V, 32) > n_sm)))
 
 
@@ -562,7 +577,7 @@ def _gl_ws_wanted(state_v2, fold, rc_wanted, BK, cfg, sm90):
     STATE_AUTO_GL_WS where the few-programs configuration takes the TMA kernels), in-kernel descriptors, not
     persistent, and the Gluon kernel's domain."""
     BV, sw, _sst = cfg
-    want_tma = STATE_IMPL in ("tma", "gl_ws", "gl_rc") or (STATE_IMPL == "auto" and cfg == _STATE_V2_FEW_CFG)
+    want_tma = STATE_IMPL in ("tma", "gl_ws", "gl_rc", "gl_rc2") or (STATE_IMPL == "auto" and cfg == _STATE_V2_FEW_CFG)
     auto_ws = STATE_IMPL == "auto" and STATE_AUTO_GL_WS and not _interpreting() and _gluon_ws_supported()
     return bool(not rc_wanted and state_v2 and want_tma and not fold and (STATE_IMPL == "gl_ws" or auto_ws)
                 and BK in (64, 128) and BV in (32, 64) and sw == 4 and sm90 and TMA_DEVICE_DESC
@@ -702,7 +717,7 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
 
     fast = _use_fast(q, K, V)
     if (SPLIT_STATE_PASS and not _plan_only and fast and not is_varlen and T >= max(SPLIT_MIN_T, 128)
-            and STATE_IMPL in ("v2", "tma", "auto", "gl_ws", "gl_rc") and not USE_WY and BK <= V2_MAX_BK):
+            and STATE_IMPL in ("v2", "tma", "auto", "gl_ws", "gl_rc", "gl_rc2") and not USE_WY and BK <= V2_MAX_BK):
         return _gdn_split(q, k, v, g, beta, o, ht, scale, initial_state, use_qk_l2norm_in_kernel, state_v_first,
                           use_beta_sigmoid_in_kernel, allow_neg_eigval, sm_count, output_final_state)
     fused = _fused_launch(q, k, v, g, beta, o, ht, scale, initial_state, use_qk_l2norm_in_kernel, state_v_first,
@@ -716,13 +731,13 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
         return _launch_all(dev, [fused], o, ht, sig)
     # FOLD_QK_NORM: the state kernel reads the raw q, k and the intra kernel folds their row norms into the factors
     fold = (bool(FOLD_QK_NORM) and fast and use_qk_l2norm_in_kernel and INTRA_IMPL == "v3" and not USE_WY
-            and BK <= V2_MAX_BK and STATE_IMPL in ("auto", "v2", "gl_rc"))
+            and BK <= V2_MAX_BK and STATE_IMPL in ("auto", "v2", "gl_rc", "gl_rc2"))
     use_wy = bool(USE_WY) and fast
     # The v2 kernels are measured and tested for K <= 128; at K = 256 state v2 with 3 stages needs 260 KB of
     # shared memory (OutOfResources in `atrex verify`'s K256 sweep on the H200), so K > 128 keeps the v1 pair.
     v2_ok = fast and not use_wy and BK <= V2_MAX_BK
     # tma, gl_ws, gl_rc: same inputs as v2 (each falls back to v2 per call where it does not apply)
-    state_v2 = v2_ok and STATE_IMPL in ("v2", "tma", "auto", "gl_ws", "gl_rc")
+    state_v2 = v2_ok and STATE_IMPL in ("v2", "tma", "auto", "gl_ws", "gl_rc", "gl_rc2")
     intra_per_hv = v2_ok and INTRA_IMPL in ("v2", "v3")  # the per-value-head intra kernels
     n_sm = sm_count or _sm_count(dev)
     rc_wanted = _gl_rc_wanted(state_v2, BK, V, dev, N * HV, n_sm)
@@ -831,7 +846,7 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
                 or (not use_qk_l2norm_in_kernel and (
                     STATE_SPLIT_XU == "no_l2norm" or (STATE_SPLIT_XU == "small_no_l2norm" and BK <= 32))))
     grid = (_cdiv(V, BV), N * HV)
-    want_tma = (STATE_IMPL in ("tma", "gl_ws", "gl_rc")
+    want_tma = (STATE_IMPL in ("tma", "gl_ws", "gl_rc", "gl_rc2")
                 or (STATE_IMPL == "auto" and (BV, sw, sst) == _STATE_V2_FEW_CFG))
     if not rc:  # (FOLD_QK_NORM outside gl_rc: state v2, the other kernel that reads the folded factors)
         tma = (_tma_operands(qn, kn, v, A, Aqk, B, T, H, HV, K, V, BK, BV) if state_v2 and want_tma and not fold
@@ -870,7 +885,8 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
                         opts["QNORM_MMA"] = True  # (fp16 squares could overflow)
             if GL_RC_OUT_TMA and rc_qside and T > 1 and _rows_view(o, B, T, HV, V) is not None:
                 opts["OUT_TMA"] = True  # (row stride o.stride(1): T > 1; without QSIDE the Aqk ring leaves no room)
-            if GL_RC_TWO_CHAINS and rc_qside and V == 2 * BV:  # a whole value head per item (kernels_gluon gl_rc2)
+            two = STATE_IMPL == "gl_rc2" or (STATE_IMPL == "auto" and GL_RC_TWO_CHAINS)
+            if two and rc_qside and V == 2 * BV:  # a whole value head per item (kernels_gluon gl_rc2)
                 kern = _gluon_state_kernel("atrex_sm90_gdn_state_output_gl_rc2")
                 grid = (min(N * HV, n_sm) if GL_RC_PERSISTENT else N * HV,)
                 opts = dict(num_warps=4, STAGES=2, OUT_REGS=int(GL_RC2_OUT_REGS), CHAIN_REGS=int(GL_RC2_CHAIN_REGS),
