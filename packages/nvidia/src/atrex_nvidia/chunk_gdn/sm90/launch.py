@@ -390,9 +390,12 @@ GL_RC_OUT_TMA = True
 # GL_RC_QNORM_MMA: with GL_RC_QSCALE and bf16 inputs, the q rows' squared norms by a 64x8xK wgmma of the bf16-rounded
 #   squares against a ones tile (kernels_gluon._q_raw_regs_mma) instead of 64 unpacks and 64 FMAs per thread.
 # r91: wrong at K = 128 (output rrmse 0.41, and an illegal address) with round 26's N-major ones tile, right at K = 64;
-# its speed there: gl_rc 0.219 against 0.225 ms, gl_rc2 0.196 against 0.198. The tile is now K-major (the k tile's
-# operand form), not yet run on a GPU: off.
-GL_RC_QNORM_MMA = False
+# its speed there: gl_rc 0.219 against 0.225 ms, gl_rc2 0.196 against 0.198. Round 27 made the tile K-major (the k
+# tile's operand form); r95 (H200, commit f011143): its 28 GPU cases passed (test_rc_qscale, test_ws_qscale and
+# test_rc_two_chains_same_bits_as_gl_rc with it, its variant hook against float64), gl_rc2 0.196 against 0.198 ms
+# (bench_gdn sweep, varlen 16x1024). On by default since round 27 (bf16 calls of gl_rc / gl_rc2 with GL_RC_QSCALE,
+# gl_ws with GL_WS_QSCALE).
+GL_RC_QNORM_MMA = True
 # GL_RC_LATE_FACTORS (round 26): gl_rc's chain loads its v tile and X factors after the P^T wait (kernels_gluon
 #   ._rc_chain's LATE_FAC): the same bits, ~32 fewer registers at the step's peak (CPU-compiled: spill stores 11 -> 2
 #   at its 256 registers; none reloaded inside the step loop at 168). Its cost, the loads' latency on the chain's path,
