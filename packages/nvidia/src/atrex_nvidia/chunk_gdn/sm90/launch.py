@@ -393,9 +393,9 @@ GL_RC_OUT_TMA = True
 # its speed there: gl_rc 0.219 against 0.225 ms, gl_rc2 0.196 against 0.198. Round 27 made the tile K-major (the k
 # tile's operand form); r95 (H200, commit f011143): its 28 GPU cases passed (test_rc_qscale, test_ws_qscale and
 # test_rc_two_chains_same_bits_as_gl_rc with it, its variant hook against float64), gl_rc2 0.196 against 0.198 ms
-# (bench_gdn sweep, varlen 16x1024). On by default since round 27 (bf16 calls of gl_rc / gl_rc2 with GL_RC_QSCALE,
-# gl_ws with GL_WS_QSCALE).
-GL_RC_QNORM_MMA = True
+# (bench_gdn sweep, varlen 16x1024). Off until the whole target file has run with it on (scripts/gdn-r96.sh switches
+# it on in the call's tree; no device was lent for that in round 27 after r95).
+GL_RC_QNORM_MMA = False
 # GL_RC_LATE_FACTORS (round 26): gl_rc's chain loads its v tile and X factors after the P^T wait (kernels_gluon
 #   ._rc_chain's LATE_FAC): the same bits, ~32 fewer registers at the step's peak (CPU-compiled: spill stores 11 -> 2
 #   at its 256 registers; none reloaded inside the step loop at 168). Its cost, the loads' latency on the chain's path,
