@@ -156,6 +156,10 @@ _SCRIPT = textwrap.dedent(r'''
     gdn(dict(T=256, H=4, HV=8, K=64, V=128), STATE_IMPL="gl_rc2")
     gdn(dict(B=2, T=256, H=16, HV=32, K=128, h0=torch.float32), STATE_IMPL="gl_rc2")
     gdn(dict(T=256, H=4, HV=8, K=64), GL_RC_LATE_FACTORS=True, **r26)
+    # round 27: the loaders' L2 prefetch of the next chunk (GL_RC_L2_PREFETCH): gl_rc2, gl_rc with and without QSIDE
+    gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl), GL_RC_L2_PREFETCH=True)
+    gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl), GL_RC_L2_PREFETCH=True, **r26)
+    gdn(dict(T=256, H=4, HV=8, K=64), GL_RC_L2_PREFETCH=True, GL_RC_QSIDE=False, STATE_IMPL="gl_rc")
     # ... and the same q side in gl_ws's QSIDE output partition (GL_WS_QSCALE): 32 columns, fp16, K = 64, 64 columns
     gdn(dict(T=256, H=16, HV=32, K=128), GL_WS_QSIDE=True, GL_WS_QSCALE=True)
     gdn(dict(T=256, H=16, HV=32, K=128), GL_WS_QSIDE=True, GL_WS_QSCALE=True, GL_RC_QNORM_MMA=True)

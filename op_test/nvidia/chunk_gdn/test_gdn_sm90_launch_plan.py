@@ -804,6 +804,27 @@ def test_rc_two_chains_takes_whole_heads_where_gl_rc_has_qside_and_v128(plan, mo
         assert state(T=cu[-1], H=32, HV=32, K=64, cu_seqlens=cu)[0] == GL_RC  # (V = 64: gl_rc)
 
 
+def test_rc_l2_prefetch_is_a_gl_rc_loader_option(plan, monkeypatch):
+    """GL_RC_L2_PREFETCH (round 27, off) adds L2PF to the gl_rc2 and gl_rc launches (with and without QSIDE), to no other
+    kernel; off, no launch has it."""
+    cu = [64 * 4 * i for i in range(17)]
+
+    def l2pf(**kw):
+        return [n for n, *_, meta in plan(**kw)["all"] if meta.get("L2PF")]
+    assert L.GL_RC_L2_PREFETCH is False and l2pf(T=cu[-1], H=32, HV=32, cu_seqlens=cu) == []
+    monkeypatch.setattr(L, "GL_RC_L2_PREFETCH", True)
+    if not L._gluon_ws_supported():
+        assert l2pf(T=cu[-1], H=32, HV=32, cu_seqlens=cu) == []
+        return
+    assert l2pf(T=cu[-1], H=32, HV=32, cu_seqlens=cu) == [GL_RC2]
+    with monkeypatch.context() as m:
+        m.setattr(L, "GL_RC_TWO_CHAINS", False)
+        assert l2pf(T=cu[-1], H=32, HV=32, cu_seqlens=cu) == [GL_RC]
+        m.setattr(L, "GL_RC_QSIDE", False)
+        assert l2pf(T=cu[-1], H=32, HV=32, cu_seqlens=cu) == [GL_RC]
+    assert l2pf(T=8192 // 32, H=16, HV=32) == []  # (few programs: gl_ws)
+
+
 def test_qside_maxnreg_caps_one_head_qside_intra_programs_only(plan, monkeypatch):
     """INTRA_V3_QSIDE_MAXNREG (round 25) sets the register cap of the v3 launch where it has QSIDE and one value head
     per program (varlen H = HV); two-head QSIDE programs (GVA, gl_rc forced) and programs without QSIDE keep theirs."""

@@ -321,6 +321,9 @@ VARIANTS = [
     ("rc2", dict(rc_two_chains=True)),  # (gl_rc2: two chains per CTA)
     ("rc2_mma", dict(rc_two_chains=True, rc_qnorm_mma=True)),
     ("rc2_o136", dict(rc_two_chains=True, rc2_out_regs=136, rc2_chain_regs=176)),
+    ("rc2_pf", dict(rc_two_chains=True, rc_l2_prefetch=True)),  # (round 27: the loaders' L2 prefetch)
+    ("rc1_pf", dict(rc_two_chains=False, rc_l2_prefetch=True)),
+    ("rc2_mma_pf", dict(rc_two_chains=True, rc_qnorm_mma=True, rc_l2_prefetch=True)),
     ("rc26_o168", dict(rc_two_chains=False, rc_out_regs=168)),
     ("rc26_o184", dict(rc_two_chains=False, rc_out_regs=184)),
     ("rc26_o216", dict(rc_two_chains=False, rc_out_regs=216)),
@@ -343,7 +346,7 @@ _HOOKS = dict(state="STATE_CFG_OVERRIDE", intra="INTRA_CFG_OVERRIDE", wy="USE_WY
               qside_maxnreg="INTRA_V3_QSIDE_MAXNREG", rc_qscale="GL_RC_QSCALE", rc_early_free="GL_RC_EARLY_FREE",
               rc_out_tma="GL_RC_OUT_TMA", rc_qnorm_mma="GL_RC_QNORM_MMA", ws_qscale="GL_WS_QSCALE",
               rc_late_factors="GL_RC_LATE_FACTORS", rc_two_chains="GL_RC_TWO_CHAINS",
-              rc2_out_regs="GL_RC2_OUT_REGS", rc2_chain_regs="GL_RC2_CHAIN_REGS")
+              rc2_out_regs="GL_RC2_OUT_REGS", rc2_chain_regs="GL_RC2_CHAIN_REGS", rc_l2_prefetch="GL_RC_L2_PREFETCH")
 
 
 def _select_variants(spec):

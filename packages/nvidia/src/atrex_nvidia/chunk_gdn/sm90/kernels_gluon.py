@@ -493,13 +493,17 @@ def _rc_item(item, NV, cu, T, HV, G: gl.constexpr, IS_VARLEN: gl.constexpr):
 def _rc_loader(kd, qd, vd, ad, aqd, fac, k_s, q_s, a_s, aq_s, v_s, f_s, gm_s, ready, empty, cu, T, HV, K, V, N_ITEMS,
                NV, ROWS, QW, VW, s_qr, s_kr, s_vr, TOTAL_T,
                G: gl.constexpr, IS_VARLEN: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr,
-               EG_PLANE: gl.constexpr, QSIDE: gl.constexpr, v1_s=None, V2: gl.constexpr = False):
+               EG_PLANE: gl.constexpr, QSIDE: gl.constexpr, v1_s=None, V2: gl.constexpr = False,
+               L2PF: gl.constexpr = False):
     """Loader partition (1 warp): every chunk of every item of this CTA into ring slot (chunk counter) % STAGES: the
     five tiles by TMA, and the chunk's factor planes 1-4 (beta, beta e^gamma, e^gamma, e^(gamma_last - gamma); 0 past
     the sequence end) and e^gamma_last (in all 64 entries of a fifth row) by cp.async, whose completion the slot's ready
     barrier also waits for. (TMA cannot fetch the factors: a plane's row stride, TOTAL_T fp32, need not be a multiple of
     16 bytes.) With ``QSIDE`` no Aqk tile; instead the chunk-local gamma (plane 0; 0 past the sequence end) into
-    ``gm_s``."""
+    ``gm_s``. ``L2PF`` (round 27, launch.GL_RC_L2_PREFETCH): once a chunk's loads are issued, the rows of the item's next
+    chunk (k, q with QSIDE, A, v: 448 lines of 128 bytes at K = V = 128) are prefetched into L2, a chunk before the
+    slot that takes them is free (r97: gl_rc2's chains waited half their time for their loads; the DRAM was 84%
+    busy on an H100)."""
     FL: gl.constexpr = gl.BlockedLayout([2], [32], [1], [0])
     fr = gl.arange(0, 64, layout=FL)
     plane = (HV + fr * 0).to(gl.int64) * TOTAL_T
@@ -527,7 +531,30 @@ def _rc_loader(kd, qd, vd, ad, aqd, fac, k_s, q_s, a_s, aq_s, v_s, f_s, gm_s, re
             # cannot complete before them (it must come before the expect's own arrive)
             async_copy.mbarrier_arrive(bar)
             _load_chunk(descs, bar, slot, k_s, q_s, a_s, aq_s, v_s, tg0, arow, l0, qcol, vcol, BK, BV, QSIDE, v1_s, V2)
+            if L2PF and l0 + 64 < L:
+                nr = L - l0 - 64  # (rows of the next chunk inside the sequence: >= 1; the rest are clamped to its last)
+                _l2_prefetch_rows(kd + qcol, tg0 + l0 + 64, nr, s_kr, BK // 64)
+                if QSIDE:
+                    _l2_prefetch_rows(qd + qcol, tg0 + l0 + 64, nr, s_qr, BK // 64)
+                _l2_prefetch_rows(ad, arow + l0 + 64, nr, 64, 1)
+                _l2_prefetch_rows(vd + vcol, tg0 + l0 + 64, nr, s_vr, (2 if V2 else 1) * BV // 64)
             it += 1
+
+
+@gluon.jit
+def _l2_prefetch_rows(base, r0, nr, stride, LINES: gl.constexpr):
+    """Prefetch into L2 (``prefetch.global.L2``, a hint: nothing waits for it) rows r0 .. r0 + 63 of a row-major
+    16-bit tensor at ``base`` (row stride ``stride`` elements), LINES 128-byte lines from ``base`` in each row; rows
+    from r0 + ``nr`` on are replaced by row r0 + nr - 1 (addresses inside the sequence only). One warp, a line per lane
+    per step."""
+    FL: gl.constexpr = gl.BlockedLayout([1], [32], [1], [0])
+    lane = gl.arange(0, 32, layout=FL)
+    for j in gl.static_range(64 * LINES // 32):
+        idx = j * 32 + lane
+        r = gl.minimum(idx // LINES, nr - 1)
+        p = base + (r0 + r).to(gl.int64) * stride + (idx % LINES) * 64
+        gl.inline_asm_elementwise("prefetch.global.L2 [$1];\n\tmov.u32 $0, 0;", "=r,l", [p], dtype=gl.int32,
+                                  is_pure=False, pack=1)
 
 
 @gluon.jit
@@ -775,7 +802,7 @@ def atrex_sm90_gdn_state_output_gl_rc(
     PERSISTENT: gl.constexpr, STAGES: gl.constexpr, OUT_REGS: gl.constexpr, EG_PLANE: gl.constexpr = 3,
     QSIDE: gl.constexpr = False, FAST_EXP: gl.constexpr = False, QREG: gl.constexpr = False,
     QSCALE: gl.constexpr = False, EARLY_FREE: gl.constexpr = False, OUT_TMA: gl.constexpr = False,
-    QNORM_MMA: gl.constexpr = False, LATE_FAC: gl.constexpr = False,
+    QNORM_MMA: gl.constexpr = False, LATE_FAC: gl.constexpr = False, L2PF: gl.constexpr = False,
 ):
     """gl_ws's arguments (in-kernel descriptors) on a 1-D grid: work item i is (V block i % NV, sequence x value head
     i // NV); CTA p runs items p, p + grid, ... (PERSISTENT: grid <= SMs; else one item per CTA). The chain keeps S^T
@@ -816,7 +843,7 @@ def atrex_sm90_gdn_state_output_gl_rc(
                       FAST_EXP, QREG, QSCALE, EARLY_FREE, OUT_TMA, ones_s, QNORM_MMA)),
         (_rc_loader, (kd, qd, vd, ad, aqd, fac, k_s, q_s, a_s, aq_s, v_s, f_s, gm_s, ready, empty, cu, T, HV, K, V,
                       N_ITEMS, NV, ROWS, QW, VW, s_qr, s_kr, s_vr, TOTAL_T, G, IS_VARLEN, BK, BV, STAGES, EG_PLANE,
-                      QSIDE)),
+                      QSIDE, None, False, L2PF)),
     ], [4, 1], [OUT_REGS, 24])
 
 
@@ -898,7 +925,7 @@ def atrex_sm90_gdn_state_output_gl_rc2(
     USE_H0: gl.constexpr, STORE_HT: gl.constexpr, STATE_V_FIRST: gl.constexpr, DEVICE_DESC: gl.constexpr,
     PERSISTENT: gl.constexpr, STAGES: gl.constexpr, OUT_REGS: gl.constexpr, CHAIN_REGS: gl.constexpr = 168,
     EG_PLANE: gl.constexpr = 3, FAST_EXP: gl.constexpr = False, OUT_TMA: gl.constexpr = False,
-    QNORM_MMA: gl.constexpr = False,
+    QNORM_MMA: gl.constexpr = False, L2PF: gl.constexpr = False,
 ):
     """gl_rc's arguments (QSIDE: ``qd`` is the raw q, ``aqd`` not read) for V == 2 BV == 128: work item i is sequence x
     value head i, both V blocks, CTA p runs items p, p + grid, ... (the block comment above). Partitions: chain 0
@@ -944,7 +971,7 @@ def atrex_sm90_gdn_state_output_gl_rc2(
                        OUT_TMA, QNORM_MMA)),
         (_rc_loader, (kd, qd, vd, ad, aqd, fac, k_s, q_s, a_s, aq_s, v_s, f_s, gm_s, ready, empty, cu, T, HV, K, V,
                       N_ITEMS, 1, ROWS, QW, VW, s_qr, s_kr, s_vr, TOTAL_T, G, IS_VARLEN, BK, BV, STAGES, EG_PLANE,
-                      True, v1_s, True)),
+                      True, v1_s, True, L2PF)),
     ], [4, 4, 1], [CHAIN_REGS, OUT_REGS, 24])
 
 

@@ -413,6 +413,12 @@ GL_RC_LATE_FACTORS = False
 # for bit gl_rc's (QSCALE), its variant hook passed 7 cases against float64. On by default since r91.
 GL_RC_TWO_CHAINS = True
 GL_RC2_CHAIN_REGS = 168
+# GL_RC_L2_PREFETCH (round 27): gl_rc's / gl_rc2's loader prefetches the item's next chunk into L2 once a chunk's loads
+#   are issued (kernels_gluon._rc_loader's L2PF). r97 (one H100, Nsight Compute of gl_rc2, varlen 16x1024): DRAM 84%
+#   busy (2.80 TB/s), and each chain waited about half its samples on its load slot's ready barrier, so the 2-stage
+#   ring (no room for a third next to two chains' hand-offs) leaves the loads a single step to land. Built and
+#   compiled on the CPU only (no device time left in round 27): off until swept (scripts/gdn-r96.sh's successor).
+GL_RC_L2_PREFETCH = False
 GL_RC2_OUT_REGS = 152
 # GL_WS_QSIDE (round 25): GL_RC_QSIDE for gl_ws (the state pass of few programs: T=8192 and T=32768 at H = 16,
 #   HV = 32): where the state pass is gl_ws with its factor rows in the load slots (GL_WS_FAC_SMEM) and the call
@@ -429,6 +435,10 @@ GL_WS_QSIDE = False
 #   its early slot release, and GL_RC_QNORM_MMA where that knob is on): r84 had the QSIDE output partition bound gl_ws's
 #   step (~1.46 us against the chain's ~1.07 at T=32768), and this form issues about a quarter fewer instructions. Built
 #   and compiled on the CPU only (no device after r90); off, as GL_WS_QSIDE, until measured.
+# r95 (H200): test_ws_qscale's 14 cases passed. r97 (one H100, bench_gdn sweep without fla, commit 565196f): with
+# GL_WS_QSIDE, T=32768/16/32 whole call 0.905 ms against the default's 0.947 (intra 0.262, gl_ws 0.637 against 0.391,
+# 0.551), T=8192 0.258 against 0.266; with QNORM_MMA as well 0.916 / 0.261 (slower). Off (GL_WS_QSIDE too) until the
+# whole target file has run with both on (scripts/gdn-r98.sh).
 GL_WS_QSCALE = False
 GL_WS_QSIDE_OUT_REGS = 152
 # FOLD_QK_NORM (round 10; measured on the H200 in round 11, r27: off): with in-kernel L2 norm, the intra
@@ -878,6 +888,8 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
             opts = dict(num_warps=4, STAGES=sst, OUT_REGS=int(GL_RC_OUT_REGS))
             if GL_RC_LATE_FACTORS:
                 opts["LATE_FAC"] = True
+            if GL_RC_L2_PREFETCH:
+                opts["L2PF"] = True
             if fold:
                 opts["EG_PLANE"] = 5
             if rc_qside:
@@ -895,6 +907,8 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
                 opts = dict(num_warps=4, STAGES=2, OUT_REGS=int(GL_RC2_OUT_REGS), CHAIN_REGS=int(GL_RC2_CHAIN_REGS),
                             FAST_EXP=bool(INTRA_V3_FAST_EXP), OUT_TMA=bool(opts.get("OUT_TMA", False)),
                             QNORM_MMA=bool(GL_RC_QNORM_MMA) and q.dtype == torch.bfloat16)
+                if GL_RC_L2_PREFETCH:
+                    opts["L2PF"] = True
         elif (STATE_IMPL == "gl_ws" or auto_ws) and gl_ok and device_desc and not persistent:
             kern = _gluon_state_kernel("atrex_sm90_gdn_state_output_gl_ws")
             opts = dict(num_warps=4, STAGES=max(2, sst), OUT_REGS=int(GL_WS_OUT_REGS))
@@ -1151,7 +1165,8 @@ def _knobs():
             INTRA_SLOT_MAP, INTRA_V3_ACC_MERGE, INTRA_V3_GATES, INTRA_V3_DIAG16, FUSED_RC, FUSED_STAGES,
             FUSED_AUX_REGS, FUSED_OUT_REGS, FUSED_DIAG16, GL_RC_QSIDE, GL_RC_OUT_REGS, GL_RC_QREG, GL_WS_QSIDE,
             GL_WS_QSIDE_OUT_REGS, INTRA_V3_QSIDE_MAXNREG, GL_RC_QSCALE, GL_RC_EARLY_FREE, GL_RC_OUT_TMA,
-            GL_RC_QNORM_MMA, GL_WS_QSCALE, GL_RC_LATE_FACTORS, GL_RC_TWO_CHAINS, GL_RC2_CHAIN_REGS, GL_RC2_OUT_REGS)
+            GL_RC_QNORM_MMA, GL_WS_QSCALE, GL_RC_LATE_FACTORS, GL_RC_TWO_CHAINS, GL_RC2_CHAIN_REGS, GL_RC2_OUT_REGS,
+            GL_RC_L2_PREFETCH)
 
 
 def _call_signature(dev, tensors, flags):
