@@ -955,21 +955,25 @@ def test_gluon_rc_rings_across_items(case_id, kw, stages, sm_count, monkeypatch)
     inputs (the same math with the same operand roundings, not transposed): they must agree far more closely than
     either agrees with float64."""
     pytest.importorskip("triton.experimental.gluon")
-    import functools
-
     from atrex_nvidia.chunk_gdn.sm90 import launch
     monkeypatch.setattr(launch, "GL_RC_STAGES", stages)
     # (gl_ws's q rounding: the normalised q rounded to the input dtype, GL_RC_QSCALE off; the round-26 slot release
     # and TMA output store, which change the rings' traffic, stay as by default)
     monkeypatch.setattr(launch, "GL_RC_QSCALE", False)
-    outs, grids = state_impl_outputs(launch, monkeypatch, make_inputs(device="cuda", **kw), ("gl_ws", "gl_rc"),
-                                     sm_count=sm_count)
-    if sm_count:
-        assert grids["gl_rc"] == (sm_count,), grids
-    (o1, h1), (o2, h2) = outs["gl_ws"], outs["gl_rc"]
+    (o1, h1), (o2, h2) = _impl_pair_on_rings(launch, monkeypatch, case_id, kw, ("gl_ws", "gl_rc"), sm_count)
     assert rrmse(o1, o2) <= 2e-3 and rrmse(h1, h2) <= 2e-3, (rrmse(o1, o2), rrmse(h1, h2))
+
+
+def _impl_pair_on_rings(launch, monkeypatch, case_id, kw, impls, sm_count):
+    """The outputs of STATE_IMPL ``impls`` (two) on case ``kw`` with an ``sm_count`` grid (the second's grid checked),
+    after checking the second against the float64 recurrence (contract bound)."""
+    import functools
+    outs, grids = state_impl_outputs(launch, monkeypatch, make_inputs(device="cuda", **kw), impls, sm_count=sm_count)
+    if sm_count:
+        assert grids[impls[1]] == (sm_count,), grids
     eo, eh, bound = run_case(functools.partial(launch.gdn_fwd, sm_count=sm_count), case_id, kw, "cuda")
     assert eo <= bound and eh <= bound, (case_id, eo, eh, bound)
+    return outs[impls[0]], outs[impls[1]]
 
 
 @pytest.mark.parametrize("sm_count", [None, 3], ids=["grid_sms", "grid3"])
@@ -980,18 +984,10 @@ def test_gluon_rc2_rings_across_items(case_id, kw, sm_count, monkeypatch):
     and the shared load ring cross item boundaries inside one CTA. Bit for bit gl_rc's output and final state (one
     chain per CTA, the same QSCALE arithmetic), and within the contract bound of the float64 recurrence."""
     pytest.importorskip("triton.experimental.gluon")
-    import functools
-
     from atrex_nvidia.chunk_gdn.sm90 import launch
     monkeypatch.setattr(launch, "GL_RC_QSCALE", True)
-    outs, grids = state_impl_outputs(launch, monkeypatch, make_inputs(device="cuda", **kw), ("gl_rc", "gl_rc2"),
-                                     sm_count=sm_count)
-    if sm_count:
-        assert grids["gl_rc2"] == (sm_count,), grids
-    (o1, h1), (o2, h2) = outs["gl_rc"], outs["gl_rc2"]
+    (o1, h1), (o2, h2) = _impl_pair_on_rings(launch, monkeypatch, case_id, kw, ("gl_rc", "gl_rc2"), sm_count)
     assert torch.equal(o1, o2) and torch.equal(h1, h2), (case_id, rrmse(o1, o2), rrmse(h1, h2))
-    eo, eh, bound = run_case(functools.partial(launch.gdn_fwd, sm_count=sm_count), case_id, kw, "cuda")
-    assert eo <= bound and eh <= bound, (case_id, eo, eh, bound)
 
 
 def test_fp16_inverse_guard_positive_g():
