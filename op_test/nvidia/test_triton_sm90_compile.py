@@ -162,9 +162,9 @@ _SCRIPT = textwrap.dedent(r'''
     gdn(dict(T=256, H=4, HV=8, K=64), GL_RC_L2_PREFETCH=True, GL_RC_QSIDE=False, STATE_IMPL="gl_rc")
     # ... and the same q side in gl_ws's QSIDE output partition (GL_WS_QSCALE): 32 columns, fp16, K = 64, 64 columns
     gdn(dict(T=256, H=16, HV=32, K=128), GL_WS_QSIDE=True, GL_WS_QSCALE=True)
-    gdn(dict(T=256, H=16, HV=32, K=128), GL_WS_QSIDE=True, GL_WS_QSCALE=True, GL_RC_QNORM_MMA=True)
+    gdn(dict(T=256, H=16, HV=32, K=128), GL_WS_QSIDE=True, GL_WS_QSCALE=True, GL_WS_QNORM_MMA=True)
     gdn(dict(T=256, H=16, HV=32, K=128, dtype=torch.float16), GL_WS_QSIDE=True, GL_WS_QSCALE=True)
-    gdn(dict(T=256, H=4, HV=8, K=64), GL_WS_QSIDE=True, GL_WS_QSCALE=True, GL_RC_QNORM_MMA=True, STATE_IMPL="gl_ws")
+    gdn(dict(T=256, H=4, HV=8, K=64), GL_WS_QSIDE=True, GL_WS_QSCALE=True, GL_WS_QNORM_MMA=True, STATE_IMPL="gl_ws")
     gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl), GL_WS_QSIDE=True, GL_WS_QSCALE=True, STATE_IMPL="gl_ws",
         STATE_CFG_OVERRIDE=(64, 4, 2))
     # intra v3 with masked products in the inverse (round 11, off), at the 128-register cap it is meant for

@@ -742,11 +742,11 @@ def test_rc_l2_prefetch_same_bits(case_id, kw, impl, monkeypatch):
 @pytest.mark.parametrize("case_id,kw", QSIDE_CASES, ids=[c[0] for c in QSIDE_CASES])
 def test_ws_qscale(case_id, kw, qnorm, monkeypatch):
     """``GL_WS_QSCALE`` (round 26): gl_ws's QSIDE output partition in gl_rc's round-26 form (raw q in the dots, norm
-    and scale as row factors, the slot released once Aqk is formed; ``qnorm`` "mma": GL_RC_QNORM_MMA's norms, bf16
-    only). Against round 25's QSIDE form (gl_ws both, forced): the final state bit for bit (q does not enter it), the
-    output within the contract's float64 bound and, as in test_rc_qscale, at least as close as round 25 to the float64
-    recurrence with the normalised q unrounded (5% for the output's own bf16 rounding); the launches took the
-    options."""
+    and scale as row factors, the slot released once Aqk is formed; ``qnorm`` "mma": the tensor-core norms,
+    GL_WS_QNORM_MMA since round 27, bf16 only). Against round 25's QSIDE form (gl_ws both, forced): the final state
+    bit for bit (q does not enter it), the output within the contract's float64 bound and, as in test_rc_qscale, at
+    least as close as round 25 to the float64 recurrence with the normalised q unrounded (5% for the output's own bf16
+    rounding); the launches took the options."""
     import torch
 
     from atrex_nvidia.chunk_gdn.sm90 import launch
@@ -754,7 +754,7 @@ def test_ws_qscale(case_id, kw, qnorm, monkeypatch):
         pytest.skip("gl_ws's QSIDE output partition runs on sm90 with Gluon's warp specialisation only")
     monkeypatch.setattr(launch, "STATE_IMPL", "gl_ws")
     monkeypatch.setattr(launch, "GL_WS_QSIDE", True)
-    monkeypatch.setattr(launch, "GL_RC_QNORM_MMA", qnorm == "mma")
+    monkeypatch.setattr(launch, "GL_WS_QNORM_MMA", qnorm == "mma")
     mma = qnorm == "mma" and kw.get("dtype", torch.bfloat16) == torch.bfloat16
     metas = _state_launch_metas(monkeypatch, launch, "atrex_sm90_gdn_state_output_gl_ws")
     x = make_inputs(device="cuda", **kw)

@@ -745,10 +745,11 @@ def test_rc_round26_options_ride_on_gl_rc_qside(plan, monkeypatch):
 
 
 def test_ws_qscale_is_a_gl_ws_qside_option(plan, monkeypatch):
-    """GL_WS_QSCALE (round 26) adds QSCALE to gl_ws's QSIDE launch only (and QNORM_MMA with GL_RC_QNORM_MMA, bf16);
-    not without GL_WS_QSIDE, not to gl_rc or any other kernel."""
+    """GL_WS_QSCALE (round 26) adds QSCALE to gl_ws's QSIDE launch only (and QNORM_MMA with GL_WS_QNORM_MMA, bf16;
+    gl_rc's GL_RC_QNORM_MMA does not reach gl_ws, round 27); not without GL_WS_QSIDE, not to gl_rc or any other
+    kernel."""
     monkeypatch.setattr(L, "GL_WS_QSCALE", True)
-    monkeypatch.setattr(L, "GL_RC_QNORM_MMA", True)
+    monkeypatch.setattr(L, "GL_WS_QNORM_MMA", True)
 
     def metas(**kw):
         return [(n, meta) for n, *_, meta in plan(**kw)["all"]]
@@ -764,6 +765,10 @@ def test_ws_qscale_is_a_gl_ws_qside_option(plan, monkeypatch):
     with monkeypatch.context() as m:
         m.setattr(L, "GL_WS_QSIDE", True)
         got = metas(T=8192 // 32, H=16, HV=32, dtype=torch.float16)
+        assert [(n, "QNORM_MMA" in meta) for n, meta in got if meta.get("QSCALE")] == [(GL_WS, False)]
+        m.setattr(L, "GL_WS_QNORM_MMA", False)
+        m.setattr(L, "GL_RC_QNORM_MMA", True)
+        got = metas(T=8192 // 32, H=16, HV=32)
         assert [(n, "QNORM_MMA" in meta) for n, meta in got if meta.get("QSCALE")] == [(GL_WS, False)]
     cu = [64 * 4 * i for i in range(17)]  # (gl_rc: its own knobs, not GL_WS_QSCALE)
     assert all("QSCALE" not in meta or n == GL_RC for n, meta in metas(T=cu[-1], H=32, HV=32, cu_seqlens=cu))

@@ -315,7 +315,7 @@ VARIANTS = [
     ("rc_no_qside", dict(rc_qside=False)),  # (round 23's gl_rc: the intra kernel forms the normalised q and Aqk)
     ("rc_qnorm_mma", dict(rc_two_chains=False, rc_qnorm_mma=True)),
     ("ws_qscale", dict(ws_qside=True, ws_qscale=True)),  # (gl_ws: T=8192 and T=32768 at H = 16, HV = 32)
-    ("ws_qscale_mma", dict(ws_qside=True, ws_qscale=True, rc_qnorm_mma=True)),
+    ("ws_qscale_mma", dict(ws_qside=True, ws_qscale=True, ws_qnorm_mma=True)),
     ("ws_qscale_o128", dict(ws_qside=True, ws_qscale=True, ws_qside_out_regs=128)),
     ("rc26_late_fac", dict(rc_two_chains=False, rc_late_factors=True)),
     ("rc2", dict(rc_two_chains=True)),  # (gl_rc2: two chains per CTA)
@@ -344,7 +344,7 @@ _HOOKS = dict(state="STATE_CFG_OVERRIDE", intra="INTRA_CFG_OVERRIDE", wy="USE_WY
               fused_diag16="FUSED_DIAG16", rc_qside="GL_RC_QSIDE", rc_out_regs="GL_RC_OUT_REGS",
               rc_qreg="GL_RC_QREG", ws_qside="GL_WS_QSIDE", ws_qside_out_regs="GL_WS_QSIDE_OUT_REGS",
               qside_maxnreg="INTRA_V3_QSIDE_MAXNREG", rc_qscale="GL_RC_QSCALE", rc_early_free="GL_RC_EARLY_FREE",
-              rc_out_tma="GL_RC_OUT_TMA", rc_qnorm_mma="GL_RC_QNORM_MMA", ws_qscale="GL_WS_QSCALE",
+              rc_out_tma="GL_RC_OUT_TMA", rc_qnorm_mma="GL_RC_QNORM_MMA", ws_qnorm_mma="GL_WS_QNORM_MMA", ws_qscale="GL_WS_QSCALE",
               rc_late_factors="GL_RC_LATE_FACTORS", rc_two_chains="GL_RC_TWO_CHAINS",
               rc2_out_regs="GL_RC2_OUT_REGS", rc2_chain_regs="GL_RC2_CHAIN_REGS", rc_l2_prefetch="GL_RC_L2_PREFETCH")
 

@@ -432,7 +432,7 @@ GL_RC2_OUT_REGS = 152
 # which had slack at 32 columns, then bounds the step. Off; kept as a tested option (GPU cases and compile gate).
 GL_WS_QSIDE = False
 # GL_WS_QSCALE (round 26): with GL_WS_QSIDE, gl_ws's output partition takes gl_rc's round-26 q side (GL_RC_QSCALE with
-#   its early slot release, and GL_RC_QNORM_MMA where that knob is on): r84 had the QSIDE output partition bound gl_ws's
+#   its early slot release, and GL_WS_QNORM_MMA's tensor-core norms where that knob is on): r84 had the QSIDE output partition bound gl_ws's
 #   step (~1.46 us against the chain's ~1.07 at T=32768), and this form issues about a quarter fewer instructions. Built
 #   and compiled on the CPU only (no device after r90); off, as GL_WS_QSIDE, until measured.
 # r95 (H200): test_ws_qscale's 14 cases passed. r97 (one H100, bench_gdn sweep without fla, commit 565196f): with
@@ -440,6 +440,9 @@ GL_WS_QSIDE = False
 # 0.551), T=8192 0.258 against 0.266; with QNORM_MMA as well 0.916 / 0.261 (slower). Off (GL_WS_QSIDE too) until the
 # whole target file has run with both on (scripts/gdn-r98.sh).
 GL_WS_QSCALE = False
+# GL_WS_QNORM_MMA (round 27): GL_RC_QNORM_MMA's norms for gl_ws's QSCALE output partition, a knob of its own since r97
+#   measured it slower there (above) whatever it does for gl_rc. Off.
+GL_WS_QNORM_MMA = False
 GL_WS_QSIDE_OUT_REGS = 152
 # FOLD_QK_NORM (round 10; measured on the H200 in round 11, r27: off): with in-kernel L2 norm, the intra
 #   kernel writes no normalised q / k copies (at varlen 16x1024 or T=32768 those writes are ~270 MB of the intra
@@ -918,7 +921,7 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
                 opts.update(QSIDE=True, FAST_EXP=bool(INTRA_V3_FAST_EXP), OUT_REGS=int(GL_WS_QSIDE_OUT_REGS))
                 if GL_WS_QSCALE:
                     opts["QSCALE"] = True
-                    if GL_RC_QNORM_MMA and q.dtype == torch.bfloat16:
+                    if GL_WS_QNORM_MMA and q.dtype == torch.bfloat16:
                         opts["QNORM_MMA"] = True
         else:
             kern = _state_kernel(_k.atrex_sm90_gdn_state_output_tma, T)
@@ -1166,7 +1169,7 @@ def _knobs():
             FUSED_AUX_REGS, FUSED_OUT_REGS, FUSED_DIAG16, GL_RC_QSIDE, GL_RC_OUT_REGS, GL_RC_QREG, GL_WS_QSIDE,
             GL_WS_QSIDE_OUT_REGS, INTRA_V3_QSIDE_MAXNREG, GL_RC_QSCALE, GL_RC_EARLY_FREE, GL_RC_OUT_TMA,
             GL_RC_QNORM_MMA, GL_WS_QSCALE, GL_RC_LATE_FACTORS, GL_RC_TWO_CHAINS, GL_RC2_CHAIN_REGS, GL_RC2_OUT_REGS,
-            GL_RC_L2_PREFETCH)
+            GL_RC_L2_PREFETCH, GL_WS_QNORM_MMA)
 
 
 def _call_signature(dev, tensors, flags):
