@@ -15,7 +15,7 @@ gdn_tests_k 100 "l2_prefetch or rc2_rings" tests_pf.log
 root="$OUT"; OUT="$root/sweep"; mkdir -p "$OUT"
 GDN_CASES=varlen16x1024_H32_HV32 GDN_SWEEP_ARGS=--no-fla gdn_sweep 90 default,rc2_pf,rc2_mma,rc2_mma_pf,rc1_pf
 OUT="$root/ws"; mkdir -p "$OUT"
-GDN_CASES=T32768_H16_HV32,T8192_H16_HV32 GDN_SWEEP_ARGS=--no-fla gdn_sweep 90 default,ws_qscale
+GDN_CASES=T32768_H16_HV32,T8192_H16_HV32 GDN_SWEEP_ARGS=--no-fla gdn_sweep 100 default,ws_qscale,ws_qscale_o128
 OUT="$root"
 sed -i -E 's/^(GL_WS_QSIDE|GL_WS_QSCALE) = False$/\1 = True/' packages/nvidia/src/atrex_nvidia/chunk_gdn/sm90/launch.py
 grep -E "^GL_WS_(QSIDE|QSCALE) =" packages/nvidia/src/atrex_nvidia/chunk_gdn/sm90/launch.py | tr '\n' ' '; echo
