@@ -160,6 +160,11 @@ _SCRIPT = textwrap.dedent(r'''
     gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl), GL_RC_L2_PREFETCH=True)
     gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl), GL_RC_L2_PREFETCH=True, **r26)
     gdn(dict(T=256, H=4, HV=8, K=64), GL_RC_L2_PREFETCH=True, GL_RC_QSIDE=False, STATE_IMPL="gl_rc")
+    # ... and the chains' final-state indices recomputed after the chunk loop (GL_RC_HT_REMAT): gl_rc2 (both state
+    # layouts), gl_rc
+    gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl), GL_RC_HT_REMAT=True)
+    gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl, h0=torch.float32, state_v_first=True), GL_RC_HT_REMAT=True)
+    gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl), GL_RC_HT_REMAT=True, **r26)
     # ... and the same q side in gl_ws's QSIDE output partition (GL_WS_QSCALE): 32 columns, fp16, K = 64, 64 columns
     gdn(dict(T=256, H=16, HV=32, K=128), GL_WS_QSIDE=True, GL_WS_QSCALE=True)
     gdn(dict(T=256, H=16, HV=32, K=128), GL_WS_QSIDE=True, GL_WS_QSCALE=True, GL_WS_QNORM_MMA=True)

@@ -714,28 +714,29 @@ def test_rc_late_factors_same_bits(case_id, kw, qside, monkeypatch):
     assert [m.get("LATE_FAC", False) for m in metas] == [False, True], metas
 
 
+@pytest.mark.parametrize("knob,opt", [("GL_RC_L2_PREFETCH", "L2PF"), ("GL_RC_HT_REMAT", "HT_REMAT")],
+                         ids=["l2_prefetch", "ht_remat"])
 @pytest.mark.parametrize("impl", ["gl_rc", "gl_rc2"])
 @pytest.mark.parametrize("case_id,kw", RC2_CASES[:4] + RC2_CASES[-2:], ids=[c[0] for c in RC2_CASES[:4] + RC2_CASES[-2:]])
-def test_rc_l2_prefetch_same_bits(case_id, kw, impl, monkeypatch):
-    """``GL_RC_L2_PREFETCH`` (round 27): gl_rc's / gl_rc2's loader prefetches the item's next chunk into L2 (a hint,
-    addresses clamped to the sequence's rows): output and final state equal bit for bit to the call without it, and
-    the launch took L2PF. The cases hold 1-, 64- and 65-token sequences (the clamp) and a 3-CTA grid's worth of items
-    per CTA in the varlen ones."""
+def test_rc_round27_options_same_bits(case_id, kw, impl, knob, opt, monkeypatch):
+    """Round 27's gl_rc / gl_rc2 options change no bit of output and final state (132- and 3-CTA grids), and the
+    launch took them: ``GL_RC_L2_PREFETCH`` (the loader prefetches the item's next chunk into L2, a hint, addresses
+    clamped to the sequence's rows: the cases hold 1-, 64- and 65-token sequences) and ``GL_RC_HT_REMAT`` (the chains
+    recompute the final state's store indices after the chunk loop; the cases store both state layouts)."""
     import torch
 
     from atrex_nvidia.chunk_gdn.sm90 import launch
     if launch._capability(torch.device("cuda")) != (9, 0) or not launch._gluon_ws_supported():
         pytest.skip("gl_rc / gl_rc2 run on sm90 with Gluon's warp specialisation only")
     monkeypatch.setattr(launch, "STATE_IMPL", impl)
-    monkeypatch.setattr(launch, "GL_RC_L2_PREFETCH", False)
+    monkeypatch.setattr(launch, knob, False)
     want = "atrex_sm90_gdn_state_output_" + ("gl_rc2" if impl == "gl_rc2" and kw.get("V", kw["K"]) == 128 else "gl_rc")
     metas = _state_launch_metas(monkeypatch, launch, want)
     x = make_inputs(device="cuda", **kw)
     for sm_count in (None, 3):
-        err = _knob_pair_error(launch, x, "cuda", {"GL_RC_L2_PREFETCH": False}, {"GL_RC_L2_PREFETCH": True},
-                               exact=True, sm_count=sm_count)
+        err = _knob_pair_error(launch, x, "cuda", {knob: False}, {knob: True}, exact=True, sm_count=sm_count)
         assert err == 0.0, (case_id, sm_count)
-    assert [m.get("L2PF", False) for m in metas] == [False, True] * 2, metas
+    assert [m.get(opt, False) for m in metas] == [False, True] * 2, metas
 
 
 @pytest.mark.parametrize("qnorm", ["rows", "mma"])

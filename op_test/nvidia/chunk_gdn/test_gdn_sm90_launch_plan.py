@@ -809,15 +809,16 @@ def test_rc_two_chains_takes_whole_heads_where_gl_rc_has_qside_and_v128(plan, mo
         assert state(T=cu[-1], H=32, HV=32, K=64, cu_seqlens=cu)[0] == GL_RC  # (V = 64: gl_rc)
 
 
-def test_rc_l2_prefetch_is_a_gl_rc_loader_option(plan, monkeypatch):
-    """GL_RC_L2_PREFETCH (round 27, off) adds L2PF to the gl_rc2 and gl_rc launches (with and without QSIDE), to no other
-    kernel; off, no launch has it."""
+@pytest.mark.parametrize("knob,opt", [("GL_RC_L2_PREFETCH", "L2PF"), ("GL_RC_HT_REMAT", "HT_REMAT")])
+def test_rc_round27_options_are_gl_rc_options(plan, monkeypatch, knob, opt):
+    """GL_RC_L2_PREFETCH and GL_RC_HT_REMAT (round 27, off) add L2PF / HT_REMAT to the gl_rc2 and gl_rc launches (with
+    and without QSIDE), to no other kernel; off, no launch has them."""
     cu = [64 * 4 * i for i in range(17)]
 
     def l2pf(**kw):
-        return [n for n, *_, meta in plan(**kw)["all"] if meta.get("L2PF")]
-    assert L.GL_RC_L2_PREFETCH is False and l2pf(T=cu[-1], H=32, HV=32, cu_seqlens=cu) == []
-    monkeypatch.setattr(L, "GL_RC_L2_PREFETCH", True)
+        return [n for n, *_, meta in plan(**kw)["all"] if meta.get(opt)]
+    assert getattr(L, knob) is False and l2pf(T=cu[-1], H=32, HV=32, cu_seqlens=cu) == []
+    monkeypatch.setattr(L, knob, True)
     if not L._gluon_ws_supported():
         assert l2pf(T=cu[-1], H=32, HV=32, cu_seqlens=cu) == []
         return

@@ -324,6 +324,8 @@ VARIANTS = [
     ("rc2_pf", dict(rc_two_chains=True, rc_l2_prefetch=True)),  # (round 27: the loaders' L2 prefetch)
     ("rc1_pf", dict(rc_two_chains=False, rc_l2_prefetch=True)),
     ("rc2_mma_pf", dict(rc_two_chains=True, rc_qnorm_mma=True, rc_l2_prefetch=True)),
+    ("rc2_remat", dict(rc_two_chains=True, rc_ht_remat=True)),  # (round 27: final-state indices recomputed)
+    ("rc2_pf_remat", dict(rc_two_chains=True, rc_l2_prefetch=True, rc_ht_remat=True)),
     ("rc26_o168", dict(rc_two_chains=False, rc_out_regs=168)),
     ("rc26_o184", dict(rc_two_chains=False, rc_out_regs=184)),
     ("rc26_o216", dict(rc_two_chains=False, rc_out_regs=216)),
@@ -346,7 +348,8 @@ _HOOKS = dict(state="STATE_CFG_OVERRIDE", intra="INTRA_CFG_OVERRIDE", wy="USE_WY
               qside_maxnreg="INTRA_V3_QSIDE_MAXNREG", rc_qscale="GL_RC_QSCALE", rc_early_free="GL_RC_EARLY_FREE",
               rc_out_tma="GL_RC_OUT_TMA", rc_qnorm_mma="GL_RC_QNORM_MMA", ws_qnorm_mma="GL_WS_QNORM_MMA", ws_qscale="GL_WS_QSCALE",
               rc_late_factors="GL_RC_LATE_FACTORS", rc_two_chains="GL_RC_TWO_CHAINS",
-              rc2_out_regs="GL_RC2_OUT_REGS", rc2_chain_regs="GL_RC2_CHAIN_REGS", rc_l2_prefetch="GL_RC_L2_PREFETCH")
+              rc2_out_regs="GL_RC2_OUT_REGS", rc2_chain_regs="GL_RC2_CHAIN_REGS", rc_l2_prefetch="GL_RC_L2_PREFETCH",
+              rc_ht_remat="GL_RC_HT_REMAT")
 
 
 def _select_variants(spec):

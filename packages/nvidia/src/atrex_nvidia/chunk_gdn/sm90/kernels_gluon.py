@@ -705,7 +705,8 @@ def _rc_chain(k_s, a_s, v_s, f_s, sb_s, u_s, ready, empty, su_ready, su_empty, t
               N_ITEMS, NV, TOTAL_T, s_h0n, s_h0h, s_h0k, s_h0v,
               G: gl.constexpr, IS_VARLEN: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr,
               USE_H0: gl.constexpr, STORE_HT: gl.constexpr, STATE_V_FIRST: gl.constexpr, STAGES: gl.constexpr,
-              TMA_READY: gl.constexpr = False, LATE_FAC: gl.constexpr = False, IV_OFF: gl.constexpr = 0):
+              TMA_READY: gl.constexpr = False, LATE_FAC: gl.constexpr = False, IV_OFF: gl.constexpr = 0,
+              HT_REMAT: gl.constexpr = False):
     """Chain partition (default, 4 warps): the transposed recurrence with register left operands; loads each item's
     initial state and stores its final state. With ``TMA_READY`` (the fused kernel, whose ``ready`` is the aux
     partition's barrier) it also waits on the slot's TMA barrier ``tready`` itself: the TMA-written v tile is then
@@ -714,7 +715,11 @@ def _rc_chain(k_s, a_s, v_s, f_s, sb_s, u_s, ready, empty, su_ready, su_empty, t
     the P^T wait instead of while P^T runs: the same arithmetic with ~32 fewer registers live at the step's peak (the
     P^T operand S^T in bf16 is dead by then). At 168 registers (the loader given the rest; CPU-compiled) the chain then
     reloads nothing inside its step loop, against ~35 reloads a step without it: the register budget of a CTA with two
-    chain warp groups. ``IV_OFF`` (gl_rc2, whose items are whole heads, NV = 1): this chain's V block."""
+    chain warp groups. ``IV_OFF`` (gl_rc2, whose items are whole heads, NV = 1): this chain's V block. ``HT_REMAT``
+    (round 27, launch.GL_RC_HT_REMAT): the final state's store indices and mask are recomputed after the chunk loop
+    instead of kept from the item's start; without it the compiler hoists their column parts out of the item loop and
+    spills them (r97: ~50 local reloads per item that miss L2; CPU-compiled gl_rc2 at the varlen launch: stack 296 ->
+    112 bytes, local loads 128 -> 36, stores 119 -> 27 instructions)."""
     M64: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 64, 16])
     MS: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BK, 16])
     A64: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=M64, k_width=2)  # left operand, 64-wide result
@@ -783,6 +788,11 @@ def _rc_chain(k_s, a_s, v_s, f_s, sb_s, u_s, ready, empty, su_ready, su_empty, t
             mbarrier.arrive(empty.index(slot), count=1)
             it += 1
         if STORE_HT:  # (S^T: v along rows, k along columns; the expression order of the measured binary)
+            if HT_REMAT:  # (the same indices, recomputed from an opaque 0 that depends on the loop: not hoisted)
+                z = gl.inline_asm_elementwise("mov.u32 $0, 0;", "=r,r", [it], dtype=gl.int32, is_pure=True, pack=1)
+                ck = ck + z
+                cv = cv + z
+                ms = gl.expand_dims(cv < V, 1) & gl.expand_dims(ck < K, 0)
             if STATE_V_FIRST:
                 p_ht = ht + n64 * HV * K * V + hv * K * V + gl.expand_dims(cv * K, 1) + gl.expand_dims(ck, 0)
             else:
@@ -803,6 +813,7 @@ def atrex_sm90_gdn_state_output_gl_rc(
     QSIDE: gl.constexpr = False, FAST_EXP: gl.constexpr = False, QREG: gl.constexpr = False,
     QSCALE: gl.constexpr = False, EARLY_FREE: gl.constexpr = False, OUT_TMA: gl.constexpr = False,
     QNORM_MMA: gl.constexpr = False, LATE_FAC: gl.constexpr = False, L2PF: gl.constexpr = False,
+    HT_REMAT: gl.constexpr = False,
 ):
     """gl_ws's arguments (in-kernel descriptors) on a 1-D grid: work item i is (V block i % NV, sequence x value head
     i // NV); CTA p runs items p, p + grid, ... (PERSISTENT: grid <= SMs; else one item per CTA). The chain keeps S^T
@@ -837,7 +848,7 @@ def atrex_sm90_gdn_state_output_gl_rc(
     gl.warp_specialize([
         (_rc_chain, (k_s, a_s, v_s, f_s, sb_s, u_s, ready, empty, su_ready, su_empty, ready, h0, ht, cu, T, HV, K, V,
                      N_ITEMS, NV, TOTAL_T, s_h0n, s_h0h, s_h0k, s_h0v, G, IS_VARLEN, BK, BV, USE_H0, STORE_HT,
-                     STATE_V_FIRST, STAGES, False, LATE_FAC)),
+                     STATE_V_FIRST, STAGES, False, LATE_FAC, 0, HT_REMAT)),
         (_rc_output, (q_s, aq_s, k_s, gm_s, sb_s, u_s, f_s, o_s, ready, empty, su_ready, su_empty, o, cu, T, HV, V,
                       N_ITEMS, NV, TOTAL_T, ROWS, s_ob, s_ot, s_oh, scale, G, IS_VARLEN, BK, BV, STAGES, QSIDE,
                       FAST_EXP, QREG, QSCALE, EARLY_FREE, OUT_TMA, ones_s, QNORM_MMA)),
@@ -926,7 +937,7 @@ def atrex_sm90_gdn_state_output_gl_rc2(
     USE_H0: gl.constexpr, STORE_HT: gl.constexpr, STATE_V_FIRST: gl.constexpr, DEVICE_DESC: gl.constexpr,
     PERSISTENT: gl.constexpr, STAGES: gl.constexpr, OUT_REGS: gl.constexpr, CHAIN_REGS: gl.constexpr = 168,
     EG_PLANE: gl.constexpr = 3, FAST_EXP: gl.constexpr = False, OUT_TMA: gl.constexpr = False,
-    QNORM_MMA: gl.constexpr = False, L2PF: gl.constexpr = False,
+    QNORM_MMA: gl.constexpr = False, L2PF: gl.constexpr = False, HT_REMAT: gl.constexpr = False,
 ):
     """gl_rc's arguments (QSIDE: ``qd`` is the raw q, ``aqd`` not read) for V == 2 BV == 128: work item i is sequence x
     value head i, both V blocks, CTA p runs items p, p + grid, ... (the block comment above). Partitions: chain 0
@@ -963,10 +974,10 @@ def atrex_sm90_gdn_state_output_gl_rc2(
     gl.warp_specialize([
         (_rc_chain, (k_s, a_s, v_s, f_s, sb0_s, u0_s, ready, empty, sr0, se0, ready, h0, ht, cu, T, HV, K, V, N_ITEMS,
                      1, TOTAL_T, s_h0n, s_h0h, s_h0k, s_h0v, G, IS_VARLEN, BK, BV, USE_H0, STORE_HT, STATE_V_FIRST,
-                     STAGES, False, True, 0)),
+                     STAGES, False, True, 0, HT_REMAT)),
         (_rc_chain, (k_s, a_s, v1_s, f_s, sb1_s, u1_s, ready, empty, sr1, se1, ready, h0, ht, cu, T, HV, K, V, N_ITEMS,
                      1, TOTAL_T, s_h0n, s_h0h, s_h0k, s_h0v, G, IS_VARLEN, BK, BV, USE_H0, STORE_HT, STATE_V_FIRST,
-                     STAGES, False, True, 1)),
+                     STAGES, False, True, 1, HT_REMAT)),
         (_rc2_output, (q_s, k_s, gm_s, sb0_s, u0_s, sb1_s, u1_s, f_s, o_s, ones_s, ready, empty, sr0, se0, sr1, se1, o,
                        cu, T, HV, V, N_ITEMS, TOTAL_T, ROWS, s_ob, s_ot, s_oh, scale, G, IS_VARLEN, BK, BV, STAGES, FAST_EXP,
                        OUT_TMA, QNORM_MMA)),

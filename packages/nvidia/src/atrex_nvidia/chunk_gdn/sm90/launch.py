@@ -419,6 +419,11 @@ GL_RC2_CHAIN_REGS = 168
 #   ring (no room for a third next to two chains' hand-offs) leaves the loads a single step to land. Built and
 #   compiled on the CPU only (no device time left in round 27): off until swept (scripts/gdn-r96.sh's successor).
 GL_RC_L2_PREFETCH = False
+# GL_RC_HT_REMAT (round 27): gl_rc's / gl_rc2's chains recompute the final state's store indices after the chunk loop
+#   (kernels_gluon._rc_chain's HT_REMAT): the same stores, without ~40 values spilled at the partition's start and
+#   reloaded (missing L2, r97) at every item's end. CPU-compiled gl_rc2, varlen launch: stack 296 -> 112 bytes, local
+#   loads 128 -> 36. Not yet run on a GPU: off until its bit-equality cases and a sweep have run (scripts/gdn-r98.sh).
+GL_RC_HT_REMAT = False
 GL_RC2_OUT_REGS = 152
 # GL_WS_QSIDE (round 25): GL_RC_QSIDE for gl_ws (the state pass of few programs: T=8192 and T=32768 at H = 16,
 #   HV = 32): where the state pass is gl_ws with its factor rows in the load slots (GL_WS_FAC_SMEM) and the call
@@ -893,6 +898,8 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
                 opts["LATE_FAC"] = True
             if GL_RC_L2_PREFETCH:
                 opts["L2PF"] = True
+            if GL_RC_HT_REMAT:
+                opts["HT_REMAT"] = True
             if fold:
                 opts["EG_PLANE"] = 5
             if rc_qside:
@@ -912,6 +919,8 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
                             QNORM_MMA=bool(GL_RC_QNORM_MMA) and q.dtype == torch.bfloat16)
                 if GL_RC_L2_PREFETCH:
                     opts["L2PF"] = True
+                if GL_RC_HT_REMAT:
+                    opts["HT_REMAT"] = True
         elif (STATE_IMPL == "gl_ws" or auto_ws) and gl_ok and device_desc and not persistent:
             kern = _gluon_state_kernel("atrex_sm90_gdn_state_output_gl_ws")
             opts = dict(num_warps=4, STAGES=max(2, sst), OUT_REGS=int(GL_WS_OUT_REGS))
@@ -1169,7 +1178,7 @@ def _knobs():
             FUSED_AUX_REGS, FUSED_OUT_REGS, FUSED_DIAG16, GL_RC_QSIDE, GL_RC_OUT_REGS, GL_RC_QREG, GL_WS_QSIDE,
             GL_WS_QSIDE_OUT_REGS, INTRA_V3_QSIDE_MAXNREG, GL_RC_QSCALE, GL_RC_EARLY_FREE, GL_RC_OUT_TMA,
             GL_RC_QNORM_MMA, GL_WS_QSCALE, GL_RC_LATE_FACTORS, GL_RC_TWO_CHAINS, GL_RC2_CHAIN_REGS, GL_RC2_OUT_REGS,
-            GL_RC_L2_PREFETCH, GL_WS_QNORM_MMA)
+            GL_RC_L2_PREFETCH, GL_WS_QNORM_MMA, GL_RC_HT_REMAT)
 
 
 def _call_signature(dev, tensors, flags):
