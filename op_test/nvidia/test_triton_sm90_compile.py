@@ -187,6 +187,12 @@ _SCRIPT = textwrap.dedent(r'''
     gdn(dict(T=64, H=16, HV=32, K=128), INTRA_V3_DIAG16=False)
     gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=[64 * i for i in range(11)]), INTRA_V3_DIAG16=False)
 
+    # round 28: PDL (every kernel of launch._PDL_KERNELS: the varlen chain with gl_rc2 and with gl_rc, the few-program
+    # chain with gates and gl_ws)
+    gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=[64 * i for i in range(11)]), PDL=True)
+    gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=[64 * i for i in range(11)]), PDL=True, STATE_IMPL="gl_rc")
+    gdn(dict(T=256, H=16, HV=32, K=128), PDL=True, INTRA_V3_GATES=True)
+
     # round 20: the fused kernel (FUSED_RC): varlen and fixed length, K = 128 and 64, GVA, both state layouts, fp16,
     # beta through the in-kernel sigmoid, 3 load slots (K = 128: 219.7 KB of shared memory)
     for kw in (dict(T=640, H=32, HV=32, K=128, cu_seqlens=[64 * i for i in range(11)]),
@@ -300,6 +306,15 @@ _SCRIPT = textwrap.dedent(r'''
             results[name]["hgmma"] = sass.count("HGMMA.")
             results[name]["bars"] = sass.count("BAR.SYNC")
             results[name]["unwritten_ur"] = unwritten_uniform_reads(sass)[:4]
+            # round 28 (launch.PDL): griddepcontrol.wait / .launch_dependents (ACQBULK / PREEXIT) and, in text order,
+            # the first memory access (the Gluon kernels' worker partitions come first in the text, behind a barrier)
+            names = [p.name for p in jit_fn.params]
+            lines = sass.splitlines()
+            first = lambda pat: next((i for i, ln in enumerate(lines) if re.search(pat, ln)), None)  # noqa: E731
+            results[name]["pdl"] = dict(
+                on=bool(c["constants"].get((names.index("PDL"),), False)) if "PDL" in names else None,
+                gluon=bool(is_gluon), acq=sass.count("ACQBULK"), preexit=sass.count("PREEXIT"), acq_at=first(r"ACQBULK"),
+                mem_at=first(r"\b(LDG|STG|LDS|STS|ATOM|ATOMG|RED|UTMALDG|UTMASTG|UBLKCP|LDGSTS)\b"))
     print("RESULT " + json.dumps(results))
 ''').replace("PATHS", repr(PATHS))
 
@@ -381,6 +396,24 @@ def test_intra_kernels_compile_with_the_launch_register_cap(compiled):
     kinds = {(r.get("gs"), r.get("mask_out"), r.get("ptx_maxnreg")) for name, r in compiled.items()
              if name.startswith("atrex_sm90_gdn_intra_chunk_v3|")}
     assert {(2, True, 168), (1, False, 168)} <= kinds, kinds
+
+
+def test_pdl_kernels_wait_for_their_predecessor_before_any_memory_access(compiled):
+    """``launch.PDL`` (round 28) in the SASS: every specialisation compiled with its PDL constexpr has exactly one
+    griddepcontrol.wait (ACQBULK) and one launch_dependents (PREEXIT), and in a Triton kernel (straight-line
+    prologue) the wait comes before the first load or store; no specialisation without it has either. The PDL
+    specialisations cover every kernel of ``launch._PDL_KERNELS``."""
+    if not compiled["nvdisasm"]["path"]:
+        pytest.skip(f"Triton {compiled['nvdisasm']['triton']} ships no nvdisasm")
+    from atrex_nvidia.chunk_gdn.sm90 import launch as GL
+    pdl = {n: r["pdl"] for n, r in compiled.items() if "pdl" in r}
+    on = {n: p for n, p in pdl.items() if p["on"]}
+    assert {n.split("|", 1)[0] for n in on} == set(GL._PDL_KERNELS), sorted(on)
+    bad = {n: p for n, p in on.items() if p["acq"] != 1 or p["preexit"] != 1
+           or (not p["gluon"] and (p["mem_at"] is None or p["acq_at"] > p["mem_at"]))}
+    assert not bad, json.dumps(bad, indent=1)[:4000]
+    off = {n: p for n, p in pdl.items() if not p["on"] and (p["acq"] or p["preexit"])}
+    assert not off, json.dumps(off, indent=1)[:4000]
 
 
 def _diag16_twins(compiled, prefix, every=True):

@@ -739,6 +739,84 @@ def test_rc_round27_options_same_bits(case_id, kw, impl, knob, opt, monkeypatch)
     assert [m.get(opt, False) for m in metas] == [False, True] * 2, metas
 
 
+# launch.PDL's cases: the varlen chain (chunk offsets, slot map, gates, one-head intra, gl_rc2), fixed length with
+# two-head intra programs and gl_ws (few programs) or gl_rc, K = 64 with strong decay, int64 cu_seqlens
+PDL_CASES = [(cid, kw) for cid, kw in QSIDE_CASES if cid in (
+    "qwen_varlen_mixed", "K128_varlen_i64_gva", "qwen3next_T1000_bf16h0", "K64_strong_h0")] + [
+    ("qwen_varlen_16x257", dict(T=16 * 257, H=32, HV=32, K=128, cu_seqlens=[257 * i for i in range(17)])),
+]
+
+
+@pytest.mark.parametrize("case_id,kw", PDL_CASES, ids=[c[0] for c in PDL_CASES])
+def test_pdl_same_bits_eager_and_in_chained_graphs(case_id, kw, monkeypatch):
+    """``launch.PDL`` (round 28): each kernel of ``_PDL_KERNELS`` launched with Triton's ``launch_pdl`` and its PDL
+    constexpr (``griddepcontrol.wait`` first). The kernels' arithmetic is unchanged, so
+    * an eager call equals the call without PDL bit for bit, and every launch of those kernels took both options
+      (and at least the intra kernel and the state pass were among them);
+    * three calls captured in one CUDA graph, each reading the previous call's output as its v and its final state
+      as its initial state, replay (twice, the inputs rewritten in between) to the same bits as the same chain run
+      eagerly without PDL. A kernel that read its predecessor's output early, within a call or across two, would
+      differ here."""
+    import torch
+
+    from atrex_nvidia.chunk_gdn.sm90 import launch
+    if launch._capability(torch.device("cuda")) != (9, 0):
+        pytest.skip("PDL's kernels are sm90's")
+    seen, orig = [], launch._launch_all
+
+    def spy(dev, launches, *a, **k):
+        seen.extend((kern.__name__, meta) for kern, _g, _a, meta in launches)
+        return orig(dev, launches, *a, **k)
+
+    monkeypatch.setattr(launch, "_launch_all", spy)
+    x = make_inputs(device="cuda", **kw)
+    monkeypatch.setattr(launch, "PDL", False)
+    assert _knob_pair_error(launch, x, "cuda", {"PDL": False}, {"PDL": True}, exact=True) == 0.0, case_id
+    pdl = [(n, m) for n, m in seen[len(seen) // 2:] if n in launch._PDL_KERNELS]
+    assert pdl and all(m.get("PDL") and m.get("launch_pdl") for _n, m in pdl), seen
+    assert not any(m.get("PDL") for _n, m in seen[:len(seen) // 2]), seen
+    names = {n for n, _m in pdl}
+    assert "atrex_sm90_gdn_intra_chunk_v3" in names and any("state_output_gl" in n for n in names), names
+
+    n_seq = x["cu_seqlens"].numel() - 1 if x["cu_seqlens"] is not None else x["q"].shape[0]
+    kv = (x["v"].shape[3], x["q"].shape[3]) if x["state_v_first"] else (x["q"].shape[3], x["v"].shape[3])
+    h_in = x["initial_state"] if x["initial_state"] is not None else torch.zeros(
+        (n_seq, x["v"].shape[2], *kv), dtype=torch.float32, device="cuda")
+    v0, h0 = x["v"].clone(), h_in.clone()
+
+    def chain():
+        v, h = v0, h0
+        for _ in range(3):
+            v, h = launch.gdn_fwd(x["q"], x["k"], v, x["g"], x["beta"], scale=x["scale"], initial_state=h,
+                                  output_final_state=True, use_qk_l2norm_in_kernel=x["use_qk_l2norm_in_kernel"],
+                                  state_v_first=x["state_v_first"], cu_seqlens=x["cu_seqlens"])
+        return v, h
+
+    def eager_without_pdl():
+        launch.PDL = False
+        try:
+            out = chain()
+        finally:
+            launch.PDL = True
+        torch.cuda.synchronize()
+        return out
+
+    launch.PDL = True
+    chain()  # compile / warm up outside capture
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        og, hg = chain()
+    for step in range(2):
+        if step:
+            v0.copy_(torch.randn_like(v0))
+            h0.copy_(torch.randn_like(h0) * 0.1)
+        graph.replay()
+        torch.cuda.synchronize()
+        oe, he = eager_without_pdl()
+        assert torch.equal(og, oe) and torch.equal(hg, he), (case_id, step, rrmse(oe, og), rrmse(he, hg))
+
+
 @pytest.mark.parametrize("qnorm", ["rows", "mma"])
 @pytest.mark.parametrize("case_id,kw", QSIDE_CASES, ids=[c[0] for c in QSIDE_CASES])
 def test_ws_qscale(case_id, kw, qnorm, monkeypatch):

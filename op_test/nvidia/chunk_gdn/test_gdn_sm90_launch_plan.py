@@ -852,3 +852,30 @@ def test_qside_maxnreg_caps_one_head_qside_intra_programs_only(plan, monkeypatch
         m = intra_meta(T=256, H=16, HV=32)
         assert m["QSIDE"] is True and m["GS"] == 2 and m["maxnreg"] == L.INTRA_V3_MAXNREG
     assert intra_meta(T=cu[-1], H=32, HV=32, cu_seqlens=cu, l2norm=False)["maxnreg"] == L.INTRA_V3_MAXNREG
+
+
+def test_pdl_marks_the_listed_kernels_of_the_plan_only(plan, monkeypatch):
+    """PDL (round 28, off by default): each launch of a kernel in ``_PDL_KERNELS`` gets its PDL constexpr and Triton's
+    ``launch_pdl`` option, every other launch neither; the varlen plan (chunk offsets, slot map, gates, intra,
+    gl_rc2 or gl_rc) is PDL from end to end, and so is the few-program plan (intra, gl_ws); under Triton's interpreter
+    no launch has them. Off, no launch has them."""
+    cu = [64 * 4 * i for i in range(17)]
+
+    def marked(**kw):
+        return [(n, bool(meta.get("PDL")), bool(meta.get("launch_pdl"))) for n, *_, meta in plan(**kw)["all"]]
+    assert L.PDL is False
+    assert all(not p and not lp for _n, p, lp in marked(T=cu[-1], H=32, HV=32, cu_seqlens=cu))
+    monkeypatch.setattr(L, "PDL", True)
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    for kw in (dict(T=cu[-1], H=32, HV=32, cu_seqlens=cu), dict(T=8192 // 32, H=16, HV=32),
+               dict(T=cu[-1], H=32, HV=32, K=64, cu_seqlens=cu)):
+        got = marked(**kw)
+        assert all(p == lp == (n in L._PDL_KERNELS) for n, p, lp in got), (kw, got)
+        if L._gluon_ws_supported():
+            assert all(p for _n, p, _lp in got), (kw, got)
+    with monkeypatch.context() as m:
+        m.setattr(L, "STATE_IMPL", "v2")  # (a state kernel outside the list: launched as it is)
+        got = marked(T=cu[-1], H=32, HV=32, cu_seqlens=cu)
+        assert got[-1][0] == V2 and not got[-1][1] and all(p for _n, p, _lp in got[:-1]), got
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    assert all(not p for _n, p, _lp in marked(T=cu[-1], H=32, HV=32, cu_seqlens=cu))

@@ -18,7 +18,7 @@ import sys
 
 import torch
 import triton
-from triton.testing import do_bench
+from triton.testing import do_bench, do_bench_cudagraph
 
 from . import launch as L
 from .launch import gdn_fwd
@@ -326,6 +326,10 @@ VARIANTS = [
     ("rc2_mma_pf", dict(rc_two_chains=True, rc_qnorm_mma=True, rc_l2_prefetch=True)),
     ("rc2_remat", dict(rc_two_chains=True, rc_ht_remat=True)),  # (round 27: final-state indices recomputed)
     ("rc2_pf_remat", dict(rc_two_chains=True, rc_l2_prefetch=True, rc_ht_remat=True)),
+    # round 28: programmatic dependent launch between the call's kernels (launch.PDL)
+    ("pdl", dict(pdl=True)),
+    ("pdl_ws_qscale", dict(pdl=True, ws_qside=True, ws_qscale=True)),
+    ("rc2_all", dict(pdl=True, rc_two_chains=True, rc_l2_prefetch=True, rc_ht_remat=True, rc_qnorm_mma=True)),
     ("rc26_o168", dict(rc_two_chains=False, rc_out_regs=168)),
     ("rc26_o184", dict(rc_two_chains=False, rc_out_regs=184)),
     ("rc26_o216", dict(rc_two_chains=False, rc_out_regs=216)),
@@ -349,7 +353,7 @@ _HOOKS = dict(state="STATE_CFG_OVERRIDE", intra="INTRA_CFG_OVERRIDE", wy="USE_WY
               rc_out_tma="GL_RC_OUT_TMA", rc_qnorm_mma="GL_RC_QNORM_MMA", ws_qnorm_mma="GL_WS_QNORM_MMA", ws_qscale="GL_WS_QSCALE",
               rc_late_factors="GL_RC_LATE_FACTORS", rc_two_chains="GL_RC_TWO_CHAINS",
               rc2_out_regs="GL_RC2_OUT_REGS", rc2_chain_regs="GL_RC2_CHAIN_REGS", rc_l2_prefetch="GL_RC_L2_PREFETCH",
-              rc_ht_remat="GL_RC_HT_REMAT")
+              rc_ht_remat="GL_RC_HT_REMAT", pdl="PDL")
 
 
 def _select_variants(spec):
@@ -416,6 +420,8 @@ def main(argv=None):
     ap.add_argument("--deadline", type=float, default=1e9, help="seconds; sweeps stop when exceeded")
     ap.add_argument("--variants", default="", help="comma-separated VARIANTS names or name prefixes ending in '*' "
                     "(default all), e.g. 'default,intra_v2*,v2*'")
+    ap.add_argument("--graph", action="store_true", help="time the sweep's variants by CUDA-graph replay "
+                    "(triton.testing.do_bench_cudagraph, median; no per-kernel breakdown)")
     ap.add_argument("--no-fla", action="store_true", help="time ATREX alone (timing-only diagnostics: no fla import, "
                     "autotune or speedup column)")
     a = ap.parse_args(argv)
@@ -482,9 +488,13 @@ def main(argv=None):
                         f = atrex_call(x)
                         oa = f()[0]
                         d = dict(o_vs_fla=rrmse(of, oa) if of is not None else None)
-                        d["ms"] = do_bench(f, warmup=25, rep=100, return_mode="median")
+                        if a.graph:
+                            d["ms"] = do_bench_cudagraph(f, rep=100, return_mode="median")
+                            d["timing"] = "graph"
+                        else:
+                            d["ms"] = do_bench(f, warmup=25, rep=100, return_mode="median")
                         d["speedup"] = row["fla_ms"] / d["ms"] if row["fla_ms"] else None
-                        d["kernels_ms"] = kernel_breakdown(x)
+                        d["kernels_ms"] = {} if a.graph else kernel_breakdown(x)
                 except Exception as e:
                     d = dict(error=f"{type(e).__name__}: {str(e)[:300]}")
                 sw[name] = d

@@ -38,13 +38,27 @@ v_new); the triangular inverse runs in fp32 with ieee dots. Masks are applied to
 
 import triton
 import triton.language as tl
+from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 BT = 64  # chunk size, hard-wired in the kernels (the math does not depend on it, CONTRACTS §2.2)
 
 
 @triton.jit
-def atrex_sm90_gdn_chunk_offsets(cu, co, N, BLOCK: tl.constexpr):
+def _pdl_enter(PDL: tl.constexpr):
+    """Programmatic dependent launch (``launch.PDL``, round 28), the first statement of a kernel launched with
+    ``launch_pdl``: wait until the stream's previous kernel has completed and its memory is visible (every access of
+    the kernel comes after this), then let the next kernel launch, so that its CTAs are placed and waiting while this
+    one runs its last wave. A kernel that waits first completes only after its predecessor did, so the chain of waits
+    keeps the stream's order for every kernel. Without ``PDL`` nothing is emitted."""
+    if PDL:
+        gdc_wait()
+        gdc_launch_dependents()
+
+
+@triton.jit
+def atrex_sm90_gdn_chunk_offsets(cu, co, N, BLOCK: tl.constexpr, PDL: tl.constexpr = False):
     """co[0] = 0, co[n + 1] = co[n] + ceil((cu[n + 1] - cu[n]) / 64), int32, for n < N."""
+    _pdl_enter(PDL)
     carry = tl.zeros([], dtype=tl.int32)
     tl.store(co, carry)
     for start in range(0, N, BLOCK):
@@ -59,7 +73,8 @@ def atrex_sm90_gdn_chunk_offsets(cu, co, N, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def atrex_sm90_gdn_slot_seq(co, cu, N, n_slots, n_search, BLOCK: tl.constexpr, PACKED: tl.constexpr = False):
+def atrex_sm90_gdn_slot_seq(co, cu, N, n_slots, n_search, BLOCK: tl.constexpr, PACKED: tl.constexpr = False,
+                            PDL: tl.constexpr = False):
     """The intra grid's slot map (``launch.INTRA_SLOT_MAP``, round 14): ``co[N + 1 + s]`` = the sequence of chunk slot
     ``s`` (the largest n with ``co[n] <= s``, which skips empty sequences), or ``N`` for a slot at or past ``co[N]``
     (no chunk). Run after ``atrex_sm90_gdn_chunk_offsets``, so that each intra program reads its sequence with one
@@ -68,6 +83,7 @@ def atrex_sm90_gdn_slot_seq(co, cu, N, n_slots, n_search, BLOCK: tl.constexpr, P
     ``co[N + 1 + 2 s] = t0`` (the chunk's first token, ``cu[n] + 64 (s - co[n])``) and ``co[N + 2 + 2 s] = eos``
     (``cu[n + 1]``); ``0, 0`` for a slot without a chunk (a live slot has ``t0 < eos``). A program then reads both
     beside each other, one load level, where the sequence map takes two (the sequence, then its offsets and bounds)."""
+    _pdl_enter(PDL)
     s = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     n = _search_chunk_offsets(co, s, N, n_search)
     live = s < tl.load(co + N)
@@ -1124,7 +1140,7 @@ def atrex_sm90_gdn_gates(
     s_gb, s_gt, s_gh, s_bb, s_bt, s_bh,
     TOTAL_T,
     IS_VARLEN: tl.constexpr, BH: tl.constexpr, BETA_SIGMOID: tl.constexpr, NEG_EIGVAL: tl.constexpr,
-    SLOT_MAP: tl.constexpr = False,
+    SLOT_MAP: tl.constexpr = False, PDL: tl.constexpr = False,
 ):
     """The gate rows of every chunk, for the intra v3 kernel's ``GATES`` form (round 17, ``launch.INTRA_V3_GATES``):
     one program per (chunk slot, block of BH value heads) writes the factor planes 0-4 of ``fac [5, HV, TOTAL_T]``
@@ -1132,6 +1148,7 @@ def atrex_sm90_gdn_gates(
     otherwise forms and stores itself (``_v3_head_rows`` / ``_store_row_factors``, same formulas). The v3 program
     then loads gamma and beta beside its q / k tiles instead of waiting for g, scanning it and storing the planes
     before it issues the q / k loads (about a sixth of a varlen v3 program's stall samples, round 14's r44 profile)."""
+    _pdl_enter(PDL)
     slot = tl.program_id(0)
     heads = tl.program_id(1) * BH + tl.arange(0, BH)
     mh = heads < HV
@@ -1195,7 +1212,7 @@ def atrex_sm90_gdn_intra_chunk_v3(
     FP16_FALLBACK: tl.constexpr = 2, FOLD_NORM: tl.constexpr = False, GS: tl.constexpr = 1,
     FAST_EXP: tl.constexpr = False, MASK_OUT: tl.constexpr = False, SLOT_MAP: tl.constexpr = False,
     ACC_MERGE: tl.constexpr = False, GATES: tl.constexpr = False, DIAG16: tl.constexpr = False,
-    QSIDE: tl.constexpr = False,
+    QSIDE: tl.constexpr = False, PDL: tl.constexpr = False,
 ):
     """Intra-chunk kernel v3, one program per (chunk slot, value head), same outputs as v2; with ``GS > 1``
     (round 11, GVA; only ``GS == 2`` with ``G`` even) one program per (chunk slot, pair of value heads of one q/k head).
@@ -1236,7 +1253,9 @@ def atrex_sm90_gdn_intra_chunk_v3(
     With ``QSIDE`` (round 24; needs STORE_QKN and STORE_FAC, not FOLD_NORM: the state pass is gl_rc with its QSIDE,
     which normalises q and forms Aqk itself) the program reads no q, stores only the normalised k, and forms and
     stores no Aqk: its outputs are A, kn and the factor planes.
+    With ``PDL`` (round 28, launch.PDL) the program starts with ``_pdl_enter``.
     """
+    _pdl_enter(PDL)
     live, c, bos, eos, tg0, t0, h, hv0, q_base, k_base, g_base0, b_base0 = _intra_tile(
         q, k, g, beta, co, cu, N, T, HV, n_search, s_qb, s_qh, s_kb, s_kh, s_gb, s_gh, s_bb, s_bh, IS_VARLEN, G, GS,
         SLOT_MAP)

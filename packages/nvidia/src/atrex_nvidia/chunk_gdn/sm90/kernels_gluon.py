@@ -44,6 +44,16 @@ _cp_async = getattr(async_copy, "async_load", None) or async_copy.async_copy_glo
 
 
 @gluon.jit
+def _pdl_enter(PDL: gl.constexpr):
+    """``kernels._pdl_enter`` for the Gluon kernels (``launch.PDL``, round 28): the kernel's first statement, run by
+    every warp before the partitions split, so that no partition touches memory before the previous kernel is done."""
+    if PDL:
+        gl.inline_asm_elementwise("griddepcontrol.wait; // $0", "=r", [], dtype=gl.int32, is_pure=False, pack=1)
+        gl.inline_asm_elementwise("griddepcontrol.launch_dependents; // $0", "=r", [], dtype=gl.int32, is_pure=False,
+                                  pack=1)
+
+
+@gluon.jit
 def _row_factors(f_base, plane, l0, L, ROW: gl.constexpr):
     """(beta, beta e^gamma, e^gamma, e^(gamma_last - gamma)) of chunk rows [l0, l0 + 64) (0 past L) and
     e^gamma_last (1 when the chunk is empty), from ``fac`` planes 1-4."""
@@ -396,7 +406,7 @@ def atrex_sm90_gdn_state_output_gl_ws(
     USE_H0: gl.constexpr, STORE_HT: gl.constexpr, STATE_V_FIRST: gl.constexpr, DEVICE_DESC: gl.constexpr,
     PERSISTENT: gl.constexpr, STAGES: gl.constexpr, OUT_REGS: gl.constexpr, FAC_SMEM: gl.constexpr = False,
     QSIDE: gl.constexpr = False, FAST_EXP: gl.constexpr = False, QSCALE: gl.constexpr = False,
-    QNORM_MMA: gl.constexpr = False,
+    QNORM_MMA: gl.constexpr = False, PDL: gl.constexpr = False,
 ):
     """The Triton tma kernel's math, arguments and grid (descriptors built in the kernel: DEVICE_DESC True, PERSISTENT
     False), with the work of a program split over three warp partitions (the block comment above): the 4 chain warps
@@ -416,6 +426,7 @@ def atrex_sm90_gdn_state_output_gl_ws(
     SH_S: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BK, BV], gl.bfloat16)
     dt: gl.constexpr = o.dtype.element_ty
     gl.static_assert(DEVICE_DESC and not PERSISTENT)
+    _pdl_enter(PDL)
 
     i_v = gl.program_id(0)
     n, hv, h, bos, b_idx, tg0, L = _sequence(cu, T, HV, G, IS_VARLEN)
@@ -813,7 +824,7 @@ def atrex_sm90_gdn_state_output_gl_rc(
     QSIDE: gl.constexpr = False, FAST_EXP: gl.constexpr = False, QREG: gl.constexpr = False,
     QSCALE: gl.constexpr = False, EARLY_FREE: gl.constexpr = False, OUT_TMA: gl.constexpr = False,
     QNORM_MMA: gl.constexpr = False, LATE_FAC: gl.constexpr = False, L2PF: gl.constexpr = False,
-    HT_REMAT: gl.constexpr = False,
+    HT_REMAT: gl.constexpr = False, PDL: gl.constexpr = False,
 ):
     """gl_ws's arguments (in-kernel descriptors) on a 1-D grid: work item i is (V block i % NV, sequence x value head
     i // NV); CTA p runs items p, p + grid, ... (PERSISTENT: grid <= SMs; else one item per CTA). The chain keeps S^T
@@ -827,6 +838,7 @@ def atrex_sm90_gdn_state_output_gl_rc(
     SH_U: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BV, 64], gl.bfloat16)
     dt: gl.constexpr = o.dtype.element_ty
     gl.static_assert(DEVICE_DESC and BV == 64)
+    _pdl_enter(PDL)
     NV = gl.cdiv(V, BV)
     N_ITEMS = NV * N_NH
 
@@ -938,6 +950,7 @@ def atrex_sm90_gdn_state_output_gl_rc2(
     PERSISTENT: gl.constexpr, STAGES: gl.constexpr, OUT_REGS: gl.constexpr, CHAIN_REGS: gl.constexpr = 168,
     EG_PLANE: gl.constexpr = 3, FAST_EXP: gl.constexpr = False, OUT_TMA: gl.constexpr = False,
     QNORM_MMA: gl.constexpr = False, L2PF: gl.constexpr = False, HT_REMAT: gl.constexpr = False,
+    PDL: gl.constexpr = False,
 ):
     """gl_rc's arguments (QSIDE: ``qd`` is the raw q, ``aqd`` not read) for V == 2 BV == 128: work item i is sequence x
     value head i, both V blocks, CTA p runs items p, p + grid, ... (the block comment above). Partitions: chain 0
@@ -947,6 +960,7 @@ def atrex_sm90_gdn_state_output_gl_rc2(
     SH_V: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, BV], gl.bfloat16)
     dt: gl.constexpr = o.dtype.element_ty
     gl.static_assert(DEVICE_DESC and BV == 64)
+    _pdl_enter(PDL)
     N_ITEMS = N_NH
 
     k_s, q_s, a_s, aq_s, v_s = _ring_tiles(dt, BK, BV, STAGES, True)

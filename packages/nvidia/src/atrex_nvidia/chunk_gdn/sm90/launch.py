@@ -449,6 +449,21 @@ GL_WS_QSCALE = False
 #   measured it slower there (above) whatever it does for gl_rc. Off.
 GL_WS_QNORM_MMA = False
 GL_WS_QSIDE_OUT_REGS = 152
+# PDL (round 28): programmatic dependent launch between the kernels of a call (and into the next call's first kernel).
+#   Each kernel of ``_PDL_KERNELS`` is launched with Triton's ``launch_pdl`` (the launch attribute
+#   PROGRAMMATIC_STREAM_SERIALIZATION; under stream capture a programmatic edge of the graph) and its PDL constexpr,
+#   which makes ``griddepcontrol.wait`` then ``griddepcontrol.launch_dependents`` its first statements
+#   (``kernels._pdl_enter``, ``kernels_gluon._pdl_enter``): the next kernel's CTAs are launched once every CTA of this
+#   one has started, take the SM slots this one frees in its last wave and wait there; nothing of them touches memory
+#   before this kernel has completed and flushed. The stream's order is kept for every kernel (each waits first, so
+#   none completes before its predecessor). What it can save is the launch latency and CTA placement at each of the
+#   call's kernel boundaries (five at varlen: chunk offsets, slot map, gates, intra, state pass), which r95's graph
+#   bench (0.3686 ms) had ~10-18 us above the sum of the kernels' profiled times (0.350). Not taken by the split state
+#   pass (two streams) nor under the interpreter. Off until measured.
+PDL = False
+_PDL_KERNELS = frozenset({
+    "atrex_sm90_gdn_chunk_offsets", "atrex_sm90_gdn_slot_seq", "atrex_sm90_gdn_gates", "atrex_sm90_gdn_intra_chunk_v3",
+    "atrex_sm90_gdn_state_output_gl_ws", "atrex_sm90_gdn_state_output_gl_rc", "atrex_sm90_gdn_state_output_gl_rc2"})
 # FOLD_QK_NORM (round 10; measured on the H200 in round 11, r27: off): with in-kernel L2 norm, the intra
 #   kernel writes no normalised q / k copies (at varlen 16x1024 or T=32768 those writes are ~270 MB of the intra
 #   kernel's ~680 MB of HBM traffic) and folds the row norms into the factor planes instead (kernels.
@@ -541,6 +556,15 @@ def _gluon_ws_supported():
 def _interpreting():
     """Triton's CPU interpreter is on (it runs Triton kernels only; Gluon kernels cannot run under it)."""
     return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+def _with_pdl(launches):
+    """The call's launches with ``PDL`` applied (its block comment): each kernel of ``_PDL_KERNELS`` gets its PDL
+    constexpr and Triton's ``launch_pdl`` option; the others launch as they are."""
+    if not PDL or _interpreting():
+        return launches
+    return [(kern, grid_, args, dict(meta, PDL=True, launch_pdl=True)) if kern.__name__ in _PDL_KERNELS
+            else (kern, grid_, args, meta) for kern, grid_, args, meta in launches]
 
 
 def _gluon_state_kernel(name):
@@ -963,7 +987,7 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     sig = _call_signature(dev, (q, k, v, g, beta, initial_state, cu_seqlens), (
         bool(output_final_state), bool(use_qk_l2norm_in_kernel), bool(state_v_first),
         bool(use_beta_sigmoid_in_kernel), bool(allow_neg_eigval), sm_count))
-    return _launch_all(dev, launches, o, ht, sig)
+    return _launch_all(dev, _with_pdl(launches), o, ht, sig)
 
 
 @functools.cache
@@ -1178,7 +1202,7 @@ def _knobs():
             FUSED_AUX_REGS, FUSED_OUT_REGS, FUSED_DIAG16, GL_RC_QSIDE, GL_RC_OUT_REGS, GL_RC_QREG, GL_WS_QSIDE,
             GL_WS_QSIDE_OUT_REGS, INTRA_V3_QSIDE_MAXNREG, GL_RC_QSCALE, GL_RC_EARLY_FREE, GL_RC_OUT_TMA,
             GL_RC_QNORM_MMA, GL_WS_QSCALE, GL_RC_LATE_FACTORS, GL_RC_TWO_CHAINS, GL_RC2_CHAIN_REGS, GL_RC2_OUT_REGS,
-            GL_RC_L2_PREFETCH, GL_WS_QNORM_MMA, GL_RC_HT_REMAT)
+            GL_RC_L2_PREFETCH, GL_WS_QNORM_MMA, GL_RC_HT_REMAT, PDL)
 
 
 def _call_signature(dev, tensors, flags):
