@@ -41,7 +41,7 @@ print("import atrex_nvidia.chunk_gdn.sm90.launch as L; " + "; ".join(sets) if se
 PY
 )
 echo "graph bench hook: $hook"
-gdn_bench_case 420 150 varlen "$hook"
+if grep -q H200 "$OUT/smi.txt"; then gdn_bench_case 420 150 varlen "$hook"; else echo "graph bench skipped (not an H200)"; fi
 grep -h "^| perf" "$OUT"/graph/varlen/bench_*.md 2>/dev/null | cut -c1-140
 sed -i -E "s/^($knobs) = False\$/\\1 = True/" $L
 grep -E "^(GL_WS_QSIDE|GL_WS_QSCALE|GL_RC_QNORM_MMA|GL_RC_L2_PREFETCH|GL_RC_HT_REMAT|PDL) =" $L | tr '\n' ' '; echo
