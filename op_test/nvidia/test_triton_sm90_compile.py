@@ -187,11 +187,11 @@ _SCRIPT = textwrap.dedent(r'''
     gdn(dict(T=64, H=16, HV=32, K=128), INTRA_V3_DIAG16=False)
     gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=[64 * i for i in range(11)]), INTRA_V3_DIAG16=False)
 
-    # round 28: PDL (every kernel of launch._PDL_KERNELS: the varlen chain with gl_rc2 and with gl_rc, the few-program
-    # chain with gates and gl_ws)
-    gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=[64 * i for i in range(11)]), PDL=True)
+    # round 28: PDL (every kernel of launch._PDL_KERNELS: the varlen chain with gl_rc2 and with gl_rc, a fixed-length
+    # chain with the gates kernel, two-head intra programs and gl_rc forced; the default's varlen plans take it too)
     gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=[64 * i for i in range(11)]), PDL=True, STATE_IMPL="gl_rc")
-    gdn(dict(T=256, H=16, HV=32, K=128), PDL=True, INTRA_V3_GATES=True)
+    gdn(dict(T=256, H=16, HV=32, K=128), PDL=True, INTRA_V3_GATES=True, STATE_IMPL="gl_rc")
+    gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=[64 * i for i in range(11)]), PDL=False)
 
     # round 20: the fused kernel (FUSED_RC): varlen and fixed length, K = 128 and 64, GVA, both state layouts, fp16,
     # beta through the in-kernel sigmoid, 3 load slots (K = 128: 219.7 KB of shared memory)

@@ -61,6 +61,12 @@ def state_kernel(seen):
     return names[-1]
 
 
+def _ws_out_regs():
+    """gl_ws's output-partition registers at the default knobs: GL_WS_QSIDE_OUT_REGS with GL_WS_QSIDE (on since r98),
+    else GL_WS_OUT_REGS less the 16 its loader takes with GL_WS_FAC_SMEM."""
+    return L.GL_WS_QSIDE_OUT_REGS if L.GL_WS_QSIDE else L.GL_WS_OUT_REGS - 16 * L.GL_WS_FAC_SMEM
+
+
 def test_few_programs_take_the_tma_state_kernel_with_in_kernel_descriptors(plan, monkeypatch):
     """The 3-stage (few-program) configuration: the warp-specialised Gluon kernel (3 load slots, 4 chain warps) with
     the tma launch's in-kernel descriptors; with STATE_AUTO_GL_WS off, under the Triton interpreter, or without a
@@ -69,7 +75,8 @@ def test_few_programs_take_the_tma_state_kernel_with_in_kernel_descriptors(plan,
     name, grid, args, meta = seen["launches"][-1]
     assert name == FEW and meta["DEVICE_DESC"] is True and grid == (4, 32) and meta["num_warps"] == 4
     if FEW == GL_WS:
-        assert meta["STAGES"] == 3 and meta["OUT_REGS"] == L.GL_WS_OUT_REGS - 16 * L.GL_WS_FAC_SMEM and "num_stages" not in meta
+        assert meta["STAGES"] == 3 and meta["OUT_REGS"] == _ws_out_regs() and "num_stages" not in meta
+        assert meta.get("QSIDE", False) is bool(L.GL_WS_QSIDE) and meta.get("QSCALE", False) is bool(L.GL_WS_QSCALE)
     intra = seen["launches"][0]
     assert intra[0] == "atrex_sm90_gdn_intra_chunk_v3" and intra[3]["GS"] == 2 and intra[3]["maxnreg"] == 168
     assert intra[3]["MASK_OUT"] is True
@@ -306,7 +313,7 @@ def test_gluon_ws_state_kernel_where_it_applies_and_fallbacks_elsewhere(plan, mo
     pytest.importorskip("triton.experimental.gluon")
     monkeypatch.setattr(L, "STATE_IMPL", "gl_ws")
     name, grid, args, meta = plan(T=256, H=16, HV=32)["launches"][-1]
-    assert name == GL_WS and meta["num_warps"] == 4 and meta["OUT_REGS"] == L.GL_WS_OUT_REGS - 16 * L.GL_WS_FAC_SMEM
+    assert name == GL_WS and meta["num_warps"] == 4 and meta["OUT_REGS"] == _ws_out_regs()
     assert meta["DEVICE_DESC"] is True and meta["STAGES"] == 3 and "num_stages" not in meta
     cu = [64 * 4 * i for i in range(17)]  # many programs: forced gl_ws runs 2 slots
     name, grid, args, meta = plan(T=cu[-1], H=32, HV=32, cu_seqlens=cu)["launches"][-1]
@@ -321,9 +328,10 @@ def test_gluon_ws_fac_smem_reaches_the_launch(plan, monkeypatch):
     """GL_WS_FAC_SMEM (round 13, on by default) becomes the gl_ws launch's FAC_SMEM constexpr, with 16
     output-partition registers fewer (the loader takes them); off, the launch has neither change (round 12's binary).
     The knob is part of the call signature (a changed knob is a new warm-up key), and it does not reach other state
-    kernels."""
+    kernels. (GL_WS_QSIDE, which needs it, off.)"""
     pytest.importorskip("triton.experimental.gluon")
     monkeypatch.setattr(L, "STATE_IMPL", "gl_ws")
+    monkeypatch.setattr(L, "GL_WS_QSIDE", False)
 
     def meta(**kw):
         name, _, _, m = plan(T=256, H=16, HV=32, **kw)["launches"][-1]
@@ -610,8 +618,9 @@ def test_rc_qside_moves_the_q_side_into_gl_rc(plan, monkeypatch):
     takes QSIDE (no q read, no q copy, no Aqk) and gl_rc takes QSIDE (raw q as its q operand, FAST_EXP as the intra
     kernel's decay tile); its Aqk operand is then the A workspace (never read). Not where the state pass is another
     kernel (few programs: gl_ws), without in-kernel L2 norm, with FOLD_QK_NORM, or with the knob off. (One chain per
-    CTA: GL_RC_TWO_CHAINS off.)"""
+    CTA: GL_RC_TWO_CHAINS off; gl_ws's own GL_WS_QSIDE off.)"""
     monkeypatch.setattr(L, "GL_RC_TWO_CHAINS", False)
+    monkeypatch.setattr(L, "GL_WS_QSIDE", False)
     cu = [64 * 4 * i for i in range(17)]  # 16 sequences x 32 heads: gl_rc
     monkeypatch.setattr(L, "GL_RC_QSIDE", True)
     seen = plan(T=cu[-1], H=32, HV=32, cu_seqlens=cu)
@@ -703,7 +712,9 @@ def test_rc_qreg_is_a_gl_rc_qside_option(plan, monkeypatch):
 def test_rc_round26_options_ride_on_gl_rc_qside(plan, monkeypatch):
     """Round 26: GL_RC_QSCALE and GL_RC_EARLY_FREE join QREG on gl_rc's QSIDE launch; GL_RC_OUT_TMA goes with QSIDE
     (its shared-memory tile takes the Aqk ring's place) where T > 1. No other kernel, and no launch without QSIDE,
-    takes any of them; each knob off removes its option. (gl_rc with one chain per CTA: GL_RC_TWO_CHAINS off.)"""
+    takes any of them; each knob off removes its option. (gl_rc with one chain per CTA: GL_RC_TWO_CHAINS off; gl_ws's
+    own round-26 q side, GL_WS_QSIDE, off.)"""
+    monkeypatch.setattr(L, "GL_WS_QSIDE", False)
     cu = [64 * 4 * i for i in range(17)]
     opts = ("QSCALE", "EARLY_FREE", "OUT_TMA")
     assert (L.GL_RC_QSCALE, L.GL_RC_EARLY_FREE, L.GL_RC_OUT_TMA) == (True, True, True)  # (the defaults since r91)
@@ -811,13 +822,14 @@ def test_rc_two_chains_takes_whole_heads_where_gl_rc_has_qside_and_v128(plan, mo
 
 @pytest.mark.parametrize("knob,opt", [("GL_RC_L2_PREFETCH", "L2PF"), ("GL_RC_HT_REMAT", "HT_REMAT")])
 def test_rc_round27_options_are_gl_rc_options(plan, monkeypatch, knob, opt):
-    """GL_RC_L2_PREFETCH and GL_RC_HT_REMAT (round 27, off) add L2PF / HT_REMAT to the gl_rc2 and gl_rc launches (with
+    """GL_RC_L2_PREFETCH and GL_RC_HT_REMAT (round 27; HT_REMAT on since r98) add L2PF / HT_REMAT to the gl_rc2 and gl_rc launches (with
     and without QSIDE), to no other kernel; off, no launch has them."""
     cu = [64 * 4 * i for i in range(17)]
 
     def l2pf(**kw):
         return [n for n, *_, meta in plan(**kw)["all"] if meta.get(opt)]
-    assert getattr(L, knob) is False and l2pf(T=cu[-1], H=32, HV=32, cu_seqlens=cu) == []
+    monkeypatch.setattr(L, knob, False)
+    assert l2pf(T=cu[-1], H=32, HV=32, cu_seqlens=cu) == []
     monkeypatch.setattr(L, knob, True)
     if not L._gluon_ws_supported():
         assert l2pf(T=cu[-1], H=32, HV=32, cu_seqlens=cu) == []
@@ -854,28 +866,32 @@ def test_qside_maxnreg_caps_one_head_qside_intra_programs_only(plan, monkeypatch
     assert intra_meta(T=cu[-1], H=32, HV=32, cu_seqlens=cu, l2norm=False)["maxnreg"] == L.INTRA_V3_MAXNREG
 
 
-def test_pdl_marks_the_listed_kernels_of_the_plan_only(plan, monkeypatch):
-    """PDL (round 28, off by default): each launch of a kernel in ``_PDL_KERNELS`` gets its PDL constexpr and Triton's
-    ``launch_pdl`` option, every other launch neither; the varlen plan (chunk offsets, slot map, gates, intra,
-    gl_rc2 or gl_rc) is PDL from end to end, and so is the few-program plan (intra, gl_ws); under Triton's interpreter
-    no launch has them. Off, no launch has them."""
+def test_pdl_marks_the_listed_kernels_of_gl_rc_plans_only(plan, monkeypatch):
+    """PDL (round 28, on since r98): where the call's state pass is gl_rc2 or gl_rc, each launch of a kernel in
+    ``_PDL_KERNELS`` gets its PDL constexpr and Triton's ``launch_pdl`` option (the varlen plan, chunk offsets to state
+    pass, is PDL from end to end); a plan whose state pass is another kernel (gl_ws for few programs, state v2) has no
+    PDL launch at all (r98: slower with gl_ws); under Triton's interpreter, or with the knob off, no launch has them."""
     cu = [64 * 4 * i for i in range(17)]
 
     def marked(**kw):
         return [(n, bool(meta.get("PDL")), bool(meta.get("launch_pdl"))) for n, *_, meta in plan(**kw)["all"]]
-    assert L.PDL is False
-    assert all(not p and not lp for _n, p, lp in marked(T=cu[-1], H=32, HV=32, cu_seqlens=cu))
-    monkeypatch.setattr(L, "PDL", True)
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
-    for kw in (dict(T=cu[-1], H=32, HV=32, cu_seqlens=cu), dict(T=8192 // 32, H=16, HV=32),
-               dict(T=cu[-1], H=32, HV=32, K=64, cu_seqlens=cu)):
+    assert L.PDL is True
+    for kw in (dict(T=cu[-1], H=32, HV=32, cu_seqlens=cu), dict(T=cu[-1], H=32, HV=32, K=64, cu_seqlens=cu)):
         got = marked(**kw)
         assert all(p == lp == (n in L._PDL_KERNELS) for n, p, lp in got), (kw, got)
         if L._gluon_ws_supported():
-            assert all(p for _n, p, _lp in got), (kw, got)
+            assert got[-1][0] in L._PDL_STATE_KERNELS and all(p for _n, p, _lp in got), (kw, got)
+    assert all(not p and not lp for _n, p, lp in marked(T=8192 // 32, H=16, HV=32))  # (few programs: gl_ws)
     with monkeypatch.context() as m:
-        m.setattr(L, "STATE_IMPL", "v2")  # (a state kernel outside the list: launched as it is)
+        m.setattr(L, "STATE_IMPL", "v2")
         got = marked(T=cu[-1], H=32, HV=32, cu_seqlens=cu)
-        assert got[-1][0] == V2 and not got[-1][1] and all(p for _n, p, _lp in got[:-1]), got
+        assert got[-1][0] == V2 and all(not p and not lp for _n, p, lp in got), got
+        m.setattr(L, "STATE_IMPL", "gl_rc")
+        if L._gluon_ws_supported():
+            assert all(p for _n, p, _lp in marked(T=8192 // 32, H=16, HV=32))  # (gl_rc forced: PDL)
+    with monkeypatch.context() as m:
+        m.setattr(L, "PDL", False)
+        assert all(not p and not lp for _n, p, lp in marked(T=cu[-1], H=32, HV=32, cu_seqlens=cu))
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     assert all(not p for _n, p, _lp in marked(T=cu[-1], H=32, HV=32, cu_seqlens=cu))

@@ -406,7 +406,7 @@ def atrex_sm90_gdn_state_output_gl_ws(
     USE_H0: gl.constexpr, STORE_HT: gl.constexpr, STATE_V_FIRST: gl.constexpr, DEVICE_DESC: gl.constexpr,
     PERSISTENT: gl.constexpr, STAGES: gl.constexpr, OUT_REGS: gl.constexpr, FAC_SMEM: gl.constexpr = False,
     QSIDE: gl.constexpr = False, FAST_EXP: gl.constexpr = False, QSCALE: gl.constexpr = False,
-    QNORM_MMA: gl.constexpr = False, PDL: gl.constexpr = False,
+    QNORM_MMA: gl.constexpr = False,
 ):
     """The Triton tma kernel's math, arguments and grid (descriptors built in the kernel: DEVICE_DESC True, PERSISTENT
     False), with the work of a program split over three warp partitions (the block comment above): the 4 chain warps
@@ -426,7 +426,6 @@ def atrex_sm90_gdn_state_output_gl_ws(
     SH_S: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BK, BV], gl.bfloat16)
     dt: gl.constexpr = o.dtype.element_ty
     gl.static_assert(DEVICE_DESC and not PERSISTENT)
-    _pdl_enter(PDL)
 
     i_v = gl.program_id(0)
     n, hv, h, bos, b_idx, tg0, L = _sequence(cu, T, HV, G, IS_VARLEN)

@@ -393,9 +393,10 @@ GL_RC_OUT_TMA = True
 # its speed there: gl_rc 0.219 against 0.225 ms, gl_rc2 0.196 against 0.198. Round 27 made the tile K-major (the k
 # tile's operand form); r95 (H200, commit f011143): its 28 GPU cases passed (test_rc_qscale, test_ws_qscale and
 # test_rc_two_chains_same_bits_as_gl_rc with it, its variant hook against float64), gl_rc2 0.196 against 0.198 ms
-# (bench_gdn sweep, varlen 16x1024). Off until the whole target file has run with it on (scripts/gdn-r96.sh switches
-# it on in the call's tree; no device was lent for that in round 27 after r95).
-GL_RC_QNORM_MMA = False
+# (bench_gdn sweep, varlen 16x1024). r98 (one H100, commit 7e03d9a): the whole target file with it on (and round 28's
+# other candidates): none of the 41 failures involved it (below, GL_WS_QSCALE); by CUDA-graph replay, varlen 16x1024
+# whole call 0.410 ms against 0.413. On since r98.
+GL_RC_QNORM_MMA = True
 # GL_RC_LATE_FACTORS (round 26): gl_rc's chain loads its v tile and X factors after the P^T wait (kernels_gluon
 #   ._rc_chain's LATE_FAC): the same bits, ~32 fewer registers at the step's peak (CPU-compiled: spill stores 11 -> 2
 #   at its 256 registers; none reloaded inside the step loop at 168). Its cost, the loads' latency on the chain's path,
@@ -423,7 +424,10 @@ GL_RC_L2_PREFETCH = False
 #   (kernels_gluon._rc_chain's HT_REMAT): the same stores, without ~40 values spilled at the partition's start and
 #   reloaded (missing L2, r97) at every item's end. CPU-compiled gl_rc2, varlen launch: stack 296 -> 112 bytes, local
 #   loads 128 -> 36. Not yet run on a GPU: off until its bit-equality cases and a sweep have run (scripts/gdn-r98.sh).
-GL_RC_HT_REMAT = False
+# r98 (one H100, commit 7e03d9a, bench_gdn sweep by CUDA-graph replay, varlen 16x1024, ATREX alone): bit for bit the
+# call without it in its 12 GPU cases (gl_rc and gl_rc2, 132- and 3-CTA grids); whole call 0.405 ms against the
+# default's 0.413 (-2%). The L2 prefetch measured slower there (0.422; with HT_REMAT 0.407) and stays off. On since r98.
+GL_RC_HT_REMAT = True
 GL_RC2_OUT_REGS = 152
 # GL_WS_QSIDE (round 25): GL_RC_QSIDE for gl_ws (the state pass of few programs: T=8192 and T=32768 at H = 16,
 #   HV = 32): where the state pass is gl_ws with its factor rows in the load slots (GL_WS_FAC_SMEM) and the call
@@ -435,16 +439,23 @@ GL_RC2_OUT_REGS = 152
 # T=8192 0.260 -> 0.277 (0.267). The chain step grows by ~0.4 us: each of a head's four 32-column CTAs forms the whole
 # 64x64x128 Q K^T (more tensor work than its own two output dots) and the q normalisation, and the output partition,
 # which had slack at 32 columns, then bounds the step. Off; kept as a tested option (GPU cases and compile gate).
-GL_WS_QSIDE = False
+# With GL_WS_QSCALE (below) faster than without it (r97, r98): on since r98.
+GL_WS_QSIDE = True
 # GL_WS_QSCALE (round 26): with GL_WS_QSIDE, gl_ws's output partition takes gl_rc's round-26 q side (GL_RC_QSCALE with
 #   its early slot release, and GL_WS_QNORM_MMA's tensor-core norms where that knob is on): r84 had the QSIDE output partition bound gl_ws's
 #   step (~1.46 us against the chain's ~1.07 at T=32768), and this form issues about a quarter fewer instructions. Built
 #   and compiled on the CPU only (no device after r90); off, as GL_WS_QSIDE, until measured.
 # r95 (H200): test_ws_qscale's 14 cases passed. r97 (one H100, bench_gdn sweep without fla, commit 565196f): with
 # GL_WS_QSIDE, T=32768/16/32 whole call 0.905 ms against the default's 0.947 (intra 0.262, gl_ws 0.637 against 0.391,
-# 0.551), T=8192 0.258 against 0.266; with QNORM_MMA as well 0.916 / 0.261 (slower). Off (GL_WS_QSIDE too) until the
-# whole target file has run with both on (scripts/gdn-r98.sh).
-GL_WS_QSCALE = False
+# 0.551), T=8192 0.258 against 0.266; with QNORM_MMA as well 0.916 / 0.261 (slower).
+# r98 (one H100, commit 7e03d9a, bench_gdn sweeps by CUDA-graph replay, ATREX alone): T=32768/16/32 0.921 ms against
+# 0.944, T=8192 0.241 against 0.254. The whole target file with both on: 41 failures, all comparisons of gl_ws with
+# another path at a "same roundings" tolerance (the fused kernel and gl_rc against the two-kernel gl_ws call, tma
+# against gl_ws, FAC_SMEM off (which has no QSIDE) against on, round 25's QSIDE form, and the fp16 inverse guard's
+# 1e-3 between two intra forms: 1.19e-3), the departure GL_RC_QSCALE took in round 27 (the normalised q not rounded).
+# Those comparisons now pin gl_ws's q side to the rounded form, as round 27 did for gl_rc; test_ws_qscale checks this
+# form against the contract. On since r98, pending the whole file's rerun (scripts/gdn-r99.sh).
+GL_WS_QSCALE = True
 # GL_WS_QNORM_MMA (round 27): GL_RC_QNORM_MMA's norms for gl_ws's QSCALE output partition, a knob of its own since r97
 #   measured it slower there (above) whatever it does for gl_rc. Off.
 GL_WS_QNORM_MMA = False
@@ -459,11 +470,19 @@ GL_WS_QSIDE_OUT_REGS = 152
 #   none completes before its predecessor). What it can save is the launch latency and CTA placement at each of the
 #   call's kernel boundaries (five at varlen: chunk offsets, slot map, gates, intra, state pass), which r95's graph
 #   bench (0.3686 ms) had ~10-18 us above the sum of the kernels' profiled times (0.350). Not taken by the split state
-#   pass (two streams) nor under the interpreter. Off until measured.
-PDL = False
+#   pass (two streams) nor under the interpreter.
+# r98 (one H100, commit 7e03d9a, bench_gdn sweeps by CUDA-graph replay, ATREX alone; its 5 GPU cases passed, bit for
+# bit the call without it, eager and in a graph of three chained calls): varlen 16x1024 (gl_rc2) 0.409 ms against
+# 0.413; but with gl_ws as the state pass slower, T=32768/16/32 1.009 against 0.944, T=8192 0.263 against 0.254. gl_ws
+# runs one CTA per (V block, head), 128 CTAs that fit two to an SM: launched early, into the SMs the intra kernel's last
+# wave frees first, they can pair up on some SMs while others stay idle for the whole state pass (an inference; not
+# profiled). gl_rc / gl_rc2 take a whole SM per CTA, so they cannot. Since r98 a call takes PDL only where its state
+# pass is gl_rc or gl_rc2 (``_with_pdl``); gl_ws is not in the list.
+PDL = True
 _PDL_KERNELS = frozenset({
     "atrex_sm90_gdn_chunk_offsets", "atrex_sm90_gdn_slot_seq", "atrex_sm90_gdn_gates", "atrex_sm90_gdn_intra_chunk_v3",
-    "atrex_sm90_gdn_state_output_gl_ws", "atrex_sm90_gdn_state_output_gl_rc", "atrex_sm90_gdn_state_output_gl_rc2"})
+    "atrex_sm90_gdn_state_output_gl_rc", "atrex_sm90_gdn_state_output_gl_rc2"})
+_PDL_STATE_KERNELS = ("atrex_sm90_gdn_state_output_gl_rc", "atrex_sm90_gdn_state_output_gl_rc2")
 # FOLD_QK_NORM (round 10; measured on the H200 in round 11, r27: off): with in-kernel L2 norm, the intra
 #   kernel writes no normalised q / k copies (at varlen 16x1024 or T=32768 those writes are ~270 MB of the intra
 #   kernel's ~680 MB of HBM traffic) and folds the row norms into the factor planes instead (kernels.
@@ -559,9 +578,9 @@ def _interpreting():
 
 
 def _with_pdl(launches):
-    """The call's launches with ``PDL`` applied (its block comment): each kernel of ``_PDL_KERNELS`` gets its PDL
-    constexpr and Triton's ``launch_pdl`` option; the others launch as they are."""
-    if not PDL or _interpreting():
+    """The call's launches with ``PDL`` applied (its block comment) where the state pass is gl_rc or gl_rc2: each kernel
+    of ``_PDL_KERNELS`` gets its PDL constexpr and Triton's ``launch_pdl`` option; the others launch as they are."""
+    if not PDL or _interpreting() or not any(kern.__name__ in _PDL_STATE_KERNELS for kern, *_ in launches):
         return launches
     return [(kern, grid_, args, dict(meta, PDL=True, launch_pdl=True)) if kern.__name__ in _PDL_KERNELS
             else (kern, grid_, args, meta) for kern, grid_, args, meta in launches]
