@@ -9,11 +9,12 @@
 nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader > "$OUT/smi.txt"; cat "$OUT/smi.txt"
 grep -E "^(GL_WS_QSIDE|GL_WS_QSCALE|GL_RC_QNORM_MMA|GL_RC_L2_PREFETCH|GL_RC_HT_REMAT|PDL) =" \
   packages/nvidia/src/atrex_nvidia/chunk_gdn/sm90/launch.py | tr '\n' ' '; echo
-gdn_bench_case 585 140 varlen
+CAP=${R99_CAP:-585}
+gdn_bench_case "$CAP" 140 varlen
 grep -h "^| perf" "$OUT"/graph/varlen/bench_*.md 2>/dev/null | cut -c1-140
 gdn_target_tests 230
 for c in T32768 T8192-H16-HV32; do
-  gdn_bench_case 585 140 "$c"
+  gdn_bench_case "$CAP" 140 "$c"
   grep -h "^| perf" "$OUT"/graph/"$c"/bench_*.md 2>/dev/null | cut -c1-140
 done
 gdn_archive r99
