@@ -997,7 +997,7 @@ def test_gluon_ws_rings_and_empty_sequences(case_id, kw, stages, monkeypatch):
     pytest.importorskip("triton.experimental.gluon")
     from atrex_nvidia.chunk_gdn.sm90 import launch
     monkeypatch.setattr(launch, "STATE_CFG_OVERRIDE", (32, 4, stages))
-    monkeypatch.setattr(launch, "GL_WS_QSCALE", False)  # (the tma kernel's q rounding: the normalised q rounded)
+    monkeypatch.setattr(launch, "GL_WS_QSIDE", False)  # (the tma kernel's q side: gl_ws in its pre-r98 form)
     outs, _ = state_impl_outputs(launch, monkeypatch, make_inputs(device="cuda", **kw), ("tma", "gl_ws"))
     (o1, h1), (o2, h2) = outs["tma"], outs["gl_ws"]
     assert rrmse(o1, o2) <= 2e-3 and rrmse(h1, h2) <= 2e-3, (rrmse(o1, o2), rrmse(h1, h2))
@@ -1041,10 +1041,10 @@ def test_gluon_rc_rings_across_items(case_id, kw, stages, sm_count, monkeypatch)
     pytest.importorskip("triton.experimental.gluon")
     from atrex_nvidia.chunk_gdn.sm90 import launch
     monkeypatch.setattr(launch, "GL_RC_STAGES", stages)
-    # (both with the normalised q rounded to the input dtype, GL_RC_QSCALE and GL_WS_QSCALE off; the round-26 slot
-    # release and TMA output store, which change the rings' traffic, stay as by default)
+    # (both with the normalised q rounded to the input dtype: GL_RC_QSCALE off, gl_ws in its pre-r98 form, GL_WS_QSIDE
+    # off; the round-26 slot release and TMA output store, which change the rings' traffic, stay as by default)
     monkeypatch.setattr(launch, "GL_RC_QSCALE", False)
-    monkeypatch.setattr(launch, "GL_WS_QSCALE", False)
+    monkeypatch.setattr(launch, "GL_WS_QSIDE", False)
     (o1, h1), (o2, h2) = _impl_pair_on_rings(launch, monkeypatch, case_id, kw, ("gl_ws", "gl_rc"), sm_count)
     assert rrmse(o1, o2) <= 2e-3 and rrmse(h1, h2) <= 2e-3, (rrmse(o1, o2), rrmse(h1, h2))
 
@@ -1184,12 +1184,12 @@ def fp16_inverse_guard(launch, device="cpu"):
         return launch.gdn_fwd(q, k, v, g, beta, scale=K ** -0.5, initial_state=None, output_final_state=True,
                               use_qk_l2norm_in_kernel=True, state_v_first=False, cu_seqlens=None)
 
-    saved = (launch.INTRA_V3_INV_FP16, launch.INTRA_V3_FP16_FALLBACK, launch.GL_WS_QSCALE)
+    saved = (launch.INTRA_V3_INV_FP16, launch.INTRA_V3_FP16_FALLBACK, launch.GL_WS_QSIDE)
     rows = {}
     try:
-        # (both calls' state pass with the normalised q rounded, as when the 1e-3 below was set: r98 saw 1.19e-3 with
-        # GL_WS_QSCALE's unrounded q)
-        launch.GL_WS_QSCALE = False
+        # (both calls' state pass as when the 1e-3 below was set, gl_ws without its q side: r98 saw 1.19e-3 with
+        # GL_WS_QSIDE + GL_WS_QSCALE, whose q is not rounded)
+        launch.GL_WS_QSIDE = False
         launch.INTRA_V3_INV_FP16 = False
         o_ref, h_ref = call()
         launch.INTRA_V3_INV_FP16 = True
@@ -1213,7 +1213,7 @@ def fp16_inverse_guard(launch, device="cpu"):
         rows["fp16_unguarded_overflows_on_that_case"] = [0.0 if not bool(torch.isfinite(o_bad).all()) else 1.0,
                                                          0.0, 0.5]
     finally:
-        launch.INTRA_V3_INV_FP16, launch.INTRA_V3_FP16_FALLBACK, launch.GL_WS_QSCALE = saved
+        launch.INTRA_V3_INV_FP16, launch.INTRA_V3_FP16_FALLBACK, launch.GL_WS_QSIDE = saved
     return rows
 
 
@@ -1798,12 +1798,12 @@ def fused_check(launch, device, cases, sm_count=None, diag16=False):
         orig(kern, grid, args, meta, slot)
 
     saved = (launch.FUSED_RC, launch.FUSED_DIAG16, launch.INTRA_V3_DIAG16, launch._launch, launch.GL_RC_QSCALE,
-             launch.GL_RC_TWO_CHAINS, launch.GL_WS_QSCALE)
+             launch.GL_RC_TWO_CHAINS, launch.GL_WS_QSIDE)
     launch._launch = spy
     # the two-kernel side with the fused kernel's q rounding: gl_rc with the normalised q rounded to the input dtype
     # (GL_RC_QSCALE off, one chain per CTA: gl_rc2 has QSCALE's q side only; r91 saw 3.5e-3 between the two otherwise),
-    # and gl_ws likewise (GL_WS_QSCALE off; r98 saw 2.6-3.2e-3 otherwise)
-    launch.GL_RC_QSCALE = launch.GL_RC_TWO_CHAINS = launch.GL_WS_QSCALE = False
+    # and gl_ws in its pre-r98 form (GL_WS_QSIDE off; r98 saw 2.6-3.2e-3 with its QSCALE form)
+    launch.GL_RC_QSCALE = launch.GL_RC_TWO_CHAINS = launch.GL_WS_QSIDE = False
     # both sides in the same inverse form (INTRA_V3_DIAG16 is the v3 kernel's knob for the same 16x16 diagonal-block
     # merges), so that the row isolates the fused pipeline: r73/r76 (H100) compared fused DIAG16 with the full-merge
     # two-kernel call and saw 3.5e-3 on g_tiny_long (bound 2e-3; 3.8e-3 against float64, bound 8e-3)
@@ -1841,7 +1841,7 @@ def fused_check(launch, device, cases, sm_count=None, diag16=False):
             rows[f"fused_{cid}_vs_float64"] = [max(rrmse(ro, o1), rrmse(rh, h1)), 0.0, bound_for(kw)]
     finally:
         (launch.FUSED_RC, launch.FUSED_DIAG16, launch.INTRA_V3_DIAG16, launch._launch, launch.GL_RC_QSCALE,
-         launch.GL_RC_TWO_CHAINS, launch.GL_WS_QSCALE) = saved
+         launch.GL_RC_TWO_CHAINS, launch.GL_WS_QSIDE) = saved
     return rows
 
 

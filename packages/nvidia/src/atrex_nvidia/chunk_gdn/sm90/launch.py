@@ -453,8 +453,9 @@ GL_WS_QSIDE = True
 # another path at a "same roundings" tolerance (the fused kernel and gl_rc against the two-kernel gl_ws call, tma
 # against gl_ws, FAC_SMEM off (which has no QSIDE) against on, round 25's QSIDE form, and the fp16 inverse guard's
 # 1e-3 between two intra forms: 1.19e-3), the departure GL_RC_QSCALE took in round 27 (the normalised q not rounded).
-# Those comparisons now pin gl_ws's q side to the rounded form, as round 27 did for gl_rc; test_ws_qscale checks this
-# form against the contract. On since r98, pending the whole file's rerun (scripts/gdn-r99.sh).
+# Those comparisons now run gl_ws in its pre-r98 form (GL_WS_QSIDE off; test_ws_qside: round 25's QSIDE form), as
+# round 27 did for gl_rc; test_ws_qscale checks this form against the contract. On since r98; the pinned comparisons
+# have not run on a GPU since (scripts/gdn-r99.sh runs the whole file).
 GL_WS_QSCALE = True
 # GL_WS_QNORM_MMA (round 27): GL_RC_QNORM_MMA's norms for gl_ws's QSCALE output partition, a knob of its own since r97
 #   measured it slower there (above) whatever it does for gl_rc. Off.
