@@ -192,6 +192,10 @@ _SCRIPT = textwrap.dedent(r'''
     gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=[64 * i for i in range(11)]), PDL=True, STATE_IMPL="gl_rc")
     gdn(dict(T=256, H=16, HV=32, K=128), PDL=True, INTRA_V3_GATES=True, STATE_IMPL="gl_rc")
     gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=[64 * i for i in range(11)]), PDL=False)
+    # ... and INTRA_GATES_BOOK (the gates kernel forms the offsets and the slot map), with and without PDL
+    gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=[64 * i for i in range(11)]), INTRA_GATES_BOOK=True)
+    gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=[0, 0, 1, 65, 640], cu_dtype=torch.int64), INTRA_GATES_BOOK=True,
+        PDL=False)
 
     # round 20: the fused kernel (FUSED_RC): varlen and fixed length, K = 128 and 64, GVA, both state layouts, fp16,
     # beta through the in-kernel sigmoid, 3 load slots (K = 128: 219.7 KB of shared memory)

@@ -1543,6 +1543,70 @@ def slot_map_check(launch, device="cpu"):
     return rows
 
 
+def gates_book_check(launch, device="cpu", cases=("varlen_0_1", "varlen_i64_noh0", "varlen_fp16_noL2_vfirst")):
+    """``INTRA_GATES_BOOK`` (round 28: the gates kernel forms the chunk offsets and the slot map, ``kernels._book_slot``,
+    and the two bookkeeping kernels are not launched). Rows ``[mismatches or err, 0, 0]``:
+    * ``_book_slot`` in a probe kernel, one program per slot, against a Python count: the offsets and map it stores
+      and the (sequence, chunk offset, live) it returns, over empty sequences first, inside and last, 1-, 64- and
+      65-token sequences, and 1100 sequences (two 1024-sequence blocks);
+    * whole calls with the gates kernel (INTRA_V3_GATES on) with and without the knob: output and final state bit for
+      bit (the same integers and the same gate arithmetic), and the call with it launched neither bookkeeping kernel
+      and gave the gates launch BOOK, the one without it launched both."""
+    import random
+
+    import torch
+    from _book_probe import atrex_test_book_probe as probe
+
+    rows = {}
+    rnd = random.Random(5)
+    many = [0]
+    for _ in range(1100):
+        many.append(many[-1] + rnd.choice((0, 1, 63, 64, 65, 3)))
+    for name, cu in (("mixed", [0, 0, 0, 1, 65, 65, 129, 193, 194, 300, 300]), ("long", [0, 70000, 70001, 70065, 70065]),
+                     ("one", [0, 64]), ("many", many)):
+        N, T = len(cu) - 1, cu[-1]
+        n_slots = T // 64 + N
+        co_want, seq, c0s = [0], [], []
+        for n in range(N):
+            nch = -(-(cu[n + 1] - cu[n]) // 64)
+            seq += [n] * nch
+            c0s += [co_want[-1]] * nch
+            co_want.append(co_want[-1] + nch)
+        n_live = len(seq)
+        co = torch.full((N + 1 + n_slots,), -7, dtype=torch.int32, device=device)
+        out = torch.full((3 * n_slots,), -7, dtype=torch.int32, device=device)
+        probe[(n_slots,)](torch.tensor(cu, dtype=torch.int32, device=device), co, out, N)
+        got, res = co.cpu().tolist(), out.cpu().view(n_slots, 3).tolist()
+        want = co_want + seq + [N] * (n_slots - n_live)
+        bad = sum(a != b for a, b in zip(got, want)) + abs(len(got) - len(want))
+        bad += sum(r != [seq[i], c0s[i], 1] for i, r in enumerate(res[:n_live]))
+        bad += sum(r[2] != 0 for r in res[n_live:])
+        rows[f"gates_book_slot_{name}"] = [float(bad), 0.0, 0.0]
+    saved = (launch.INTRA_V3_GATES, launch.INTRA_GATES_BOOK, launch._launch_all)
+    ran = []
+
+    def spy(dev, launches, *a, **kw):
+        ran.append(sorted(kern.__name__.replace("atrex_sm90_gdn_", "") + ("+book" if meta.get("BOOK") else "")
+                          for kern, _g, _a, meta in launches if "state_output" not in kern.__name__
+                          and "intra" not in kern.__name__))
+        return saved[2](dev, launches, *a, **kw)
+    try:
+        launch._launch_all = spy
+        launch.INTRA_V3_GATES = True
+        pool = dict(SMALL_CASES if device == "cpu" else GLUON_CASES + GPU_CASES)
+        for cid in cases:
+            x = make_inputs(device=device, **pool[cid])
+            ran.clear()
+            err = _knob_pair_error(launch, x, device, {"INTRA_GATES_BOOK": False}, {"INTRA_GATES_BOOK": True},
+                                   exact=True)
+            rows[f"gates_book_{cid}"] = [err, 0.0, 0.0]
+            want_ran = [["chunk_offsets", "gates", "slot_seq"], ["gates+book"]]
+            rows[f"gates_book_{cid}_ran"] = [0.0 if ran == want_ran else 1.0, 0.0, 0.0]
+    finally:
+        launch.INTRA_V3_GATES, launch.INTRA_GATES_BOOK, launch._launch_all = saved
+    return rows
+
+
 SPLIT_XU_PROBES = (("small/no-l2norm-bf16-state", False, "split_xu"), ("small/varlen-gva-vfirst", True, "split_xu_gva"))
 
 
@@ -1632,6 +1696,16 @@ def test_intra_gates():
                                         "K128_varlen_i64_gva"))
     bad = {k: v for k, v in rows.items() if not v[0] <= v[2]}
     assert len(rows) == 18 and not bad, (rows, bad)
+
+
+def test_gates_book_same_bookkeeping():
+    """``INTRA_GATES_BOOK`` on the GPU (see ``gates_book_check``): the probe of the offsets and map, and whole calls
+    bit for bit on the CPU cases and Qwen3-Next-like varlen shapes (one- and two-head programs, int64 cu_seqlens)."""
+    from atrex_nvidia.chunk_gdn.sm90 import launch
+    cases = ("varlen_0_1", "varlen_i64_noh0", "varlen_fp16_noL2_vfirst", "qwen_varlen_mixed", "K128_varlen_i64_gva")
+    rows = gates_book_check(launch, "cuda", cases)
+    bad = {k: v for k, v in rows.items() if not v[0] <= v[2]}
+    assert len(rows) == 4 + 2 * len(cases) and not bad, (rows, bad)
 
 
 def test_intra_diag16():

@@ -14,6 +14,7 @@ from _gdn_cases import (  # noqa: E402,F401
                          test_fused_rc_graph_capture,
                          test_fused_rc_rings_across_items,
                          test_graph_capture_replay_changed_cu_seqlens,
+                         test_gates_book_same_bookkeeping,
                          test_intra_diag16,
                          test_intra_gates,
                          test_intra_gva_share,

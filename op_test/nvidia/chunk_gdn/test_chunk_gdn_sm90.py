@@ -16,6 +16,7 @@ from _gdn_cases import (  # noqa: E402,F401
     test_fused_rc,
     test_fused_rc_graph_capture,
     test_fused_rc_rings_across_items,
+    test_gates_book_same_bookkeeping,
     test_gluon_rc2_rings_across_items,
     test_gluon_rc_rings_across_items,
     test_gluon_state_kernel,

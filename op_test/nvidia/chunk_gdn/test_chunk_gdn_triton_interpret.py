@@ -181,6 +181,7 @@ _SCRIPT = textwrap.dedent(r'''
     res.update(C.slot_map_output_check(launch))
     res.update(C.acc_merge_check(launch))
     res.update(C.gates_check(launch))
+    res.update(C.gates_book_check(launch))
     res.update(C.diag16_check(launch))
     res.update(C.slot_map_check(launch))
     res.update(C.split_xu_check(launch))
@@ -222,6 +223,15 @@ def test_diag16_rows_ran(interpreted_results):
     want = {f"diag16_{c}" for c in cases} | {f"diag16_{c}_ran" for c in cases}
     want |= {f"ut_inverse_{k}_fp16_diag16{s}" for k in ("corr", "corr_neg") for s in ("", "_beats_bf16_merges_3x")}
     want |= {f"ut_inverse_corr_pos_{t}_newton" for t in ("v3", "v3_fp16", "v3_fp16_diag16")}
+    assert want <= set(interpreted_results), sorted(want - set(interpreted_results))
+
+
+def test_gates_book_rows_ran(interpreted_results):
+    """The round-28 rows (``gates_book_check``: the bookkeeping probe and whole calls with and without
+    ``INTRA_GATES_BOOK``) are present, so that none passes by being absent."""
+    cases = ("varlen_0_1", "varlen_i64_noh0", "varlen_fp16_noL2_vfirst")
+    want = {f"gates_book_slot_{n}" for n in ("mixed", "long", "one", "many")}
+    want |= {f"gates_book_{c}" for c in cases} | {f"gates_book_{c}_ran" for c in cases}
     assert want <= set(interpreted_results), sorted(want - set(interpreted_results))
 
 

@@ -895,3 +895,33 @@ def test_pdl_marks_the_listed_kernels_of_gl_rc_plans_only(plan, monkeypatch):
         assert all(not p and not lp for _n, p, lp in marked(T=cu[-1], H=32, HV=32, cu_seqlens=cu))
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     assert all(not p for _n, p, _lp in marked(T=cu[-1], H=32, HV=32, cu_seqlens=cu))
+
+
+def test_gates_book_drops_the_bookkeeping_launches(plan, monkeypatch):
+    """INTRA_GATES_BOOK (round 28, off): where a varlen call launches the gates kernel with the sequence map, that
+    launch takes BOOK and the chunk-offsets and slot-map launches are dropped (the intra launch still reads the map
+    and offsets from the same buffer); not for fixed-length calls, the packed map or without the gates kernel."""
+    cu = [64 * 4 * i for i in range(17)]
+    bookkeeping = {"atrex_sm90_gdn_chunk_offsets", "atrex_sm90_gdn_slot_seq"}
+
+    def names(**kw):
+        return [(n, bool(meta.get("BOOK"))) for n, *_, meta in plan(**kw)["all"]]
+    assert L.INTRA_GATES_BOOK is False
+    off = names(T=cu[-1], H=32, HV=32, cu_seqlens=cu)
+    assert bookkeeping <= {n for n, _ in off} and not any(b for _n, b in off), off
+    monkeypatch.setattr(L, "INTRA_GATES_BOOK", True)
+    on = plan(T=cu[-1], H=32, HV=32, cu_seqlens=cu)["all"]
+    got = [(n, bool(meta.get("BOOK"))) for n, *_, meta in on]
+    assert not bookkeeping & {n for n, _ in got} and ("atrex_sm90_gdn_gates", True) in got, got
+    gates = next(x for x in on if x[0] == "atrex_sm90_gdn_gates")
+    intra = next(x for x in on if x[0] == "atrex_sm90_gdn_intra_chunk_v3")
+    assert gates[2][3] is intra[2][11] and intra[3]["SLOT_MAP"] is True  # (co: written by gates, read by intra)
+    assert not any(b for _n, b in names(T=8192 // 32, H=16, HV=32))  # (fixed length)
+    with monkeypatch.context() as m:
+        m.setattr(L, "INTRA_SLOT_MAP", "packed")
+        got = names(T=cu[-1], H=32, HV=32, cu_seqlens=cu)
+        assert bookkeeping <= {n for n, _ in got} and not any(b for _n, b in got), got
+        m.setattr(L, "INTRA_SLOT_MAP", True)
+        m.setattr(L, "INTRA_V3_GATES", False)
+        got = names(T=cu[-1], H=32, HV=32, cu_seqlens=cu)
+        assert bookkeeping <= {n for n, _ in got} and "atrex_sm90_gdn_gates" not in {n for n, _ in got}, got

@@ -330,6 +330,8 @@ VARIANTS = [
     ("pdl", dict(pdl=True)),
     ("pdl_ws_qscale", dict(pdl=True, ws_qside=True, ws_qscale=True)),
     ("rc2_all", dict(pdl=True, rc_two_chains=True, rc_l2_prefetch=True, rc_ht_remat=True, rc_qnorm_mma=True)),
+    ("book", dict(gates_book=True)),  # (round 28: the gates kernel forms the chunk offsets and the slot map)
+    ("no_pdl", dict(pdl=False)),
     ("rc26_o168", dict(rc_two_chains=False, rc_out_regs=168)),
     ("rc26_o184", dict(rc_two_chains=False, rc_out_regs=184)),
     ("rc26_o216", dict(rc_two_chains=False, rc_out_regs=216)),
@@ -353,7 +355,7 @@ _HOOKS = dict(state="STATE_CFG_OVERRIDE", intra="INTRA_CFG_OVERRIDE", wy="USE_WY
               rc_out_tma="GL_RC_OUT_TMA", rc_qnorm_mma="GL_RC_QNORM_MMA", ws_qnorm_mma="GL_WS_QNORM_MMA", ws_qscale="GL_WS_QSCALE",
               rc_late_factors="GL_RC_LATE_FACTORS", rc_two_chains="GL_RC_TWO_CHAINS",
               rc2_out_regs="GL_RC2_OUT_REGS", rc2_chain_regs="GL_RC2_CHAIN_REGS", rc_l2_prefetch="GL_RC_L2_PREFETCH",
-              rc_ht_remat="GL_RC_HT_REMAT", pdl="PDL")
+              rc_ht_remat="GL_RC_HT_REMAT", pdl="PDL", gates_book="INTRA_GATES_BOOK")
 
 
 def _select_variants(spec):

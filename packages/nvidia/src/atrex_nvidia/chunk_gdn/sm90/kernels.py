@@ -1140,19 +1140,32 @@ def atrex_sm90_gdn_gates(
     s_gb, s_gt, s_gh, s_bb, s_bt, s_bh,
     TOTAL_T,
     IS_VARLEN: tl.constexpr, BH: tl.constexpr, BETA_SIGMOID: tl.constexpr, NEG_EIGVAL: tl.constexpr,
-    SLOT_MAP: tl.constexpr = False, PDL: tl.constexpr = False,
+    SLOT_MAP: tl.constexpr = False, PDL: tl.constexpr = False, BOOK: tl.constexpr = False,
 ):
     """The gate rows of every chunk, for the intra v3 kernel's ``GATES`` form (round 17, ``launch.INTRA_V3_GATES``):
     one program per (chunk slot, block of BH value heads) writes the factor planes 0-4 of ``fac [5, HV, TOTAL_T]``
     (chunk-local cumsum gamma, beta, beta e^gamma, e^gamma, e^(gamma_last - gamma)), the values the v3 kernel
     otherwise forms and stores itself (``_v3_head_rows`` / ``_store_row_factors``, same formulas). The v3 program
     then loads gamma and beta beside its q / k tiles instead of waiting for g, scanning it and storing the planes
-    before it issues the q / k loads (about a sixth of a varlen v3 program's stall samples, round 14's r44 profile)."""
+    before it issues the q / k loads (about a sixth of a varlen v3 program's stall samples, round 14's r44 profile).
+    With ``BOOK`` (round 28, ``launch.INTRA_GATES_BOOK``; varlen with the sequence map) the kernel also does the work
+    of ``atrex_sm90_gdn_chunk_offsets`` and ``atrex_sm90_gdn_slot_seq``, which are then not launched: each program
+    finds its slot's sequence from ``cu`` itself (``_book_slot``), the programs of head block 0 write the slot map
+    entry and program (0, 0) the chunk offsets, for the intra kernel after it."""
     _pdl_enter(PDL)
     slot = tl.program_id(0)
     heads = tl.program_id(1) * BH + tl.arange(0, BH)
     mh = heads < HV
-    if IS_VARLEN:
+    if BOOK:
+        n, c0, live = _book_slot(cu, co, slot, N, tl.program_id(1) == 0, tl.program_id(0) == 0)
+        if not live:
+            return
+        bos = tl.load(cu + n).to(tl.int32)
+        eos = tl.load(cu + n + 1).to(tl.int32)
+        c = slot - c0
+        b_idx = n * 0
+        tg0 = bos
+    elif IS_VARLEN:
         if SLOT_MAP == 2:
             live = tl.load(co + N + 1 + 2 * slot) < tl.load(co + N + 2 + 2 * slot)
         elif SLOT_MAP:
@@ -1161,7 +1174,8 @@ def atrex_sm90_gdn_gates(
             live = slot < tl.load(co + N)
         if not live:
             return
-    c, bos, eos, b_idx, tg0 = _chunk_of_slot(slot, co, cu, N, T, n_search, IS_VARLEN, SLOT_MAP)
+    if not BOOK:
+        c, bos, eos, b_idx, tg0 = _chunk_of_slot(slot, co, cu, N, T, n_search, IS_VARLEN, SLOT_MAP)
     r64 = tl.arange(0, 64)
     t0 = bos + c * 64
     rows = t0 + r64
@@ -1183,6 +1197,39 @@ def atrex_sm90_gdn_gates(
     tl.store(f_base + 2 * plane, bf * eg, mask=m2)
     tl.store(f_base + 3 * plane, eg, mask=m2)
     tl.store(f_base + 4 * plane, tl.where(m2, tl.exp(glast[None, :] - gc), 0.0), mask=m2)
+
+
+@triton.jit
+def _book_slot(cu, co, slot, N, WRITE_MAP, WRITE_OFFSETS, BLOCK: tl.constexpr = 1024):
+    """``INTRA_GATES_BOOK``'s bookkeeping for one chunk slot of a varlen call: ``(n, co[n], live)``, the slot's
+    sequence n (the largest n < N whose chunk offset co[n] <= slot: empty sequences are skipped, as in
+    ``atrex_sm90_gdn_slot_seq``), its chunk offset and whether the slot has a chunk (slot < co[N]). From ``cu`` in
+    blocks of BLOCK sequences: chunk counts ceil(len / 64), their running sum cs[j] = co[j + 1]; n counts the
+    j < N - 1 with cs[j] <= slot, and co[n] is the largest of those cs[j] (0 if none). With ``WRITE_MAP`` it stores the
+    slot map entry co[N + 1 + slot] (n, or N for a slot without a chunk); with ``WRITE_OFFSETS`` the chunk offsets
+    co[0..N] (``atrex_sm90_gdn_chunk_offsets``' values)."""
+    carry = tl.zeros([], dtype=tl.int32)
+    n = tl.zeros([], dtype=tl.int32)
+    c0 = tl.zeros([], dtype=tl.int32)
+    if WRITE_OFFSETS:
+        tl.store(co, carry)
+    for start in range(0, N, BLOCK):
+        idx = start + tl.arange(0, BLOCK)
+        m = idx < N
+        a = tl.load(cu + idx, mask=m, other=0).to(tl.int32)
+        b = tl.load(cu + idx + 1, mask=m, other=0).to(tl.int32)
+        nch = tl.where(m, (b - a + 63) // 64, 0)
+        cs = tl.cumsum(nch, 0) + carry
+        below = (idx < N - 1) & (cs <= slot)
+        n += tl.sum(below.to(tl.int32), 0)
+        c0 = tl.maximum(c0, tl.max(tl.where(below, cs, 0), 0))
+        if WRITE_OFFSETS:
+            tl.store(co + idx + 1, cs, mask=m)
+        carry = carry + tl.sum(nch, 0)
+    live = slot < carry
+    if WRITE_MAP:
+        tl.store(co + N + 1 + slot, tl.where(live, n, N))
+    return n, c0, live
 
 
 @triton.jit

@@ -191,6 +191,13 @@ INTRA_V3_ACC_MERGE = "gs2"
 # A fixed-length program decodes its chunk without a load, so its g load is not behind a chain of dependent loads as
 # a varlen program's is (slot map -> offsets -> g); there the form only adds the plane loads.
 INTRA_V3_GATES = "varlen1"
+# INTRA_GATES_BOOK (round 28): where a varlen call launches the gates kernel with the sequence map (INTRA_SLOT_MAP
+#   True), that kernel also forms the chunk offsets and the slot map (kernels._book_slot: each program from cu, the
+#   programs of head block 0 storing the map, program (0, 0) the offsets), and the chunk-offsets and slot-map kernels
+#   are not launched: two kernels and two kernel boundaries fewer per call (profiled at 0.001 and 0.002 ms at varlen
+#   16x1024, r95). Bit for bit the same offsets, map and planes under the interpreter (test_gates_book_same_bookkeeping);
+#   built on the CPU only: off until a GPU has run it.
+INTRA_GATES_BOOK = False
 # INTRA_V3_DIAG16 (round 19): the v3 inverse of L2-norm calls (the fp16 merges, and the bf16 merges + Newton step that
 # tiles with a positive g fall back to) forms the inverses of its four 16x16 diagonal blocks (merges b = 2, 4, 8) per
 # warp, as batched [4, 16, 16] dots on the warp's own rows (kernels._diag16_inverse: mma.sync and shuffles, no
@@ -880,7 +887,10 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
                     g.stride(0), g.stride(1), g.stride(2), beta.stride(0), beta.stride(1), beta.stride(2), total_t),
                     dict(IS_VARLEN=is_varlen, BH=bh, BETA_SIGMOID=bool(use_beta_sigmoid_in_kernel),
                          NEG_EIGVAL=bool(allow_neg_eigval), SLOT_MAP=_slot_map_meta(slot_map, is_varlen),
-                         num_warps=4)))
+                         num_warps=4, **({"BOOK": True} if INTRA_GATES_BOOK and is_varlen and slot_map == 1 else {}))))
+                if launches[-1][3].get("BOOK"):  # (the gates kernel forms the offsets and the map itself)
+                    launches[:] = [x for x in launches if x[0] not in (_k.atrex_sm90_gdn_chunk_offsets,
+                                                                        _k.atrex_sm90_gdn_slot_seq)]
         else:
             kern, extra = _k.atrex_sm90_gdn_intra_chunk_v2, dict(DOT_PREC=str(INTRA_V2_PREC))
         launches.append((kern, (n_slots * HV // extra.get("GS", 1),), (
@@ -1222,7 +1232,7 @@ def _knobs():
             FUSED_AUX_REGS, FUSED_OUT_REGS, FUSED_DIAG16, GL_RC_QSIDE, GL_RC_OUT_REGS, GL_RC_QREG, GL_WS_QSIDE,
             GL_WS_QSIDE_OUT_REGS, INTRA_V3_QSIDE_MAXNREG, GL_RC_QSCALE, GL_RC_EARLY_FREE, GL_RC_OUT_TMA,
             GL_RC_QNORM_MMA, GL_WS_QSCALE, GL_RC_LATE_FACTORS, GL_RC_TWO_CHAINS, GL_RC2_CHAIN_REGS, GL_RC2_OUT_REGS,
-            GL_RC_L2_PREFETCH, GL_WS_QNORM_MMA, GL_RC_HT_REMAT, PDL)
+            GL_RC_L2_PREFETCH, GL_WS_QNORM_MMA, GL_RC_HT_REMAT, PDL, INTRA_GATES_BOOK)
 
 
 def _call_signature(dev, tensors, flags):
