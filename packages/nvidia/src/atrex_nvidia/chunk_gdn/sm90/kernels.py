@@ -56,17 +56,24 @@ def _pdl_enter(PDL: tl.constexpr):
 
 
 @triton.jit
+def _chunk_counts(cu, start, N, BLOCK: tl.constexpr):
+    """Sequences [start, start + BLOCK) of ``cu``: their indices, the in-range mask, and their chunk counts
+    ceil((cu[n + 1] - cu[n]) / 64) (0 out of range), int32."""
+    idx = start + tl.arange(0, BLOCK)
+    m = idx < N
+    a = tl.load(cu + idx, mask=m, other=0).to(tl.int32)
+    b = tl.load(cu + idx + 1, mask=m, other=0).to(tl.int32)
+    return idx, m, tl.where(m, (b - a + 63) // 64, 0)
+
+
+@triton.jit
 def atrex_sm90_gdn_chunk_offsets(cu, co, N, BLOCK: tl.constexpr, PDL: tl.constexpr = False):
     """co[0] = 0, co[n + 1] = co[n] + ceil((cu[n + 1] - cu[n]) / 64), int32, for n < N."""
     _pdl_enter(PDL)
     carry = tl.zeros([], dtype=tl.int32)
     tl.store(co, carry)
     for start in range(0, N, BLOCK):
-        idx = start + tl.arange(0, BLOCK)
-        m = idx < N
-        a = tl.load(cu + idx, mask=m, other=0).to(tl.int32)
-        b = tl.load(cu + idx + 1, mask=m, other=0).to(tl.int32)
-        nch = tl.where(m, (b - a + 63) // 64, 0)
+        idx, m, nch = _chunk_counts(cu, start, N, BLOCK)
         cs = tl.cumsum(nch, 0) + carry
         tl.store(co + idx + 1, cs, mask=m)
         carry = carry + tl.sum(nch, 0)
@@ -1214,11 +1221,7 @@ def _book_slot(cu, co, slot, N, WRITE_MAP, WRITE_OFFSETS, BLOCK: tl.constexpr = 
     if WRITE_OFFSETS:
         tl.store(co, carry)
     for start in range(0, N, BLOCK):
-        idx = start + tl.arange(0, BLOCK)
-        m = idx < N
-        a = tl.load(cu + idx, mask=m, other=0).to(tl.int32)
-        b = tl.load(cu + idx + 1, mask=m, other=0).to(tl.int32)
-        nch = tl.where(m, (b - a + 63) // 64, 0)
+        idx, m, nch = _chunk_counts(cu, start, N, BLOCK)
         cs = tl.cumsum(nch, 0) + carry
         below = (idx < N - 1) & (cs <= slot)
         n += tl.sum(below.to(tl.int32), 0)
