@@ -38,7 +38,13 @@ v_new); the triangular inverse runs in fp32 with ieee dots. Masks are applied to
 
 import triton
 import triton.language as tl
-from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
+
+try:  # grid dependency control (launch.PDL): Triton >= 3.3; without it the kernels are built without PDL
+    from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
+    GDC_SUPPORTED = True
+except ImportError:  # pragma: no cover - older Triton
+    gdc_launch_dependents = gdc_wait = None
+    GDC_SUPPORTED = False
 
 BT = 64  # chunk size, hard-wired in the kernels (the math does not depend on it, CONTRACTS §2.2)
 

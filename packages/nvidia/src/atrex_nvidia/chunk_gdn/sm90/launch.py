@@ -425,7 +425,7 @@ GL_RC2_CHAIN_REGS = 168
 #   are issued (kernels_gluon._rc_loader's L2PF). r97 (one H100, Nsight Compute of gl_rc2, varlen 16x1024): DRAM 84%
 #   busy (2.80 TB/s), and each chain waited about half its samples on its load slot's ready barrier, so the 2-stage
 #   ring (no room for a third next to two chains' hand-offs) leaves the loads a single step to land. Built and
-#   compiled on the CPU only (no device time left in round 27): off until swept (scripts/gdn-r96.sh's successor).
+#   compiled on the CPU only (no device time left in round 27); r98 measured it slower (GL_RC_HT_REMAT below): off.
 GL_RC_L2_PREFETCH = False
 # GL_RC_HT_REMAT (round 27): gl_rc's / gl_rc2's chains recompute the final state's store indices after the chunk loop
 #   (kernels_gluon._rc_chain's HT_REMAT): the same stores, without ~40 values spilled at the partition's start and
@@ -462,7 +462,7 @@ GL_WS_QSIDE = True
 # 1e-3 between two intra forms: 1.19e-3), the departure GL_RC_QSCALE took in round 27 (the normalised q not rounded).
 # Those comparisons now run gl_ws in its pre-r98 form (GL_WS_QSIDE off; test_ws_qside: round 25's QSIDE form), as
 # round 27 did for gl_rc; test_ws_qscale checks this form against the contract. On since r98; the pinned comparisons
-# have not run on a GPU since (scripts/gdn-r99.sh runs the whole file).
+# have not run on a GPU since (scripts/gdn-r101.sh runs the whole file).
 GL_WS_QSCALE = True
 # GL_WS_QNORM_MMA (round 27): GL_RC_QNORM_MMA's norms for gl_ws's QSCALE output partition, a knob of its own since r97
 #   measured it slower there (above) whatever it does for gl_rc. Off.
@@ -588,7 +588,8 @@ def _interpreting():
 def _with_pdl(launches):
     """The call's launches with ``PDL`` applied (its block comment) where the state pass is gl_rc or gl_rc2: each kernel
     of ``_PDL_KERNELS`` gets its PDL constexpr and Triton's ``launch_pdl`` option; the others launch as they are."""
-    if not PDL or _interpreting() or not any(kern.__name__ in _PDL_STATE_KERNELS for kern, *_ in launches):
+    if (not PDL or not _k.GDC_SUPPORTED or _interpreting()
+            or not any(kern.__name__ in _PDL_STATE_KERNELS for kern, *_ in launches)):
         return launches
     return [(kern, grid_, args, dict(meta, PDL=True, launch_pdl=True)) if kern.__name__ in _PDL_KERNELS
             else (kern, grid_, args, meta) for kern, grid_, args, meta in launches]
