@@ -740,7 +740,7 @@ def test_rc_round27_options_same_bits(case_id, kw, impl, knob, opt, monkeypatch)
 
 
 # launch.PDL's cases: the varlen chain (chunk offsets, slot map, gates, one-head intra, gl_rc2), fixed length with
-# two-head intra programs and gl_ws (few programs) or gl_rc, K = 64 with strong decay, int64 cu_seqlens
+# two-head intra programs and gl_rc (forced: PDL leaves gl_ws plans out), K = 64 with strong decay, int64 cu_seqlens
 PDL_CASES = [(cid, kw) for cid, kw in QSIDE_CASES if cid in (
     "qwen_varlen_mixed", "K128_varlen_i64_gva", "qwen3next_T1000_bf16h0", "K64_strong_h0")] + [
     ("qwen_varlen_16x257", dict(T=16 * 257, H=32, HV=32, K=128, cu_seqlens=[257 * i for i in range(17)])),
@@ -1512,6 +1512,19 @@ def qside_intra_check(launch, device="cpu", cases=QSIDE_INTRA_CASES):
     return rows
 
 
+def _python_slot_map(cu):
+    """The varlen chunk bookkeeping of offsets ``cu`` counted in Python: (chunk offsets co[0..N], each chunk slot's
+    sequence, each slot's sequence offset co[n], the packed map's (t0, eos) pairs), for the live slots."""
+    co, seq, c0s, packed = [0], [], [], []
+    for n in range(len(cu) - 1):
+        nch = -(-(cu[n + 1] - cu[n]) // 64)
+        seq += [n] * nch
+        c0s += [co[-1]] * nch
+        packed += [x for c in range(nch) for x in (cu[n] + 64 * c, cu[n + 1])]
+        co.append(co[-1] + nch)
+    return co, seq, c0s, packed
+
+
 def slot_map_check(launch, device="cpu"):
     """The slot map of ``INTRA_SLOT_MAP`` (``kernels.atrex_sm90_gdn_slot_seq``) against a Python count: for each
     chunk slot of the intra grid the sequence whose chunk it is, ``N`` for the slots past the last chunk, over offsets
@@ -1524,12 +1537,7 @@ def slot_map_check(launch, device="cpu"):
         N, T = len(cu) - 1, cu[-1]
         q = torch.empty(0, device=device)
         cu_t = torch.tensor(cu, dtype=torch.int32, device=device)
-        want_co, want_map, want_packed = [0], [], []
-        for n in range(N):
-            nch = -(-(cu[n + 1] - cu[n]) // 64)
-            want_co.append(want_co[-1] + nch)
-            want_map += [n] * nch
-            want_packed += [x for c in range(nch) for x in (cu[n] + 64 * c, cu[n + 1])]
+        want_co, want_map, _, want_packed = _python_slot_map(cu)
         # the packed map (round 19, slot_map == 2): (t0, eos) per slot, (0, 0) past the last chunk
         for tag, mode, want in (("", 1, want_map), ("packed_", 2, want_packed)):
             launches = []
@@ -1566,12 +1574,7 @@ def gates_book_check(launch, device="cpu", cases=("varlen_0_1", "varlen_i64_noh0
                      ("one", [0, 64]), ("many", many)):
         N, T = len(cu) - 1, cu[-1]
         n_slots = T // 64 + N
-        co_want, seq, c0s = [0], [], []
-        for n in range(N):
-            nch = -(-(cu[n + 1] - cu[n]) // 64)
-            seq += [n] * nch
-            c0s += [co_want[-1]] * nch
-            co_want.append(co_want[-1] + nch)
+        co_want, seq, c0s, _ = _python_slot_map(cu)
         n_live = len(seq)
         co = torch.full((N + 1 + n_slots,), -7, dtype=torch.int32, device=device)
         out = torch.full((3 * n_slots,), -7, dtype=torch.int32, device=device)
