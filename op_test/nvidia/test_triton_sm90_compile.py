@@ -165,6 +165,13 @@ _SCRIPT = textwrap.dedent(r'''
     gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl), GL_RC_HT_REMAT=True)
     gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl, h0=torch.float32, state_v_first=True), GL_RC_HT_REMAT=True)
     gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl), GL_RC_HT_REMAT=True, **r26)
+    # round 29: the initial-state prefetch (GL_RC_H0_PREFETCH): gl_rc2 in both modes and both h0 layouts, gl_rc with
+    # a bf16 k-first state, K = 64 (V = 128)
+    for m in (1, 2):
+        gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl, h0=torch.float32, state_v_first=True), GL_RC_H0_PREFETCH=m)
+    gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl, h0=torch.float32), GL_RC_H0_PREFETCH=1)
+    gdn(dict(T=256, H=16, HV=32, K=128, h0=torch.bfloat16), GL_RC_H0_PREFETCH=2, STATE_IMPL="gl_rc")
+    gdn(dict(T=256, H=4, HV=8, K=64, V=128, h0=torch.float32), GL_RC_H0_PREFETCH=1, STATE_IMPL="gl_rc2")
     # ... and the same q side in gl_ws's QSIDE output partition (GL_WS_QSCALE): 32 columns, fp16, K = 64, 64 columns
     gdn(dict(T=256, H=16, HV=32, K=128), GL_WS_QSIDE=True, GL_WS_QSCALE=True)
     gdn(dict(T=256, H=16, HV=32, K=128), GL_WS_QSIDE=True, GL_WS_QSCALE=True, GL_WS_QNORM_MMA=True)
@@ -295,8 +302,14 @@ _SCRIPT = textwrap.dedent(r'''
                 results[name]["twin"] = repr((sorted((str(a), repr(b)) for a, b in c["constants"].items() if a != i_d),
                                               repr(c["signature"])))
             if "state_output" in name:
-                i_t = [p.name for p in jit_fn.params].index("T")
-                results[name]["t_is_one"] = c["constants"].get((i_t,)) == 1
+                names = [p.name for p in jit_fn.params]
+                results[name]["t_is_one"] = c["constants"].get((names.index("T"),)) == 1
+                if "H0PF" in names:  # (gl_rc, gl_rc2: round 29's prefetch and what sizes it)
+                    results[name]["h0pf"] = dict(
+                        mode=c["constants"].get((names.index("H0PF"),), 0),
+                        l2pf=bool(c["constants"].get((names.index("L2PF"),), False)),
+                        bk=c["constants"].get((names.index("BK"),)), bv=c["constants"].get((names.index("BV"),)),
+                        two=name.startswith("atrex_sm90_gdn_state_output_gl_rc2|"))
         except Exception as exc:  # the finding
             results[name] = dict(ok=False, error=f"{type(exc).__name__}: {str(exc)[:400]}")
             continue
@@ -309,6 +322,8 @@ _SCRIPT = textwrap.dedent(r'''
             results[name]["hmma"] = sass.count("HMMA.")
             results[name]["hgmma"] = sass.count("HGMMA.")
             results[name]["bars"] = sass.count("BAR.SYNC")
+            if "h0pf" in results[name]:  # L2 prefetches: plain (PF2) and L2::evict_last (PML2)
+                results[name]["h0pf"].update(pf2=sass.count("CCTL.E.PF2"), pml2=sass.count("CCTL.E.PML2"))
             results[name]["unwritten_ur"] = unwritten_uniform_reads(sass)[:4]
             # round 28 (launch.PDL): griddepcontrol.wait / .launch_dependents (ACQBULK / PREEXIT) and, in text order,
             # the first memory access (the Gluon kernels' worker partitions come first in the text, behind a barrier)
@@ -418,6 +433,25 @@ def test_pdl_kernels_wait_for_their_predecessor_before_any_memory_access(compile
     assert not bad, json.dumps(bad, indent=1)[:4000]
     off = {n: p for n, p in pdl.items() if not p["on"] and (p["acq"] or p["preexit"])}
     assert not off, json.dumps(off, indent=1)[:4000]
+
+
+def test_h0_prefetch_issues_one_l2_prefetch_per_line(compiled):
+    """``GL_RC_H0_PREFETCH`` (round 29) in the SASS of gl_rc and gl_rc2: an item's initial-state block is BW x BK
+    values (BW = 128 for gl_rc2's two V blocks, 64 for gl_rc), ``n`` = BW * BK / 32 prefetch addresses. The kernel's
+    start prefetches the CTA's first item over its 4 warps (n / 128 prefetches per thread), the one-warp loader each
+    later item (n / 32): mode 1 both plain (CCTL.E.PF2), mode 2 the loader's with L2::evict_last (CCTL.E.PML2). The
+    specialisations without either prefetch knob have none."""
+    if not compiled["nvdisasm"]["path"]:
+        pytest.skip(f"Triton {compiled['nvdisasm']['triton']} ships no nvdisasm")
+    rc = {n: r["h0pf"] for n, r in compiled.items() if "pf2" in r.get("h0pf", {})}
+    assert {p["mode"] for p in rc.values()} == {0, 1, 2} and any(p["two"] for p in rc.values() if p["mode"]), rc
+    bad = {}
+    for name, p in rc.items():
+        lines = (2 if p["two"] else 1) * p["bv"] * p["bk"] // 32
+        want = {0: (0, 0), 1: (lines // 128 + lines // 32, 0), 2: (lines // 128, lines // 32)}[p["mode"]]
+        if (p["pf2"], p["pml2"]) != want and not (p["mode"] == 0 and p["l2pf"]):
+            bad[name] = (p, want)
+    assert not bad, json.dumps(bad, indent=1)[:4000]
 
 
 def _diag16_twins(compiled, prefix, every=True):

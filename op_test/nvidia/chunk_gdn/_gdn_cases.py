@@ -739,6 +739,38 @@ def test_rc_round27_options_same_bits(case_id, kw, impl, knob, opt, monkeypatch)
     assert [m.get(opt, False) for m in metas] == [False, True] * 2, metas
 
 
+# GL_RC_H0_PREFETCH's cases: every RC2 case with an initial state (fp32 and bf16, both layouts, K = 64 and 128,
+# varlen with 1-, 64- and 65-token sequences, GVA)
+H0PF_CASES = [(cid, kw) for cid, kw in RC2_CASES if kw.get("h0") is not None]
+
+
+@pytest.mark.parametrize("mode", [1, 2])
+@pytest.mark.parametrize("impl", ["gl_rc", "gl_rc2"])
+@pytest.mark.parametrize("case_id,kw", H0PF_CASES, ids=[c[0] for c in H0PF_CASES])
+def test_rc_h0_prefetch_same_bits(case_id, kw, impl, mode, monkeypatch):
+    """``GL_RC_H0_PREFETCH`` (round 29): gl_rc / gl_rc2 prefetch each item's initial-state block into L2 (the CTA's
+    first item at the kernel's start, later ones from the loader: ``mode`` 1 at the item's start, 2 the next item's,
+    evict_last). A hint only, so output and final state equal the call without it bit for bit, on the full grid and
+    on 3 CTAs (several items per CTA, so the loader's prefetches run); and the launch took H0PF = ``mode`` with
+    H0_KC telling h0's contiguous dimension (its k stride is 1 exactly in the state_v_first layout)."""
+    import torch
+
+    from atrex_nvidia.chunk_gdn.sm90 import launch
+    if launch._capability(torch.device("cuda")) != (9, 0) or not launch._gluon_ws_supported():
+        pytest.skip("gl_rc / gl_rc2 run on sm90 with Gluon's warp specialisation only")
+    monkeypatch.setattr(launch, "STATE_IMPL", impl)
+    monkeypatch.setattr(launch, "GL_RC_H0_PREFETCH", 0)
+    want = "atrex_sm90_gdn_state_output_" + ("gl_rc2" if impl == "gl_rc2" and kw.get("V", kw["K"]) == 128 else "gl_rc")
+    metas = _state_launch_metas(monkeypatch, launch, want)
+    x = make_inputs(device="cuda", **kw)
+    for sm_count in (None, 3):
+        err = _knob_pair_error(launch, x, "cuda", {"GL_RC_H0_PREFETCH": 0}, {"GL_RC_H0_PREFETCH": mode}, exact=True,
+                               sm_count=sm_count)
+        assert err == 0.0, (case_id, sm_count)
+    vfirst = bool(kw.get("state_v_first"))
+    assert [(m.get("H0PF", 0), m.get("H0_KC")) for m in metas] == [(0, None), (mode, vfirst)] * 2, metas
+
+
 # launch.PDL's cases: the varlen chain (chunk offsets, slot map, gates, one-head intra, gl_rc2), fixed length with
 # two-head intra programs and gl_rc (forced: PDL leaves gl_ws plans out), K = 64 with strong decay, int64 cu_seqlens
 PDL_CASES = [(cid, kw) for cid, kw in QSIDE_CASES if cid in (

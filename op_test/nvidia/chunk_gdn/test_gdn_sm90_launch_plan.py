@@ -40,7 +40,7 @@ def plan(monkeypatch):
     monkeypatch.setattr(L, "_launch_all", record)
 
     def run(T=256, B=1, H=2, HV=4, K=128, V=None, dtype=torch.bfloat16, cu_seqlens=None, q=None, l2norm=True,
-            sm_count=132):
+            sm_count=132, initial_state=None, state_v_first=False):
         V = V or K
         gen = torch.Generator().manual_seed(0)
         r = lambda *s: torch.randn(*s, generator=gen)
@@ -48,8 +48,8 @@ def plan(monkeypatch):
         k, v = r(B, T, H, K).to(dtype), r(B, T, HV, V).to(dtype)
         g, beta = -torch.rand(B, T, HV, generator=gen), torch.rand(B, T, HV, generator=gen).to(dtype)
         cu = None if cu_seqlens is None else torch.tensor(cu_seqlens, dtype=torch.int32)
-        L.gdn_fwd(q, k, v, g, beta, scale=0.1, initial_state=None, output_final_state=True,
-                  use_qk_l2norm_in_kernel=l2norm, state_v_first=False, cu_seqlens=cu, sm_count=sm_count)
+        L.gdn_fwd(q, k, v, g, beta, scale=0.1, initial_state=initial_state, output_final_state=True,
+                  use_qk_l2norm_in_kernel=l2norm, state_v_first=state_v_first, cu_seqlens=cu, sm_count=sm_count)
         return seen
 
     return run
@@ -841,6 +841,39 @@ def test_rc_round27_options_are_gl_rc_options(plan, monkeypatch, knob, opt):
         m.setattr(L, "GL_RC_QSIDE", False)
         assert l2pf(T=cu[-1], H=32, HV=32, cu_seqlens=cu) == [GL_RC]
     assert l2pf(T=8192 // 32, H=16, HV=32) == []  # (few programs: gl_ws)
+
+
+def test_h0_prefetch_is_a_gl_rc_option_for_calls_with_a_unit_stride_initial_state(plan, monkeypatch):
+    """GL_RC_H0_PREFETCH (round 29, off): H0PF = the knob on the gl_rc2 and gl_rc launches of calls with an initial
+    state, with H0_KC true exactly where h0's k stride is 1 (the state_v_first layout, or a k-first tensor that is
+    transposed in memory); no option where the call has no initial state, where neither h0 stride is 1, on gl_ws
+    launches, or with the knob off."""
+    cu = [64 * 4 * i for i in range(17)]
+    n, T = len(cu) - 1, cu[-1]
+
+    def h0pf(**kw):
+        return [(name, meta.get("H0PF"), meta.get("H0_KC")) for name, *_, meta in plan(**kw)["all"]
+                if "H0PF" in meta or "H0_KC" in meta]
+    kfirst = torch.zeros(n, 32, 128, 128)
+    vfirst = torch.zeros(n, 32, 128, 128)
+    assert L.GL_RC_H0_PREFETCH == 0
+    assert h0pf(T=T, H=32, HV=32, cu_seqlens=cu, initial_state=vfirst, state_v_first=True) == []
+    monkeypatch.setattr(L, "GL_RC_H0_PREFETCH", 2)
+    if not L._gluon_ws_supported():
+        assert h0pf(T=T, H=32, HV=32, cu_seqlens=cu, initial_state=vfirst, state_v_first=True) == []
+        return
+    assert h0pf(T=T, H=32, HV=32, cu_seqlens=cu) == []  # (no initial state)
+    assert h0pf(T=T, H=32, HV=32, cu_seqlens=cu, initial_state=vfirst, state_v_first=True) == [(GL_RC2, 2, True)]
+    assert h0pf(T=T, H=32, HV=32, cu_seqlens=cu, initial_state=kfirst) == [(GL_RC2, 2, False)]
+    # a k-first state stored transposed (k stride 1), and one with neither stride 1 (every other element)
+    assert h0pf(T=T, H=32, HV=32, cu_seqlens=cu, initial_state=vfirst.transpose(-1, -2)) == [(GL_RC2, 2, True)]
+    wide = torch.zeros(n, 32, 128, 256)[..., ::2]
+    assert h0pf(T=T, H=32, HV=32, cu_seqlens=cu, initial_state=wide) == []
+    with monkeypatch.context() as m:
+        m.setattr(L, "GL_RC_TWO_CHAINS", False)
+        m.setattr(L, "GL_RC_H0_PREFETCH", 1)
+        assert h0pf(T=T, H=32, HV=32, cu_seqlens=cu, initial_state=kfirst) == [(GL_RC, 1, False)]
+    assert h0pf(T=8192 // 32, H=16, HV=32, initial_state=torch.zeros(1, 32, 128, 128)) == []  # (few programs: gl_ws)
 
 
 def test_qside_maxnreg_caps_one_head_qside_intra_programs_only(plan, monkeypatch):

@@ -57,9 +57,19 @@ def make(case, device="cuda", seed=0):
     return dict(q=q, k=k, v=v, g=g, beta=beta, cu=cu)
 
 
+def with_h0(x):
+    """``x`` with an fp32 initial state in the state_v_first layout ``[N, HV, V, K]`` (``--h0``: the ``atrex bench``
+    perf varlen case's form), the ATREX call taking it and returning its final state in that layout."""
+    n = 1 if x["cu"] is None else x["cu"].numel() - 1
+    gen = torch.Generator(device=x["q"].device).manual_seed(1)
+    h0 = torch.randn(n, x["v"].shape[2], V, K, device=x["q"].device, generator=gen) * 0.1
+    return dict(x, h0=h0)
+
+
 def atrex_call(x):
-    return lambda: gdn_fwd(x["q"], x["k"], x["v"], x["g"], x["beta"], scale=K ** -0.5, initial_state=None,
-                           output_final_state=True, use_qk_l2norm_in_kernel=True, state_v_first=False,
+    h0 = x.get("h0")
+    return lambda: gdn_fwd(x["q"], x["k"], x["v"], x["g"], x["beta"], scale=K ** -0.5, initial_state=h0,
+                           output_final_state=True, use_qk_l2norm_in_kernel=True, state_v_first=h0 is not None,
                            cu_seqlens=x["cu"])
 
 
@@ -332,6 +342,9 @@ VARIANTS = [
     ("rc2_all", dict(pdl=True, rc_two_chains=True, rc_l2_prefetch=True, rc_ht_remat=True, rc_qnorm_mma=True)),
     ("book", dict(gates_book=True)),  # (round 28: the gates kernel forms the chunk offsets and the slot map)
     ("no_pdl", dict(pdl=False)),
+    # round 29: the initial-state block prefetched into L2 before the chains load it (with --h0; see launch.py)
+    ("h0pf1", dict(rc_h0_prefetch=1)),
+    ("h0pf2", dict(rc_h0_prefetch=2)),
     ("rc26_o168", dict(rc_two_chains=False, rc_out_regs=168)),
     ("rc26_o184", dict(rc_two_chains=False, rc_out_regs=184)),
     ("rc26_o216", dict(rc_two_chains=False, rc_out_regs=216)),
@@ -355,7 +368,8 @@ _HOOKS = dict(state="STATE_CFG_OVERRIDE", intra="INTRA_CFG_OVERRIDE", wy="USE_WY
               rc_out_tma="GL_RC_OUT_TMA", rc_qnorm_mma="GL_RC_QNORM_MMA", ws_qnorm_mma="GL_WS_QNORM_MMA", ws_qscale="GL_WS_QSCALE",
               rc_late_factors="GL_RC_LATE_FACTORS", rc_two_chains="GL_RC_TWO_CHAINS",
               rc2_out_regs="GL_RC2_OUT_REGS", rc2_chain_regs="GL_RC2_CHAIN_REGS", rc_l2_prefetch="GL_RC_L2_PREFETCH",
-              rc_ht_remat="GL_RC_HT_REMAT", pdl="PDL", gates_book="INTRA_GATES_BOOK")
+              rc_ht_remat="GL_RC_HT_REMAT", pdl="PDL", gates_book="INTRA_GATES_BOOK",
+              rc_h0_prefetch="GL_RC_H0_PREFETCH")
 
 
 def _select_variants(spec):
@@ -424,9 +438,13 @@ def main(argv=None):
                     "(default all), e.g. 'default,intra_v2*,v2*'")
     ap.add_argument("--graph", action="store_true", help="time the sweep's variants by CUDA-graph replay "
                     "(triton.testing.do_bench_cudagraph, median; no per-kernel breakdown)")
+    ap.add_argument("--h0", action="store_true", help="ATREX calls take an fp32 initial state (state_v_first), as "
+                    "the atrex bench varlen perf case does; timing only: requires --no-fla, no correctness check")
     ap.add_argument("--no-fla", action="store_true", help="time ATREX alone (timing-only diagnostics: no fla import, "
                     "autotune or speedup column)")
     a = ap.parse_args(argv)
+    if a.h0 and not a.no_fla:
+        ap.error("--h0 is timing only: pass --no-fla with it")
     t_start = time.time()
     os.makedirs(a.out, exist_ok=True)
     try:
@@ -459,7 +477,11 @@ def main(argv=None):
     for case in cases:
         x = make(case)
         row = dict(case=case[0])
-        row.update(check(case, x, have_fla, ref_heads))
+        if a.h0:
+            x = with_h0(x)
+            row["note"] = "--h0: timing only"
+        else:
+            row.update(check(case, x, have_fla, ref_heads))
         ta, tf = bench_pair(atrex_call(x), fla_call(x) if have_fla else None)
         row["atrex_ms"], row["fla_ms"] = ta, tf
         row["speedup"] = (tf / ta) if tf else None

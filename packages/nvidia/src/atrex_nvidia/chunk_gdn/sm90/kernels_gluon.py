@@ -504,7 +504,8 @@ def _rc_loader(kd, qd, vd, ad, aqd, fac, k_s, q_s, a_s, aq_s, v_s, f_s, gm_s, re
                NV, ROWS, QW, VW, s_qr, s_kr, s_vr, TOTAL_T,
                G: gl.constexpr, IS_VARLEN: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr,
                EG_PLANE: gl.constexpr, QSIDE: gl.constexpr, v1_s=None, V2: gl.constexpr = False,
-               L2PF: gl.constexpr = False):
+               L2PF: gl.constexpr = False, h0=None, s_h0n=0, s_h0h=0, s_h0k=0, s_h0v=0, H0PF: gl.constexpr = 0,
+               H0_KC: gl.constexpr = True):
     """Loader partition (1 warp): every chunk of every item of this CTA into ring slot (chunk counter) % STAGES: the
     five tiles by TMA, and the chunk's factor planes 1-4 (beta, beta e^gamma, e^gamma, e^(gamma_last - gamma); 0 past
     the sequence end) and e^gamma_last (in all 64 entries of a fifth row) by cp.async, whose completion the slot's ready
@@ -513,7 +514,9 @@ def _rc_loader(kd, qd, vd, ad, aqd, fac, k_s, q_s, a_s, aq_s, v_s, f_s, gm_s, re
     ``gm_s``. ``L2PF`` (round 27, launch.GL_RC_L2_PREFETCH): once a chunk's loads are issued, the rows of the item's next
     chunk (k, q with QSIDE, A, v: 448 lines of 128 bytes at K = V = 128) are prefetched into L2, a chunk before the
     slot that takes them is free (r97: gl_rc2's chains waited half their time for their loads; the DRAM was 84%
-    busy on an H100)."""
+    busy on an H100). ``H0PF`` (round 29, launch.GL_RC_H0_PREFETCH; only with an initial state): 1, at the start of
+    each item after the CTA's first, the item's initial-state block is prefetched into L2 (the chains load it STAGES
+    chunks later, when they reach the item); 2, the next item's block at the start of each item (L2::evict_last)."""
     FL: gl.constexpr = gl.BlockedLayout([2], [32], [1], [0])
     fr = gl.arange(0, 64, layout=FL)
     plane = (HV + fr * 0).to(gl.int64) * TOTAL_T
@@ -521,6 +524,13 @@ def _rc_loader(kd, qd, vd, ad, aqd, fac, k_s, q_s, a_s, aq_s, v_s, f_s, gm_s, re
     it = 0
     for item in range(gl.program_id(0), N_ITEMS, gl.num_programs(0)):
         i_v, n, hv, h, bos, b_idx, tg0, L = _rc_item(item, NV, cu, T, HV, G, IS_VARLEN)
+        if H0PF == 1:
+            if item != gl.program_id(0):  # (the CTA's first item: the kernel's start, before the PDL wait)
+                _h0_prefetch(h0, item, N_ITEMS, NV, cu, T, HV, V, s_h0n, s_h0h, s_h0k, s_h0v, G, IS_VARLEN, BK,
+                             (2 if V2 else 1) * BV, H0_KC, 1, False)
+        elif H0PF == 2:
+            _h0_prefetch(h0, item + gl.num_programs(0), N_ITEMS, NV, cu, T, HV, V, s_h0n, s_h0h, s_h0k, s_h0v, G,
+                         IS_VARLEN, BK, (2 if V2 else 1) * BV, H0_KC, 1, True)
         arow = hv * TOTAL_T + tg0
         qcol = h * K
         vcol = hv * V + i_v * BV
@@ -565,6 +575,41 @@ def _l2_prefetch_rows(base, r0, nr, stride, LINES: gl.constexpr):
         p = base + (r0 + r).to(gl.int64) * stride + (idx % LINES) * 64
         gl.inline_asm_elementwise("prefetch.global.L2 [$1];\n\tmov.u32 $0, 0;", "=r,l", [p], dtype=gl.int32,
                                   is_pure=False, pack=1)
+
+
+@gluon.jit
+def _h0_prefetch(h0, item, N_ITEMS, NV, cu, T, HV, V, s_h0n, s_h0h, s_h0k, s_h0v, G: gl.constexpr,
+                 IS_VARLEN: gl.constexpr, BK: gl.constexpr, BW: gl.constexpr, H0_KC: gl.constexpr,
+                 NW: gl.constexpr, EVICT_LAST: gl.constexpr):
+    """Prefetch into L2 (a hint: nothing waits for it) the fp32 initial-state block of work item ``item`` (nothing
+    when ``item >= N_ITEMS``): its BW value columns from V block ``item % NV`` times its BK key rows, one address per
+    128-byte line (BW * BK / 32 lines), over the ``NW`` warps that call it. ``H0_KC``: h0's k stride is 1 (the
+    state_v_first layout: BW rows of BK contiguous values), else its v stride is (BK rows of BW). Addresses past V
+    are clamped to the last column (inside the tensor). ``EVICT_LAST``: the L2::evict_last form (a prefetch an item
+    ahead, which streaming loads would otherwise evict)."""
+    if item < N_ITEMS:
+        i_v, n, hv, h, bos, b_idx, tg0, L = _rc_item(item, NV, cu, T, HV, G, IS_VARLEN)
+        base = h0 + n.to(gl.int64) * s_h0n + hv.to(gl.int64) * s_h0h
+        FL: gl.constexpr = gl.BlockedLayout([1], [32], [NW], [0])
+        # (the thread's index through an opaque 0 that depends on the item: otherwise the compiler hoists the 16
+        # addresses' column parts out of the item loop and keeps them on the stack, as HT_REMAT's note tells)
+        z = gl.inline_asm_elementwise("mov.u32 $0, 0;", "=r,r", [item], dtype=gl.int32, is_pure=True, pack=1)
+        lane = gl.arange(0, 32 * NW, layout=FL) + z
+        c0 = i_v * BW
+        for j in gl.static_range(BW * BK // (1024 * NW)):  # (an address per thread at a time: the loader has 24 registers)
+            idx = j * 32 * NW + lane
+            if H0_KC:
+                col = gl.minimum(c0 + idx // (BK // 32), V - 1)
+                p = base + col.to(gl.int64) * s_h0v + (idx % (BK // 32)) * 32 * s_h0k
+            else:
+                col = gl.minimum(c0 + (idx % (BW // 32)) * 32, V - 1)
+                p = base + (idx // (BW // 32)).to(gl.int64) * s_h0k + col * s_h0v
+            if EVICT_LAST:
+                gl.inline_asm_elementwise("prefetch.global.L2::evict_last [$1];\n\tmov.u32 $0, 0;", "=r,l", [p],
+                                          dtype=gl.int32, is_pure=False, pack=1)
+            else:
+                gl.inline_asm_elementwise("prefetch.global.L2 [$1];\n\tmov.u32 $0, 0;", "=r,l", [p],
+                                          dtype=gl.int32, is_pure=False, pack=1)
 
 
 @gluon.jit
@@ -823,7 +868,7 @@ def atrex_sm90_gdn_state_output_gl_rc(
     QSIDE: gl.constexpr = False, FAST_EXP: gl.constexpr = False, QREG: gl.constexpr = False,
     QSCALE: gl.constexpr = False, EARLY_FREE: gl.constexpr = False, OUT_TMA: gl.constexpr = False,
     QNORM_MMA: gl.constexpr = False, LATE_FAC: gl.constexpr = False, L2PF: gl.constexpr = False,
-    HT_REMAT: gl.constexpr = False, PDL: gl.constexpr = False,
+    HT_REMAT: gl.constexpr = False, PDL: gl.constexpr = False, H0PF: gl.constexpr = 0, H0_KC: gl.constexpr = True,
 ):
     """gl_ws's arguments (in-kernel descriptors) on a 1-D grid: work item i is (V block i % NV, sequence x value head
     i // NV); CTA p runs items p, p + grid, ... (PERSISTENT: grid <= SMs; else one item per CTA). The chain keeps S^T
@@ -837,9 +882,12 @@ def atrex_sm90_gdn_state_output_gl_rc(
     SH_U: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BV, 64], gl.bfloat16)
     dt: gl.constexpr = o.dtype.element_ty
     gl.static_assert(DEVICE_DESC and BV == 64)
-    _pdl_enter(PDL)
     NV = gl.cdiv(V, BV)
     N_ITEMS = NV * N_NH
+    if H0PF != 0 and USE_H0:  # (round 29: h0 and cu are the call's inputs, complete before its first kernel waited)
+        _h0_prefetch(h0, gl.program_id(0), N_ITEMS, NV, cu, T, HV, V, s_h0n, s_h0h, s_h0k, s_h0v, G, IS_VARLEN, BK, BV,
+                     H0_KC, 4, False)
+    _pdl_enter(PDL)
 
     k_s, q_s, a_s, aq_s, v_s = _ring_tiles(dt, BK, BV, STAGES, QSIDE and OUT_TMA)  # (round 25's layout otherwise)
     sb_s = gl.allocate_shared_memory(dt, [2, BV, BK], SH_S)
@@ -865,7 +913,7 @@ def atrex_sm90_gdn_state_output_gl_rc(
                       FAST_EXP, QREG, QSCALE, EARLY_FREE, OUT_TMA, ones_s, QNORM_MMA)),
         (_rc_loader, (kd, qd, vd, ad, aqd, fac, k_s, q_s, a_s, aq_s, v_s, f_s, gm_s, ready, empty, cu, T, HV, K, V,
                       N_ITEMS, NV, ROWS, QW, VW, s_qr, s_kr, s_vr, TOTAL_T, G, IS_VARLEN, BK, BV, STAGES, EG_PLANE,
-                      QSIDE, None, False, L2PF)),
+                      QSIDE, None, False, L2PF, h0, s_h0n, s_h0h, s_h0k, s_h0v, H0PF, H0_KC)),
     ], [4, 1], [OUT_REGS, 24])
 
 
@@ -949,7 +997,7 @@ def atrex_sm90_gdn_state_output_gl_rc2(
     PERSISTENT: gl.constexpr, STAGES: gl.constexpr, OUT_REGS: gl.constexpr, CHAIN_REGS: gl.constexpr = 168,
     EG_PLANE: gl.constexpr = 3, FAST_EXP: gl.constexpr = False, OUT_TMA: gl.constexpr = False,
     QNORM_MMA: gl.constexpr = False, L2PF: gl.constexpr = False, HT_REMAT: gl.constexpr = False,
-    PDL: gl.constexpr = False,
+    PDL: gl.constexpr = False, H0PF: gl.constexpr = 0, H0_KC: gl.constexpr = True,
 ):
     """gl_rc's arguments (QSIDE: ``qd`` is the raw q, ``aqd`` not read) for V == 2 BV == 128: work item i is sequence x
     value head i, both V blocks, CTA p runs items p, p + grid, ... (the block comment above). Partitions: chain 0
@@ -959,8 +1007,11 @@ def atrex_sm90_gdn_state_output_gl_rc2(
     SH_V: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, BV], gl.bfloat16)
     dt: gl.constexpr = o.dtype.element_ty
     gl.static_assert(DEVICE_DESC and BV == 64)
-    _pdl_enter(PDL)
     N_ITEMS = N_NH
+    if H0PF != 0 and USE_H0:  # (gl_rc's note)
+        _h0_prefetch(h0, gl.program_id(0), N_ITEMS, 1, cu, T, HV, V, s_h0n, s_h0h, s_h0k, s_h0v, G, IS_VARLEN, BK,
+                     2 * BV, H0_KC, 4, False)
+    _pdl_enter(PDL)
 
     k_s, q_s, a_s, aq_s, v_s = _ring_tiles(dt, BK, BV, STAGES, True)
     v1_s = gl.allocate_shared_memory(dt, [STAGES, 64, BV], SH_V)
@@ -996,7 +1047,7 @@ def atrex_sm90_gdn_state_output_gl_rc2(
                        OUT_TMA, QNORM_MMA)),
         (_rc_loader, (kd, qd, vd, ad, aqd, fac, k_s, q_s, a_s, aq_s, v_s, f_s, gm_s, ready, empty, cu, T, HV, K, V,
                       N_ITEMS, 1, ROWS, QW, VW, s_qr, s_kr, s_vr, TOTAL_T, G, IS_VARLEN, BK, BV, STAGES, EG_PLANE,
-                      True, v1_s, True, L2PF)),
+                      True, v1_s, True, L2PF, h0, s_h0n, s_h0h, s_h0k, s_h0v, H0PF, H0_KC)),
     ], [4, 4, 1], [CHAIN_REGS, OUT_REGS, 24])
 
 

@@ -435,6 +435,14 @@ GL_RC_L2_PREFETCH = False
 # call without it in its 12 GPU cases (gl_rc and gl_rc2, 132- and 3-CTA grids); whole call 0.405 ms against the
 # default's 0.413 (-2%). The L2 prefetch measured slower there (0.422; with HT_REMAT 0.407) and stays off. On since r98.
 GL_RC_HT_REMAT = True
+# GL_RC_H0_PREFETCH (round 29): with an initial state, gl_rc / gl_rc2 prefetch each item's fp32 initial-state block
+#   into L2 ahead of the chain's load of it, which otherwise stalls the chain at every item's start (32 KB per chain
+#   from HBM, behind a ring that keeps the DRAM ~84% busy). The CTA's first item at the kernel's start, before the PDL
+#   wait (h0 and cu_seqlens are inputs of the call, complete before its first kernel waited); then 1: the loader, at
+#   the start of each later item (STAGES chunks before the chains reach it), 2: the loader, the next item's block at
+#   the start of each item (L2::evict_last). Only where h0's k or v stride is 1. r101 (H100, graph): the perf varlen
+#   case with an fp32 initial state in the state_v_first layout took 0.412 ms, bench_gdn's same call without one 0.394.
+GL_RC_H0_PREFETCH = 0
 GL_RC2_OUT_REGS = 152
 # GL_WS_QSIDE (round 25): GL_RC_QSIDE for gl_ws (the state pass of few programs: T=8192 and T=32768 at H = 16,
 #   HV = 32): where the state pass is gl_ws with its factor rows in the load slots (GL_WS_FAC_SMEM) and the call
@@ -720,6 +728,15 @@ def _slot_map_meta(slot_map, is_varlen):
     return True if slot_map == 1 else 2
 
 
+def _h0_prefetch_opts(use_h0, h0_strides):
+    """gl_rc's / gl_rc2's H0PF, H0_KC (GL_RC_H0_PREFETCH) for a call with these ``_h0_args``: none without an initial
+    state, or where neither its k nor its v stride is 1."""
+    s_k, s_v = h0_strides[2], h0_strides[3]
+    if not (GL_RC_H0_PREFETCH and use_h0 and 1 in (s_k, s_v)):
+        return {}
+    return dict(H0PF=int(GL_RC_H0_PREFETCH), H0_KC=s_k == 1)
+
+
 def _h0_args(initial_state, state_v_first, q):
     """(use_h0, h0, (s_n, s_h, s_k, s_v)) of the state kernels."""
     if initial_state is None:
@@ -955,6 +972,8 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
                 opts["L2PF"] = True
             if GL_RC_HT_REMAT:
                 opts["HT_REMAT"] = True
+            h0pf = _h0_prefetch_opts(use_h0, h0_strides)
+            opts.update(h0pf)
             if fold:
                 opts["EG_PLANE"] = 5
             if rc_qside:
@@ -976,6 +995,7 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
                     opts["L2PF"] = True
                 if GL_RC_HT_REMAT:
                     opts["HT_REMAT"] = True
+                opts.update(h0pf)
         elif (STATE_IMPL == "gl_ws" or auto_ws) and gl_ok and device_desc and not persistent:
             kern = _gluon_state_kernel("atrex_sm90_gdn_state_output_gl_ws")
             opts = dict(num_warps=4, STAGES=max(2, sst), OUT_REGS=int(GL_WS_OUT_REGS))
@@ -1233,7 +1253,7 @@ def _knobs():
             FUSED_AUX_REGS, FUSED_OUT_REGS, FUSED_DIAG16, GL_RC_QSIDE, GL_RC_OUT_REGS, GL_RC_QREG, GL_WS_QSIDE,
             GL_WS_QSIDE_OUT_REGS, INTRA_V3_QSIDE_MAXNREG, GL_RC_QSCALE, GL_RC_EARLY_FREE, GL_RC_OUT_TMA,
             GL_RC_QNORM_MMA, GL_WS_QSCALE, GL_RC_LATE_FACTORS, GL_RC_TWO_CHAINS, GL_RC2_CHAIN_REGS, GL_RC2_OUT_REGS,
-            GL_RC_L2_PREFETCH, GL_WS_QNORM_MMA, GL_RC_HT_REMAT, PDL, INTRA_GATES_BOOK)
+            GL_RC_L2_PREFETCH, GL_WS_QNORM_MMA, GL_RC_HT_REMAT, PDL, INTRA_GATES_BOOK, GL_RC_H0_PREFETCH)
 
 
 def _call_signature(dev, tensors, flags):
