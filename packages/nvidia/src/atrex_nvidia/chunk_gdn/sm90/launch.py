@@ -196,7 +196,8 @@ INTRA_V3_GATES = "varlen1"
 #   programs of head block 0 storing the map, program (0, 0) the offsets), and the chunk-offsets and slot-map kernels
 #   are not launched: two kernels and two kernel boundaries fewer per call (profiled at 0.001 and 0.002 ms at varlen
 #   16x1024, r95). Bit for bit the same offsets, map and planes under the interpreter (test_gates_book_same_bookkeeping);
-#   built on the CPU only: off until a GPU has run it.
+#   built on the CPU only in round 28. r101 (one H100, commit 40b9fa3): its GPU case passed, but the graph sweep at
+#   varlen 16x1024 timed it at 0.395 ms against the default's 0.394: no gain, so it stays off.
 INTRA_GATES_BOOK = False
 # INTRA_V3_DIAG16 (round 19): the v3 inverse of L2-norm calls (the fp16 merges, and the bf16 merges + Newton step that
 # tiles with a positive g fall back to) forms the inverses of its four 16x16 diagonal blocks (merges b = 2, 4, 8) per
@@ -493,7 +494,8 @@ GL_WS_QSIDE_OUT_REGS = 152
 # runs one CTA per (V block, head), 128 CTAs that fit two to an SM: launched early, into the SMs the intra kernel's last
 # wave frees first, they can pair up on some SMs while others stay idle for the whole state pass (an inference; not
 # profiled). gl_rc / gl_rc2 take a whole SM per CTA, so they cannot. Since r98 a call takes PDL only where its state
-# pass is gl_rc or gl_rc2 (``_with_pdl``); gl_ws is not in the list.
+# pass is gl_rc or gl_rc2 (``_with_pdl``); gl_ws is not in the list. r101 (H100, round 28's defaults, graph sweep):
+# varlen 16x1024 0.394 ms with PDL, 0.398 without; the whole target file passed (491).
 PDL = True
 _PDL_KERNELS = frozenset({
     "atrex_sm90_gdn_chunk_offsets", "atrex_sm90_gdn_slot_seq", "atrex_sm90_gdn_gates", "atrex_sm90_gdn_intra_chunk_v3",
