@@ -5,7 +5,8 @@
 #   2. its GPU cases (test_rc_h0_prefetch_same_bits: bit for bit the call without it, 24 cases), cut at 330 s;
 #   3. the varlen graph bench with fla-core 0.6 in the same run, mode 1 switched on in the process (history records
 #      of "<sha>+h0pf1"), cut at 470 s.
-#   (carry [".gpuhost/g"]) bash .gpuhost/g/install.sh; ATREX_BENCH_COMMIT=<sha>+h0pf1 bash scripts/gdn-r102.sh
+#   (carry [".gpuhost/g", ".gpuhost/tcache.tgz"]: scripts/gdn_host_cache.py --h0 --variants default,h0pf1,h0pf2
+#   --cases varlen16x1024_H32_HV32) bash .gpuhost/g/install.sh; ATREX_BENCH_COMMIT=<sha>+h0pf1 bash scripts/gdn-r102.sh
 . scripts/gdn-call.sh
 nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader > "$OUT/smi.txt"; cat "$OUT/smi.txt"
 root="$OUT"; OUT="$root/sweep"; mkdir -p "$OUT"

@@ -68,6 +68,7 @@ def main(argv=None):
     ap.add_argument("--cases", default="T8192_H16_HV32,T32768_H16_HV32,varlen16x1024_H32_HV32,T8192_H32_HV32")
     ap.add_argument("--variants", default="default", help="bench_gdn sweep variants, comma-separated")
     ap.add_argument("--latency", action="store_true", help="also scripts/gdn_intra_latency.py's calls (3 configurations)")
+    ap.add_argument("--h0", action="store_true", help="the cases with bench_gdn --h0's fp32 initial state (state_v_first)")
     ap.add_argument("--fused-tests", action="store_true",
                     help="also the calls of the fused kernel's GPU tests (op_test _gdn_cases.FUSED_CASES, as "
                          "test_fused_rc* make them, with and without the knob)")
@@ -124,6 +125,8 @@ def main(argv=None):
         a.cases, a.variants = "", ""
     for cid in filter(None, a.cases.split(",")):
         x = bg.make(cases[cid], device="cpu")
+        if a.h0:
+            x = bg.with_h0(x)
         for name in filter(None, a.variants.split(",")):
             call(x, variants[name])
     if a.latency:  # scripts/gdn-r72.sh's three configurations of scripts/gdn_intra_latency.py
