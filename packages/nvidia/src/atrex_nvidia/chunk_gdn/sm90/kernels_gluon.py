@@ -581,9 +581,10 @@ def _l2_prefetch_rows(base, r0, nr, stride, LINES: gl.constexpr):
 def _h0_prefetch(h0, item, N_ITEMS, NV, cu, T, HV, V, s_h0n, s_h0h, s_h0k, s_h0v, G: gl.constexpr,
                  IS_VARLEN: gl.constexpr, BK: gl.constexpr, BW: gl.constexpr, H0_KC: gl.constexpr,
                  NW: gl.constexpr, EVICT_LAST: gl.constexpr):
-    """Prefetch into L2 (a hint: nothing waits for it) the fp32 initial-state block of work item ``item`` (nothing
-    when ``item >= N_ITEMS``): its BW value columns from V block ``item % NV`` times its BK key rows, one address per
-    128-byte line (BW * BK / 32 lines), over the ``NW`` warps that call it. ``H0_KC``: h0's k stride is 1 (the
+    """Prefetch into L2 (a hint: nothing waits for it) the initial-state block of work item ``item`` (nothing when
+    ``item >= N_ITEMS``): its BW value columns from V block ``item % NV`` times its BK key rows, one address every 32
+    elements (a 128-byte line of an fp32 state; a 16-bit state gets two per line), BW * BK / 32 addresses over the
+    ``NW`` warps that call it. ``H0_KC``: h0's k stride is 1 (the
     state_v_first layout: BW rows of BK contiguous values), else its v stride is (BK rows of BW). Addresses past V
     are clamped to the last column (inside the tensor). ``EVICT_LAST``: the L2::evict_last form (a prefetch an item
     ahead, which streaming loads would otherwise evict)."""
