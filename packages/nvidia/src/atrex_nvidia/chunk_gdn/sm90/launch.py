@@ -443,6 +443,7 @@ GL_RC_HT_REMAT = True
 #   the start of each later item (STAGES chunks before the chains reach it), 2: the loader, the next item's block at
 #   the start of each item (L2::evict_last). Only where h0's k or v stride is 1. r101 (H100, graph): the perf varlen
 #   case with an fp32 initial state in the state_v_first layout took 0.412 ms, bench_gdn's same call without one 0.394.
+#   Built and CPU-compiled only (no device in round 29 after r101): off until scripts/gdn-r102.sh has run.
 GL_RC_H0_PREFETCH = 0
 GL_RC2_OUT_REGS = 152
 # GL_WS_QSIDE (round 25): GL_RC_QSIDE for gl_ws (the state pass of few programs: T=8192 and T=32768 at H = 16,
