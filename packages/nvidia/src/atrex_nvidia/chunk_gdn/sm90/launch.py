@@ -436,7 +436,7 @@ GL_RC_L2_PREFETCH = False
 # call without it in its 12 GPU cases (gl_rc and gl_rc2, 132- and 3-CTA grids); whole call 0.405 ms against the
 # default's 0.413 (-2%). The L2 prefetch measured slower there (0.422; with HT_REMAT 0.407) and stays off. On since r98.
 GL_RC_HT_REMAT = True
-# GL_RC_H0_PREFETCH (round 29): with an initial state, gl_rc / gl_rc2 prefetch each item's fp32 initial-state block
+# GL_RC_H0_PREFETCH (round 29): with an initial state, gl_rc / gl_rc2 prefetch each item's initial-state block
 #   into L2 ahead of the chain's load of it, which otherwise stalls the chain at every item's start (32 KB per chain
 #   from HBM, behind a ring that keeps the DRAM ~84% busy). The CTA's first item at the kernel's start, before the PDL
 #   wait (h0 and cu_seqlens are inputs of the call, complete before its first kernel waited); then 1: the loader, at
