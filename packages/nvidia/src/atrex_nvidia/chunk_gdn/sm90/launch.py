@@ -431,7 +431,7 @@ GL_RC_L2_PREFETCH = False
 # GL_RC_HT_REMAT (round 27): gl_rc's / gl_rc2's chains recompute the final state's store indices after the chunk loop
 #   (kernels_gluon._rc_chain's HT_REMAT): the same stores, without ~40 values spilled at the partition's start and
 #   reloaded (missing L2, r97) at every item's end. CPU-compiled gl_rc2, varlen launch: stack 296 -> 112 bytes, local
-#   loads 128 -> 36. Not yet run on a GPU: off until its bit-equality cases and a sweep have run (scripts/gdn-r98.sh).
+#   loads 128 -> 36. Built on the CPU in round 27.
 # r98 (one H100, commit 7e03d9a, bench_gdn sweep by CUDA-graph replay, varlen 16x1024, ATREX alone): bit for bit the
 # call without it in its 12 GPU cases (gl_rc and gl_rc2, 132- and 3-CTA grids); whole call 0.405 ms against the
 # default's 0.413 (-2%). The L2 prefetch measured slower there (0.422; with HT_REMAT 0.407) and stays off. On since r98.
@@ -471,8 +471,8 @@ GL_WS_QSIDE = True
 # against gl_ws, FAC_SMEM off (which has no QSIDE) against on, round 25's QSIDE form, and the fp16 inverse guard's
 # 1e-3 between two intra forms: 1.19e-3), the departure GL_RC_QSCALE took in round 27 (the normalised q not rounded).
 # Those comparisons now run gl_ws in its pre-r98 form (GL_WS_QSIDE off; test_ws_qside: round 25's QSIDE form), as
-# round 27 did for gl_rc; test_ws_qscale checks this form against the contract. On since r98; the pinned comparisons
-# have not run on a GPU since (scripts/gdn-r101.sh runs the whole file).
+# round 27 did for gl_rc; test_ws_qscale checks this form against the contract. On since r98. r101 (one H100, commit
+# 40b9fa3): the whole target file passed with it, the pinned comparisons included (491).
 GL_WS_QSCALE = True
 # GL_WS_QNORM_MMA (round 27): GL_RC_QNORM_MMA's norms for gl_ws's QSCALE output partition, a knob of its own since r97
 #   measured it slower there (above) whatever it does for gl_rc. Off.
