@@ -165,9 +165,9 @@ _SCRIPT = textwrap.dedent(r'''
     gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl), GL_RC_HT_REMAT=True)
     gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl, h0=torch.float32, state_v_first=True), GL_RC_HT_REMAT=True)
     gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl), GL_RC_HT_REMAT=True, **r26)
-    # round 29: the initial-state prefetch (GL_RC_H0_PREFETCH): gl_rc2 in both modes and both h0 layouts, gl_rc with
-    # a bf16 k-first state, K = 64 (V = 128)
-    for m in (1, 2):
+    # round 29: the initial-state prefetch (GL_RC_H0_PREFETCH, 1 since round 30): gl_rc2 off and in both modes and
+    # both h0 layouts, gl_rc with a bf16 k-first state, K = 64 (V = 128)
+    for m in (0, 1, 2):
         gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl, h0=torch.float32, state_v_first=True), GL_RC_H0_PREFETCH=m)
     gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl, h0=torch.float32), GL_RC_H0_PREFETCH=1)
     gdn(dict(T=256, H=16, HV=32, K=128, h0=torch.bfloat16), GL_RC_H0_PREFETCH=2, STATE_IMPL="gl_rc")

@@ -844,7 +844,7 @@ def test_rc_round27_options_are_gl_rc_options(plan, monkeypatch, knob, opt):
 
 
 def test_h0_prefetch_is_a_gl_rc_option_for_calls_with_a_unit_stride_initial_state(plan, monkeypatch):
-    """GL_RC_H0_PREFETCH (round 29, off): H0PF = the knob on the gl_rc2 and gl_rc launches of calls with an initial
+    """GL_RC_H0_PREFETCH (round 29; 1 since round 30): H0PF = the knob on the gl_rc2 and gl_rc launches of calls with an initial
     state, with H0_KC true exactly where h0's k stride is 1 (the state_v_first layout, or a k-first tensor that is
     transposed in memory); no option where the call has no initial state, where neither h0 stride is 1, on gl_ws
     launches, or with the knob off."""
@@ -856,8 +856,12 @@ def test_h0_prefetch_is_a_gl_rc_option_for_calls_with_a_unit_stride_initial_stat
                 if "H0PF" in meta or "H0_KC" in meta]
     kfirst = torch.zeros(n, 32, 128, 128)
     vfirst = torch.zeros(n, 32, 128, 128)
-    assert L.GL_RC_H0_PREFETCH == 0
-    assert h0pf(T=T, H=32, HV=32, cu_seqlens=cu, initial_state=vfirst, state_v_first=True) == []
+    assert L.GL_RC_H0_PREFETCH == 1  # (on since round 30)
+    with monkeypatch.context() as m:
+        m.setattr(L, "GL_RC_H0_PREFETCH", 0)
+        assert h0pf(T=T, H=32, HV=32, cu_seqlens=cu, initial_state=vfirst, state_v_first=True) == []
+    if L._gluon_ws_supported():
+        assert h0pf(T=T, H=32, HV=32, cu_seqlens=cu, initial_state=vfirst, state_v_first=True) == [(GL_RC2, 1, True)]
     monkeypatch.setattr(L, "GL_RC_H0_PREFETCH", 2)
     if not L._gluon_ws_supported():
         assert h0pf(T=T, H=32, HV=32, cu_seqlens=cu, initial_state=vfirst, state_v_first=True) == []

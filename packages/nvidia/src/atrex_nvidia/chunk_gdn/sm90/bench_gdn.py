@@ -343,6 +343,7 @@ VARIANTS = [
     ("book", dict(gates_book=True)),  # (round 28: the gates kernel forms the chunk offsets and the slot map)
     ("no_pdl", dict(pdl=False)),
     # round 29: the initial-state block prefetched into L2 before the chains load it (with --h0; see launch.py)
+    ("h0pf0", dict(rc_h0_prefetch=0)),  # (round 30: mode 1 is the default)
     ("h0pf1", dict(rc_h0_prefetch=1)),
     ("h0pf2", dict(rc_h0_prefetch=2)),
     ("rc26_o168", dict(rc_two_chains=False, rc_out_regs=168)),

@@ -443,8 +443,11 @@ GL_RC_HT_REMAT = True
 #   the start of each later item (STAGES chunks before the chains reach it), 2: the loader, the next item's block at
 #   the start of each item (L2::evict_last). Only where h0's k or v stride is 1. r101 (H100, graph): the perf varlen
 #   case with an fp32 initial state in the state_v_first layout took 0.412 ms, bench_gdn's same call without one 0.394.
-#   Built and CPU-compiled only (no device in round 29 after r101): off until scripts/gdn-r102.sh has run.
-GL_RC_H0_PREFETCH = 0
+#   Round 30, r102 (H100, graph replay, bench_gdn --h0, three processes): default 0.413 / 0.411 / 0.412 ms, mode 1
+#   0.410 / 0.410 / 0.409, mode 2 0.414 / 0.415 / 0.414; its 24 GPU cases bit for bit the call without it; the perf
+#   varlen graph bench with mode 1 0.4063 ms against fla-core 0.6's 1.2707 (3.13x; r101 at 0 on another H100:
+#   0.4119). Mode 1 since round 30.
+GL_RC_H0_PREFETCH = 1
 GL_RC2_OUT_REGS = 152
 # GL_WS_QSIDE (round 25): GL_RC_QSIDE for gl_ws (the state pass of few programs: T=8192 and T=32768 at H = 16,
 #   HV = 32): where the state pass is gl_ws with its factor rows in the load slots (GL_WS_FAC_SMEM) and the call
