@@ -714,15 +714,20 @@ def _store_kfold_planes(gam, gc, bf, rk, hv, HV, TOTAL_T, rg, mrow, r64, t0, eos
     ``ALL`` planes 0, 1 and 3 too (as ``_store_row_factors``; without it the gates kernel wrote them)."""
     plane = (hv * 0 + HV).to(tl.int64) * TOTAL_T  # HV == 1 is specialised to a constexpr int
     f_base = gam + hv.to(tl.int64) * TOTAL_T
-    nvalid = tl.minimum(eos - t0, 64)
-    gl = tl.sum(tl.where(r64 == nvalid - 1, gc, 0.0), 0)
-    eg = tl.exp(gc)
     if ALL:
+        nvalid = tl.minimum(eos - t0, 64)
+        gl = tl.sum(tl.where(r64 == nvalid - 1, gc, 0.0), 0)
+        eg = tl.exp(gc)
         tl.store(f_base + rg, gc, mask=mrow)
         tl.store(f_base + plane + rg, bf, mask=mrow)
         tl.store(f_base + 3 * plane + rg, eg, mask=mrow)
-    tl.store(f_base + 2 * plane + rg, bf * eg * rk, mask=mrow)
-    tl.store(f_base + 4 * plane + rg, tl.where(mrow, tl.exp(gl - gc) * rk, 0.0), mask=mrow)
+        p2 = bf * eg
+        p4 = tl.exp(gl - gc)
+    else:  # (the gates kernel's planes 2 and 4, complete before this program started, times rk)
+        p2 = tl.load(f_base + 2 * plane + rg, mask=mrow, other=0.0)
+        p4 = tl.load(f_base + 4 * plane + rg, mask=mrow, other=0.0)
+    tl.store(f_base + 2 * plane + rg, p2 * rk, mask=mrow)
+    tl.store(f_base + 4 * plane + rg, tl.where(mrow, p4 * rk, 0.0), mask=mrow)
     tl.store(f_base + 5 * plane + rg, gc * 1.4426950408889634 - tl.log2(rk), mask=mrow)
 
 
