@@ -1,4 +1,5 @@
-# Round 30, call r104: GL_RC2_KFOLD (gl_rc2 on the raw k, the k norms folded into the factor planes) measured and
+# Round 30, call r104 (ran on an H100 at commit 83e7f98; GL_RC2_KFOLD lost and was removed after it: commits 83e7f98 and
+# 28dee2f hold its code, BENCH_H200.md round 30 the results): GL_RC2_KFOLD (gl_rc2 on the raw k, the k norms folded into the factor planes) measured and
 # checked in one call (~330 s).
 #   1. bench_gdn sweep by graph replay, varlen 16x1024 with the perf case's fp32 initial state (--h0), ATREX alone:
 #      default, kfold; twice (two processes);

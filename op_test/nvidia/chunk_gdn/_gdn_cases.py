@@ -5,8 +5,6 @@ chunking, no kernel code). Metric: relative RMSE ``||ref - x||_2 / ||ref||_2`` (
 outright when the max abs error is <= 1e-6.
 """
 
-import math
-
 import pytest
 import torch
 
@@ -771,44 +769,6 @@ def test_rc_h0_prefetch_same_bits(case_id, kw, impl, mode, monkeypatch):
         assert err == 0.0, (case_id, sm_count)
     vfirst = bool(kw.get("state_v_first"))
     assert [(m.get("H0PF", 0), m.get("H0_KC")) for m in metas] == [(0, None), (mode, vfirst)] * 2, metas
-
-
-@pytest.mark.parametrize("case_id,kw", RC2_CASES, ids=[c[0] for c in RC2_CASES])
-def test_rc2_kfold(case_id, kw, monkeypatch):
-    """``GL_RC2_KFOLD`` (round 30): the intra kernel writes no normalised k copy and folds the k row norms into factor
-    planes 2, 4 and 5; gl_rc2 reads the raw k. Its dots then take the raw k and fp32 norms scale their results, where
-    the call without it rounds the normalised k to the input dtype first (the contract's rounding), so the two differ
-    by roundings only:
-    * against the float64 recurrence, output and final state within the contract bound;
-    * against the same call without the option, within 2e-3 rrmse, on the full grid and on 3 CTAs (many items per CTA:
-      the plane-5 ring across items and sequences). A wrong or missing norm factor, a misplaced plane or a stale
-      exponent is off by O(1) (the raw k rows here are not unit vectors);
-    * the intra launch took KFOLD and QSIDE, the gl_rc2 launch KFOLD, and the calls without it neither."""
-    import torch
-
-    from atrex_nvidia.chunk_gdn.sm90 import launch
-    if launch._capability(torch.device("cuda")) != (9, 0) or not launch._gluon_ws_supported():
-        pytest.skip("gl_rc2 runs on sm90 with Gluon's warp specialisation only")
-    monkeypatch.setattr(launch, "STATE_IMPL", "gl_rc2")
-    monkeypatch.setattr(launch, "GL_RC2_KFOLD", False)
-    metas, orig = [], launch._launch_all
-
-    def spy(dev, launches, *a, **k):
-        metas.extend((kern.__name__, meta.get("KFOLD", False)) for kern, _g, _a, meta in launches
-                     if kern.__name__ in ("atrex_sm90_gdn_intra_chunk_v3", "atrex_sm90_gdn_state_output_gl_rc2"))
-        return orig(dev, launches, *a, **k)
-
-    monkeypatch.setattr(launch, "_launch_all", spy)
-    x = make_inputs(device="cuda", **kw)
-    for sm_count in (None, 3):
-        err = _knob_pair_error(launch, x, "cuda", {"GL_RC2_KFOLD": False}, {"GL_RC2_KFOLD": True}, exact=False,
-                               sm_count=sm_count)
-        assert err <= 2e-3, (case_id, sm_count, err)
-    pair = [("atrex_sm90_gdn_intra_chunk_v3", False), ("atrex_sm90_gdn_state_output_gl_rc2", False),
-            ("atrex_sm90_gdn_intra_chunk_v3", True), ("atrex_sm90_gdn_state_output_gl_rc2", True)]
-    assert metas == pair * 2, metas
-    eo, eh, bound = run_case(fwd(), case_id, kw, "cuda")  # (GL_RC2_KFOLD still True)
-    assert metas[-2:] == pair[2:] and eo <= bound and eh <= bound, (case_id, eo, eh, bound)
 
 
 # launch.PDL's cases: the varlen chain (chunk offsets, slot map, gates, one-head intra, gl_rc2), fixed length with
@@ -1581,73 +1541,6 @@ def qside_intra_check(launch, device="cpu", cases=QSIDE_INTRA_CASES):
             rows[f"qside_intra_{cid}"] = [0.0 if ok else 1.0, 0.0, 0.5]
     finally:
         launch.GL_RC_QSIDE, launch._gl_rc_wanted, launch._launch_all = saved
-    return rows
-
-
-KFOLD_INTRA_CASES = (
-    ("g1_varlen", dict(T=256, H=2, HV=2, K=64, V=128, cu_seqlens=[0, 64, 192, 256])),  # one-head (gates kernel form)
-    ("g2_varlen", dict(T=256, H=2, HV=4, K=64, V=128, cu_seqlens=[0, 64, 192, 256])),  # two-head programs
-    ("g2_fixed", dict(T=128, H=1, HV=2, K=128, h0=torch.float32)),
-)
-
-
-def kfold_intra_check(launch, device="cpu", cases=KFOLD_INTRA_CASES):
-    """The intra kernel's ``KFOLD`` form (round 30, ``GL_RC2_KFOLD``; its state kernel gl_rc2 is Gluon, which has no
-    interpreter): the call planned as for gl_rc (``_gl_rc_wanted`` forced), every launch but the state kernel's run,
-    with the knob off and on. With it the v3 launch has KFOLD, its kn argument is k itself and the factor workspace has
-    six planes; A and planes 0, 1 and 3 are the knob-off call's bit for bit (the same normalised k in K K^T); planes 2
-    and 4 are the knob-off ones times rk = 1 / sqrt(|k|^2 + 1e-6) of each token's k row (float64 here, to 1e-6
-    relative), plane 5 is gamma log2 e - log2 rk (to 1e-6 of the two terms' magnitudes, fp32's rounding of each);
-    k is unchanged. Every token of these cases sits
-    in a whole chunk, so every plane entry is written. Rows ``[0 or 1, 0, 0.5]``."""
-    import torch
-    saved = (launch.GL_RC2_KFOLD, launch._gl_rc_wanted, launch._launch_all)
-
-    def run(x):
-        got = {}
-
-        def no_state(dev, launches, o, ht, sig=None, split=()):
-            kept = [ln for ln in launches if "state_output" not in ln[0].__name__]
-            (_, _, args, meta), = [ln for ln in kept if ln[0].__name__ == "atrex_sm90_gdn_intra_chunk_v3"]
-            got.update(args=args, meta=meta)
-            saved[2](dev, kept, o, ht)
-            return o, ht
-
-        launch._launch_all = no_state
-        k0 = x["k"].clone()
-        launch.gdn_fwd(x["q"], x["k"], x["v"], x["g"], x["beta"], scale=x["scale"], initial_state=x["initial_state"],
-                       output_final_state=True, use_qk_l2norm_in_kernel=True, state_v_first=x["state_v_first"],
-                       cu_seqlens=x["cu_seqlens"])
-        a = got["args"]
-        return dict(A=a[4].clone(), fac=a[7].clone(), kfold=bool(got["meta"].get("KFOLD")), kn_is_k=a[9] is x["k"],
-                    k_kept=torch.equal(k0, x["k"]))
-
-    rows = {}
-    try:
-        launch._gl_rc_wanted = lambda *a: True
-        for cid, kw in cases:
-            x = make_inputs(device=device, **kw)
-            launch.GL_RC2_KFOLD = False
-            off = run(x)
-            launch.GL_RC2_KFOLD = True
-            on = run(x)
-            kf = x["k"].double().reshape(-1, x["k"].shape[-2], x["k"].shape[-1])  # [tokens, H, K]
-            rk = torch.rsqrt((kf * kf).sum(-1) + 1e-6)  # [tokens, H]
-            HV = on["fac"].shape[1]
-            rk = rk.repeat_interleave(HV // rk.shape[1], dim=1).t()  # [HV, tokens]: value head hv reads head hv // G
-            f0, f1 = off["fac"].double(), on["fac"].double()
-            g2, l2 = f0[0] / math.log(2), torch.log2(rk)
-
-            def close(a, b, rel):
-                return bool(((a - b).abs() <= rel * b.abs() + 1e-30).all())
-            ok = (not off["kfold"] and not off["kn_is_k"] and off["fac"].shape[0] == 5 and on["kfold"]
-                  and on["kn_is_k"] and on["k_kept"] and on["fac"].shape[0] == 6 and torch.equal(off["A"], on["A"])
-                  and all(torch.equal(off["fac"][i], on["fac"][i]) for i in (0, 1, 3))
-                  and close(f1[2], f0[2] * rk, 1e-6) and close(f1[4], f0[4] * rk, 1e-6)
-                  and bool(((f1[5] - (g2 - l2)).abs() <= 1e-6 * (g2.abs() + l2.abs()) + 1e-6).all()))
-            rows[f"kfold_intra_{cid}"] = [0.0 if ok else 1.0, 0.0, 0.5]
-    finally:
-        launch.GL_RC2_KFOLD, launch._gl_rc_wanted, launch._launch_all = saved
     return rows
 
 

@@ -706,32 +706,6 @@ def _store_row_factors_fold(gam, gc, bf, rq, rk, hv, HV, TOTAL_T, rg, mrow, r64,
 
 
 @triton.jit
-def _store_kfold_planes(gam, gc, bf, rk, hv, HV, TOTAL_T, rg, mrow, r64, t0, eos, ALL: tl.constexpr):
-    """``KFOLD``'s factor planes (round 30, launch.GL_RC2_KFOLD): the state pass (gl_rc2 with its q side) reads the raw
-    k, ``K_n = diag(rk) K``, so plane 2 is ``beta e^gamma rk`` (X = beta V - plane2 (K S)), plane 4
-    ``e^(gamma_last - gamma) rk`` (S += K^T (plane4 U)), and plane 5 ``gamma log2 e - log2 rk``, the column exponent of
-    Aqk = tril(diag(rs) Q K_n^T e^(gamma_r - gamma_c)) = tril(diag(rs) Q K^T 2^(gamma_r log2 e - plane5_c)). With
-    ``ALL`` planes 0, 1 and 3 too (as ``_store_row_factors``; without it the gates kernel wrote them)."""
-    plane = (hv * 0 + HV).to(tl.int64) * TOTAL_T  # HV == 1 is specialised to a constexpr int
-    f_base = gam + hv.to(tl.int64) * TOTAL_T
-    if ALL:
-        nvalid = tl.minimum(eos - t0, 64)
-        gl = tl.sum(tl.where(r64 == nvalid - 1, gc, 0.0), 0)
-        eg = tl.exp(gc)
-        tl.store(f_base + rg, gc, mask=mrow)
-        tl.store(f_base + plane + rg, bf, mask=mrow)
-        tl.store(f_base + 3 * plane + rg, eg, mask=mrow)
-        p2 = bf * eg
-        p4 = tl.exp(gl - gc)
-    else:  # (the gates kernel's planes 2 and 4, complete before this program started, times rk)
-        p2 = tl.load(f_base + 2 * plane + rg, mask=mrow, other=0.0)
-        p4 = tl.load(f_base + 4 * plane + rg, mask=mrow, other=0.0)
-    tl.store(f_base + 2 * plane + rg, p2 * rk, mask=mrow)
-    tl.store(f_base + 4 * plane + rg, tl.where(mrow, p4 * rk, 0.0), mask=mrow)
-    tl.store(f_base + 5 * plane + rg, gc * 1.4426950408889634 - tl.log2(rk), mask=mrow)
-
-
-@triton.jit
 def atrex_sm90_gdn_intra_chunk_v2(
     q, k, g, beta, A, Aqk, gam, fac, qn, kn, cu, co,
     T, N, HV, K, n_search,
@@ -1294,7 +1268,7 @@ def atrex_sm90_gdn_intra_chunk_v3(
     FP16_FALLBACK: tl.constexpr = 2, FOLD_NORM: tl.constexpr = False, GS: tl.constexpr = 1,
     FAST_EXP: tl.constexpr = False, MASK_OUT: tl.constexpr = False, SLOT_MAP: tl.constexpr = False,
     ACC_MERGE: tl.constexpr = False, GATES: tl.constexpr = False, DIAG16: tl.constexpr = False,
-    QSIDE: tl.constexpr = False, PDL: tl.constexpr = False, KFOLD: tl.constexpr = False,
+    QSIDE: tl.constexpr = False, PDL: tl.constexpr = False,
 ):
     """Intra-chunk kernel v3, one program per (chunk slot, value head), same outputs as v2; with ``GS > 1``
     (round 11, GVA; only ``GS == 2`` with ``G`` even) one program per (chunk slot, pair of value heads of one q/k head).
@@ -1336,9 +1310,6 @@ def atrex_sm90_gdn_intra_chunk_v3(
     which normalises q and forms Aqk itself) the program reads no q, stores only the normalised k, and forms and
     stores no Aqk: its outputs are A, kn and the factor planes.
     With ``PDL`` (round 28, launch.PDL) the program starts with ``_pdl_enter``.
-    With ``KFOLD`` (round 30, launch.GL_RC2_KFOLD; needs QSIDE) no normalised k copy either: the state pass reads the
-    raw k and the k row norms go into factor planes 2, 4 and 5 (``_store_kfold_planes``), so that the program's
-    outputs are A and the factor planes.
     """
     _pdl_enter(PDL)
     live, c, bos, eos, tg0, t0, h, hv0, q_base, k_base, g_base0, b_base0 = _intra_tile(
@@ -1359,21 +1330,17 @@ def atrex_sm90_gdn_intra_chunk_v3(
     causal = rr >= cc
     tl.static_assert(GS == 1 or (GS == 2 and G % 2 == 0))
     tl.static_assert(not QSIDE or (STORE_QKN and STORE_FAC and not FOLD_NORM))
-    tl.static_assert(not KFOLD or (QSIDE and USE_L2NORM))
     if GATES:
         tl.static_assert(STORE_FAC and not FOLD_NORM)
         # every load of the tile is independent of the others: gate rows first (small), then q and k
         gf0, gc0, bf0 = _v3_gate_rows(gam, g_base0, rows64, mrow, s_gt, hv0, HV, TOTAL_T, rg)
         if not QSIDE:
             qf = _load_qk_tile(q_base, rows64, mrow, offs_k, mk, s_qt, USE_L2NORM)
-        if KFOLD:
-            kf, rk = _load_qk_tile_inv(k_base, rows64, mrow, offs_k, mk, s_kt)
-        else:
-            kf = _load_qk_tile(k_base, rows64, mrow, offs_k, mk, s_kt, USE_L2NORM)
+        kf = _load_qk_tile(k_base, rows64, mrow, offs_k, mk, s_kt, USE_L2NORM)
         e0 = _exp_tile(tl.where(causal, gc0[:, None] - gc0[None, :], 0.0), FAST_EXP)
     else:
         gf0, gc0, bf0 = _v3_head_rows(gam, g_base0, b_base0, rows64, mrow, s_gt, s_bt, hv0, HV, TOTAL_T, rg, r64, t0,
-                                      eos, BETA_SIGMOID, NEG_EIGVAL, STORE_FAC, FOLD_NORM or KFOLD)
+                                      eos, BETA_SIGMOID, NEG_EIGVAL, STORE_FAC, FOLD_NORM)
         e0 = _exp_tile(tl.where(causal, gc0[:, None] - gc0[None, :], 0.0), FAST_EXP)
     if FOLD_NORM:
         tl.static_assert(USE_L2NORM and STORE_FAC and not STORE_QKN)
@@ -1383,13 +1350,8 @@ def atrex_sm90_gdn_intra_chunk_v3(
     elif not GATES:
         if not QSIDE:
             qf = _load_qk_tile(q_base, rows64, mrow, offs_k, mk, s_qt, USE_L2NORM)
-        if KFOLD:
-            kf, rk = _load_qk_tile_inv(k_base, rows64, mrow, offs_k, mk, s_kt)
-        else:
-            kf = _load_qk_tile(k_base, rows64, mrow, offs_k, mk, s_kt, USE_L2NORM)
-    if KFOLD:
-        _store_kfold_planes(gam, gc0, bf0, rk, hv0, HV, TOTAL_T, rg, mrow, r64, t0, eos, not GATES)
-    elif QSIDE:
+        kf = _load_qk_tile(k_base, rows64, mrow, offs_k, mk, s_kt, USE_L2NORM)
+    if QSIDE:
         _store_qk_normalised(qn, kn, kf, kf, rg, mrow, offs_k, mk, h, hv0, HV, K, G, STORE_Q=False)
     else:
         if STORE_QKN:
@@ -1409,13 +1371,10 @@ def atrex_sm90_gdn_intra_chunk_v3(
             e1 = _exp_tile(tl.where(causal, gc1[:, None] - gc1[None, :], 0.0), FAST_EXP)
         else:
             gf1, gc1, bf1 = _v3_head_rows(gam, g_base0 + s_gh, b_base0 + s_bh, rows64, mrow, s_gt, s_bt, hv1, HV,
-                                          TOTAL_T, rg, r64, t0, eos, BETA_SIGMOID, NEG_EIGVAL, STORE_FAC,
-                                          FOLD_NORM or KFOLD)
+                                          TOTAL_T, rg, r64, t0, eos, BETA_SIGMOID, NEG_EIGVAL, STORE_FAC, FOLD_NORM)
             e1 = _exp_tile(tl.where(causal, gc1[:, None] - gc1[None, :], 0.0), FAST_EXP)
         if FOLD_NORM:
             _store_row_factors_fold(gam, gc1, bf1, rq, rk, hv1, HV, TOTAL_T, rg, mrow, r64, t0, eos)
-        if KFOLD:
-            _store_kfold_planes(gam, gc1, bf1, rk, hv1, HV, TOTAL_T, rg, mrow, r64, t0, eos, not GATES)
         if not QSIDE:
             _store_tile64(Aqk, hv1, TOTAL_T, rg, r64, mrow, tl.where(causal, qk * e1, 0.0))
         Lm1 = tl.where(rr > cc, bf1[:, None] * e1 * kk, 0.0)

@@ -505,7 +505,7 @@ def _rc_loader(kd, qd, vd, ad, aqd, fac, k_s, q_s, a_s, aq_s, v_s, f_s, gm_s, re
                G: gl.constexpr, IS_VARLEN: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr,
                EG_PLANE: gl.constexpr, QSIDE: gl.constexpr, v1_s=None, V2: gl.constexpr = False,
                L2PF: gl.constexpr = False, h0=None, s_h0n=0, s_h0h=0, s_h0k=0, s_h0v=0, H0PF: gl.constexpr = 0,
-               H0_KC: gl.constexpr = True, gk_s=None, KFOLD: gl.constexpr = False):
+               H0_KC: gl.constexpr = True):
     """Loader partition (1 warp): every chunk of every item of this CTA into ring slot (chunk counter) % STAGES: the
     five tiles by TMA, and the chunk's factor planes 1-4 (beta, beta e^gamma, e^gamma, e^(gamma_last - gamma); 0 past
     the sequence end) and e^gamma_last (in all 64 entries of a fifth row) by cp.async, whose completion the slot's ready
@@ -516,8 +516,7 @@ def _rc_loader(kd, qd, vd, ad, aqd, fac, k_s, q_s, a_s, aq_s, v_s, f_s, gm_s, re
     slot that takes them is free (r97: gl_rc2's chains waited half their time for their loads; the DRAM was 84%
     busy on an H100). ``H0PF`` (round 29, launch.GL_RC_H0_PREFETCH; only with an initial state): 1, at the start of
     each item after the CTA's first, the item's initial-state block is prefetched into L2 (the chains load it STAGES
-    chunks later, when they reach the item); 2, the next item's block at the start of each item (L2::evict_last).
-    ``KFOLD`` (round 30, gl_rc2 with QSIDE): also factor plane 5 (Aqk's column exponents) into ``gk_s``."""
+    chunks later, when they reach the item); 2, the next item's block at the start of each item (L2::evict_last)."""
     FL: gl.constexpr = gl.BlockedLayout([2], [32], [1], [0])
     fr = gl.arange(0, 64, layout=FL)
     plane = (HV + fr * 0).to(gl.int64) * TOTAL_T
@@ -548,8 +547,6 @@ def _rc_loader(kd, qd, vd, ad, aqd, fac, k_s, q_s, a_s, aq_s, v_s, f_s, gm_s, re
             _cp_async(f_s.index(slot * 5 + 4), f_base + 3 * plane + gl.minimum(L, l0 + 64) - 1 + fr * 0)
             if QSIDE:
                 _cp_async(gm_s.index(slot), f_base + l0 + fr, mask=fm)
-            if KFOLD:
-                _cp_async(gk_s.index(slot), f_base + 5 * plane + l0 + fr, mask=fm)
             # each lane's arrive raises the pending count now and lowers it when its copies have landed: the phase
             # cannot complete before them (it must come before the expect's own arrive)
             async_copy.mbarrier_arrive(bar)
@@ -938,8 +935,7 @@ def _rc2_output(q_s, k_s, gm_s, sb0_s, u0_s, sb1_s, u1_s, f_s, o_s, ones_s, read
                 T, HV, V,
                 N_ITEMS, TOTAL_T, ROWS, s_ob, s_ot, s_oh, scale,
                 G: gl.constexpr, IS_VARLEN: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr,
-                FAST_EXP: gl.constexpr, OUT_TMA: gl.constexpr, QNORM_MMA: gl.constexpr, gk_s=None,
-                KFOLD: gl.constexpr = False):
+                FAST_EXP: gl.constexpr, OUT_TMA: gl.constexpr, QNORM_MMA: gl.constexpr):
     """gl_rc2's output partition (4 warps): per chunk the raw q in registers, Q K^T and Aqk once (``_rc_output``'s
     QSCALE form; the load slot released then), then for each chain h in {0, 1} (its hand-off buffers): O_h =
     e^gamma rs (Q S_c,h) + Aqk U_c,h, stored to the output's columns [64 h, 64 h + 64) of the head (whole chunks by TMA
@@ -966,7 +962,7 @@ def _rc2_output(q_s, k_s, gm_s, sb0_s, u0_s, sb1_s, u1_s, f_s, o_s, ones_s, read
             mbarrier.wait(ready.index(slot), (it // STAGES) & 1)
             eg = f_s.index(slot * 5 + 2).load(ROW)
             qa, aqk, rs = _q_side_scaled(q_s.index(slot), k_s.index(slot), gm_s.index(slot), ones_s, zero, scale, rr,
-                                         cc, MMA, A64, A64, dt, FAST_EXP, QNORM_MMA, gk_s.index(slot), KFOLD)
+                                         cc, MMA, A64, A64, dt, FAST_EXP, QNORM_MMA)
             eg = eg * rs
             _cta_barrier()  # (every warp's Q K^T has read k; the gamma rows are loaded)
             mbarrier.arrive(empty.index(slot), count=1)
@@ -1002,13 +998,11 @@ def atrex_sm90_gdn_state_output_gl_rc2(
     PERSISTENT: gl.constexpr, STAGES: gl.constexpr, OUT_REGS: gl.constexpr, CHAIN_REGS: gl.constexpr = 168,
     EG_PLANE: gl.constexpr = 3, FAST_EXP: gl.constexpr = False, OUT_TMA: gl.constexpr = False,
     QNORM_MMA: gl.constexpr = False, L2PF: gl.constexpr = False, HT_REMAT: gl.constexpr = False,
-    PDL: gl.constexpr = False, H0PF: gl.constexpr = 0, H0_KC: gl.constexpr = True, KFOLD: gl.constexpr = False,
+    PDL: gl.constexpr = False, H0PF: gl.constexpr = 0, H0_KC: gl.constexpr = True,
 ):
     """gl_rc's arguments (QSIDE: ``qd`` is the raw q, ``aqd`` not read) for V == 2 BV == 128: work item i is sequence x
     value head i, both V blocks, CTA p runs items p, p + grid, ... (the block comment above). Partitions: chain 0
-    (default, 4 warps), chain 1 (4 warps, CHAIN_REGS), output (4 warps, OUT_REGS), loader (1 warp). With ``KFOLD``
-    (round 30, launch.GL_RC2_KFOLD) ``kd`` is the raw k: the intra kernel folded its row norms into factor planes 2
-    and 4, which the chains read as they are, and 5, Aqk's column exponents (``_aqk_regs_scaled``)."""
+    (default, 4 warps), chain 1 (4 warps, CHAIN_REGS), output (4 warps, OUT_REGS), loader (1 warp)."""
     SH_S: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BV, BK], gl.bfloat16)
     SH_U: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BV, 64], gl.bfloat16)
     SH_V: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, BV], gl.bfloat16)
@@ -1033,10 +1027,6 @@ def atrex_sm90_gdn_state_output_gl_rc2(
     ones_s = _ones_tile(dt, BK, QNORM_MMA, u0_s)
     f_s = gl.allocate_shared_memory(gl.float32, [STAGES * 5, 64], gl.SwizzledSharedLayout(1, 1, 1, [0]))
     gm_s = gl.allocate_shared_memory(gl.float32, [STAGES, 64], gl.SwizzledSharedLayout(1, 1, 1, [0]))
-    if KFOLD:
-        gk_s = gl.allocate_shared_memory(gl.float32, [STAGES, 64], gl.SwizzledSharedLayout(1, 1, 1, [0]))
-    else:
-        gk_s = gm_s  # (not read)
     ready, empty, sr0, se0 = _ring_barriers(STAGES, 3)
     sr1 = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
     se1 = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
@@ -1055,10 +1045,10 @@ def atrex_sm90_gdn_state_output_gl_rc2(
                      STAGES, False, True, 1, HT_REMAT)),
         (_rc2_output, (q_s, k_s, gm_s, sb0_s, u0_s, sb1_s, u1_s, f_s, o_s, ones_s, ready, empty, sr0, se0, sr1, se1, o,
                        cu, T, HV, V, N_ITEMS, TOTAL_T, ROWS, s_ob, s_ot, s_oh, scale, G, IS_VARLEN, BK, BV, STAGES, FAST_EXP,
-                       OUT_TMA, QNORM_MMA, gk_s, KFOLD)),
+                       OUT_TMA, QNORM_MMA)),
         (_rc_loader, (kd, qd, vd, ad, aqd, fac, k_s, q_s, a_s, aq_s, v_s, f_s, gm_s, ready, empty, cu, T, HV, K, V,
                       N_ITEMS, 1, ROWS, QW, VW, s_qr, s_kr, s_vr, TOTAL_T, G, IS_VARLEN, BK, BV, STAGES, EG_PLANE,
-                      True, v1_s, True, L2PF, h0, s_h0n, s_h0h, s_h0k, s_h0v, H0PF, H0_KC, gk_s, KFOLD)),
+                      True, v1_s, True, L2PF, h0, s_h0n, s_h0h, s_h0k, s_h0v, H0PF, H0_KC)),
     ], [4, 4, 1], [CHAIN_REGS, OUT_REGS, 24])
 
 
@@ -1179,13 +1169,11 @@ def _fu_mufu(x, LOG: gl.constexpr, FAST: gl.constexpr):
 
 @gluon.jit
 def _q_side_scaled(qb, kb, gmb, ones_s, z, scale, rr, cc, M: gl.constexpr, A: gl.constexpr, AQ: gl.constexpr,
-                   dt: gl.constexpr, FAST_EXP: gl.constexpr, QNORM_MMA: gl.constexpr, gkb=None,
-                   KFOLD: gl.constexpr = False):
+                   dt: gl.constexpr, FAST_EXP: gl.constexpr, QNORM_MMA: gl.constexpr):
     """GL_RC_QSCALE's q side of one chunk (slot views ``qb``, ``kb``, ``gmb``): (the raw q in left-operand layout ``A``,
     Aqk in left-operand layout ``AQ``, the row factors scale / ||q_r|| in the row layout of ``M``), Q K^T accumulated
     in ``M`` from ``z``; the norms by ``_q_raw_regs_mma`` (its dot issued ahead of Q K^T, only it waited for) with
-    ``QNORM_MMA``, else by ``_q_raw_regs``. With ``KFOLD`` ``kb`` is the raw k and ``gkb`` the chunk's column exponents
-    (``_aqk_regs_scaled``)."""
+    ``QNORM_MMA``, else by ``_q_raw_regs``."""
     if QNORM_MMA:
         qa, nn = _q_raw_regs_mma(qb, ones_s, A)
         qk = warpgroup_mma(qa, kb.permute((1, 0)), z, use_acc=False, is_async=True)
@@ -1195,26 +1183,20 @@ def _q_side_scaled(qb, kb, gmb, ones_s, z, scale, rr, cc, M: gl.constexpr, A: gl
         qa, ss = _q_raw_regs(qb, A)
         qk = warpgroup_mma(qa, kb.permute((1, 0)), z, use_acc=False, is_async=True)
     rs = gl.convert_layout(gl.rsqrt(ss + 1e-6), gl.SliceLayout(1, M)) * scale
-    return qa, _aqk_regs_scaled(qk, gmb, _fu_mufu(rs, True, FAST_EXP), rr, cc, M, AQ, dt, FAST_EXP, gkb, KFOLD), rs
+    return qa, _aqk_regs_scaled(qk, gmb, _fu_mufu(rs, True, FAST_EXP), rr, cc, M, AQ, dt, FAST_EXP), rs
 
 
 @gluon.jit
-def _aqk_regs_scaled(qk, gm, lrs, rr, cc, M: gl.constexpr, A: gl.constexpr, dt: gl.constexpr, FAST_EXP: gl.constexpr,
-                     gk=None, KFOLD: gl.constexpr = False):
+def _aqk_regs_scaled(qk, gm, lrs, rr, cc, M: gl.constexpr, A: gl.constexpr, dt: gl.constexpr, FAST_EXP: gl.constexpr):
     """Aqk = tril(diag(rs) Q K^T e^(gamma_r - gamma_c)) rounded to ``dt`` in left-operand layout ``A``, where ``qk``
     (accumulator layout ``M``, asynchronous) is the raw q's Q K^T and ``lrs`` = log2 of the row factors rs (scale /
     ||q_r||, row layout of ``M``): one exponent per element, 2^(gamma_r log2 e + lrs_r - gamma_c log2 e). Only the
     causal mask: a row past the sequence end is never stored, and the valid rows' columns are all inside it. The mask
     sets a masked entry's exponent to -inf (2^-inf = 0, and Q K^T is finite): a select of the product after the dot
-    let Triton 3.6 sink the bf16 rounding above it, selecting 16-bit halves (~30 more PRMT a chunk, CPU-compiled SASS).
-    With ``KFOLD`` (round 30) ``qk`` is Q K^T of the raw k and the column exponents come from ``gk`` (factor plane 5,
-    gamma_c log2 e - log2 rk_c): the k row norms 1 / rk_c in the same exponent."""
+    let Triton 3.6 sink the bf16 rounding above it, selecting 16-bit halves (~30 more PRMT a chunk, CPU-compiled SASS)."""
     LOG2E: gl.constexpr = 1.4426950408889634
     gr = gm.load(gl.SliceLayout(1, M)) * LOG2E + lrs
-    if KFOLD:
-        gc = gk.load(gl.SliceLayout(0, M))
-    else:
-        gc = gm.load(gl.SliceLayout(0, M)) * LOG2E
+    gc = gm.load(gl.SliceLayout(0, M)) * LOG2E
     x = gl.where(rr >= cc, gl.expand_dims(gr, 1) - gl.expand_dims(gc, 0), float("-inf"))
     e = _fu_mufu(x, False, FAST_EXP)
     qk = warpgroup_mma_wait(0, deps=[qk])
