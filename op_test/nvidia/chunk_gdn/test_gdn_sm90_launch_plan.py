@@ -844,10 +844,10 @@ def test_rc_round27_options_are_gl_rc_options(plan, monkeypatch, knob, opt):
 
 
 def test_h0_prefetch_is_a_gl_rc_option_for_calls_with_a_unit_stride_initial_state(plan, monkeypatch):
-    """GL_RC_H0_PREFETCH (round 29; 1 since round 30): H0PF = the knob on the gl_rc2 and gl_rc launches of calls with an initial
-    state, with H0_KC true exactly where h0's k stride is 1 (the state_v_first layout, or a k-first tensor that is
-    transposed in memory); no option where the call has no initial state, where neither h0 stride is 1, on gl_ws
-    launches, or with the knob off."""
+    """GL_RC_H0_PREFETCH (round 29; 1 since round 30): H0PF = the knob on the gl_rc2 and gl_rc launches of calls
+    with an initial state, with H0_KC true exactly where h0's k stride is 1 (the state_v_first layout, or a k-first
+    tensor that is transposed in memory); no option where the call has no initial state, where neither h0 stride is
+    1, on gl_ws launches, or with the knob off."""
     cu = [64 * 4 * i for i in range(17)]
     n, T = len(cu) - 1, cu[-1]
 
