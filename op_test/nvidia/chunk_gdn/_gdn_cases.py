@@ -771,6 +771,48 @@ def test_rc_h0_prefetch_same_bits(case_id, kw, impl, mode, monkeypatch):
     assert [(m.get("H0PF", 0), m.get("H0_KC")) for m in metas] == [(0, None), (mode, vfirst)] * 2, metas
 
 
+@pytest.mark.parametrize("case_id,kw", RC2_CASES, ids=[c[0] for c in RC2_CASES])
+def test_rc2_kraw(case_id, kw, monkeypatch):
+    """``GL_RC2_KRAW`` (round 31): the intra kernel writes no normalised k copy, only the k row norms rk (plane 5), and
+    gl_rc2 reads the raw k and folds rk into its factors. Its dots take the raw k, exact in the input dtype, where the
+    call without it rounds the normalised k first (the contract's rounding), so the two differ by that rounding: round
+    30's KFOLD, the same numerics, was 2.5-3e-3 rrmse from the knob-off call. The bounds, set before the first GPU run,
+    are therefore against the float64 recurrence, for output and final state each:
+    * within the contract bound (as every case);
+    * at most 10% + 1e-4 farther from it than the same call without the option (a wrong or missing norm factor, a
+      misplaced plane or a stale ring slot is off by O(1): the raw k rows here are not unit vectors);
+    * on 3 CTAs (many items per CTA: the plane-5 ring across items and sequences) within the contract bound of the
+      call without it;
+    * the intra launch took KRAW, the gl_rc2 launch KRAW, and the calls without it neither."""
+    import torch
+
+    from atrex_nvidia.chunk_gdn.sm90 import launch
+    if launch._capability(torch.device("cuda")) != (9, 0) or not launch._gluon_ws_supported():
+        pytest.skip("gl_rc2 runs on sm90 with Gluon's warp specialisation only")
+    monkeypatch.setattr(launch, "STATE_IMPL", "gl_rc2")
+    metas, orig = [], launch._launch_all
+
+    def spy(dev, launches, *a, **k):
+        metas.extend((kern.__name__, meta.get("KRAW", False)) for kern, _g, _a, meta in launches
+                     if kern.__name__ in ("atrex_sm90_gdn_intra_chunk_v3", "atrex_sm90_gdn_state_output_gl_rc2"))
+        return orig(dev, launches, *a, **k)
+
+    monkeypatch.setattr(launch, "_launch_all", spy)
+    monkeypatch.setattr(launch, "GL_RC2_KRAW", False)
+    off_o, off_h, bound = run_case(fwd(), case_id, kw, "cuda")
+    monkeypatch.setattr(launch, "GL_RC2_KRAW", True)
+    on_o, on_h, _ = run_case(fwd(), case_id, kw, "cuda")
+    errs = (case_id, off_o, off_h, on_o, on_h, bound)
+    assert on_o <= bound and on_h <= bound, errs
+    assert on_o <= 1.1 * off_o + 1e-4 and on_h <= 1.1 * off_h + 1e-4, errs
+    x = make_inputs(device="cuda", **kw)
+    err = _knob_pair_error(launch, x, "cuda", {"GL_RC2_KRAW": False}, {"GL_RC2_KRAW": True}, exact=False, sm_count=3)
+    assert err <= bound, (case_id, "3 CTAs", err)
+    pair = [("atrex_sm90_gdn_intra_chunk_v3", False), ("atrex_sm90_gdn_state_output_gl_rc2", False)]
+    on = [(n, True) for n, _ in pair]
+    assert metas == pair + on + pair + on, metas
+
+
 # launch.PDL's cases: the varlen chain (chunk offsets, slot map, gates, one-head intra, gl_rc2), fixed length with
 # two-head intra programs and gl_rc (forced: PDL leaves gl_ws plans out), K = 64 with strong decay, int64 cu_seqlens
 PDL_CASES = [(cid, kw) for cid, kw in QSIDE_CASES if cid in (
@@ -1541,6 +1583,66 @@ def qside_intra_check(launch, device="cpu", cases=QSIDE_INTRA_CASES):
             rows[f"qside_intra_{cid}"] = [0.0 if ok else 1.0, 0.0, 0.5]
     finally:
         launch.GL_RC_QSIDE, launch._gl_rc_wanted, launch._launch_all = saved
+    return rows
+
+
+KRAW_INTRA_CASES = (
+    ("g1_varlen", dict(T=256, H=2, HV=2, K=64, V=128, cu_seqlens=[0, 64, 192, 256])),  # one-head (gates kernel form)
+    ("g2_varlen", dict(T=256, H=2, HV=4, K=64, V=128, cu_seqlens=[0, 64, 192, 256])),  # two-head programs
+    ("g2_fixed", dict(T=128, H=1, HV=2, K=128, h0=torch.float32)),
+)
+
+
+def kraw_intra_check(launch, device="cpu", cases=KRAW_INTRA_CASES):
+    """The intra kernel's ``KRAW`` form (round 31, ``GL_RC2_KRAW``; its state kernel gl_rc2 is Gluon, which has no
+    interpreter): the call planned as for gl_rc (``_gl_rc_wanted`` forced), every launch but the state kernel's run,
+    with the knob off and on. With it the v3 launch has KRAW, its kn argument is k itself (and k is unchanged) and the
+    factor workspace has six planes; A and planes 0-4 are the knob-off call's bit for bit (the same normalised k in
+    K K^T); plane 5 is rk = 1 / sqrt(|k|^2 + 1e-6) of each token's k row (float64 here, to 1e-6 relative; value head
+    hv reads q/k head hv // G). Every token of these cases sits in a whole chunk, so every plane entry is written.
+    Rows ``[0 or 1, 0, 0.5]``."""
+    import torch
+    saved = (launch.GL_RC2_KRAW, launch._gl_rc_wanted, launch._launch_all)
+
+    def run(x):
+        got = {}
+
+        def no_state(dev, launches, o, ht, sig=None, split=()):
+            kept = [ln for ln in launches if "state_output" not in ln[0].__name__]
+            (_, _, args, meta), = [ln for ln in kept if ln[0].__name__ == "atrex_sm90_gdn_intra_chunk_v3"]
+            got.update(args=args, meta=meta)
+            saved[2](dev, kept, o, ht)
+            return o, ht
+
+        launch._launch_all = no_state
+        k0 = x["k"].clone()
+        launch.gdn_fwd(x["q"], x["k"], x["v"], x["g"], x["beta"], scale=x["scale"], initial_state=x["initial_state"],
+                       output_final_state=True, use_qk_l2norm_in_kernel=True, state_v_first=x["state_v_first"],
+                       cu_seqlens=x["cu_seqlens"])
+        a = got["args"]
+        return dict(A=a[4].clone(), fac=a[7].clone(), kraw=bool(got["meta"].get("KRAW")), kn_is_k=a[9] is x["k"],
+                    k_kept=torch.equal(k0, x["k"]))
+
+    rows = {}
+    try:
+        launch._gl_rc_wanted = lambda *a: True
+        for cid, kw in cases:
+            x = make_inputs(device=device, **kw)
+            launch.GL_RC2_KRAW = False
+            off = run(x)
+            launch.GL_RC2_KRAW = True
+            on = run(x)
+            kf = x["k"].double().reshape(-1, x["k"].shape[-2], x["k"].shape[-1])  # [tokens, H, K]
+            rk = torch.rsqrt((kf * kf).sum(-1) + 1e-6)  # [tokens, H]
+            HV = on["fac"].shape[1]
+            rk = rk.repeat_interleave(HV // rk.shape[1], dim=1).t()  # [HV, tokens]
+            ok = (not off["kraw"] and not off["kn_is_k"] and off["fac"].shape[0] == 5 and on["kraw"]
+                  and on["kn_is_k"] and on["k_kept"] and on["fac"].shape[0] == 6 and torch.equal(off["A"], on["A"])
+                  and torch.equal(off["fac"], on["fac"][:5])
+                  and bool(((on["fac"][5].double() - rk).abs() <= 1e-6 * rk).all()))
+            rows[f"kraw_intra_{cid}"] = [0.0 if ok else 1.0, 0.0, 0.5]
+    finally:
+        launch.GL_RC2_KRAW, launch._gl_rc_wanted, launch._launch_all = saved
     return rows
 
 
