@@ -1597,10 +1597,13 @@ def kraw_intra_check(launch, device="cpu", cases=KRAW_INTRA_CASES):
     """The intra kernel's ``KRAW`` form (round 31, ``GL_RC2_KRAW``; its state kernel gl_rc2 is Gluon, which has no
     interpreter): the call planned as for gl_rc (``_gl_rc_wanted`` forced), every launch but the state kernel's run,
     with the knob off and on. With it the v3 launch has KRAW, its kn argument is k itself (and k is unchanged) and the
-    factor workspace has six planes; A and planes 0-4 are the knob-off call's bit for bit (the same normalised k in
-    K K^T); plane 5 is rk = 1 / sqrt(|k|^2 + 1e-6) of each token's k row (float64 here, to 1e-6 relative; value head
-    hv reads q/k head hv // G). Every token of these cases sits in a whole chunk, so every plane entry is written.
-    Rows ``[0 or 1, 0, 0.5]``."""
+    factor workspace has six planes; planes 0-4 are the knob-off call's bit for bit; plane 5 is rk = 1 / sqrt(|k|^2 +
+    1e-6) of each token's k row (float64 here, to 1e-6 relative; value head hv reads q/k head hv // G). A is formed from
+    the raw k's K K^T scaled by the norms instead of the rounded normalised k's: against the float64 inverse of
+    ``I + tril(beta_r e^(gamma_r - gamma_c) kn_r.kn_c, -1)`` (kn the exactly normalised k, every 64-token chunk; rrmse
+    of A - I) it must be no farther than the knob-off A (x1.1; a wrong or missing norm factor is off by O(1)). Every token of
+    these cases sits in a whole chunk, so every plane entry is written. Rows ``[0 or 1, 0, 0.5]`` and
+    ``[err_on, 0, 1.1 err_off]``."""
     import torch
     saved = (launch.GL_RC2_KRAW, launch._gl_rc_wanted, launch._launch_all)
 
@@ -1637,10 +1640,22 @@ def kraw_intra_check(launch, device="cpu", cases=KRAW_INTRA_CASES):
             HV = on["fac"].shape[1]
             rk = rk.repeat_interleave(HV // rk.shape[1], dim=1).t()  # [HV, tokens]
             ok = (not off["kraw"] and not off["kn_is_k"] and off["fac"].shape[0] == 5 and on["kraw"]
-                  and on["kn_is_k"] and on["k_kept"] and on["fac"].shape[0] == 6 and torch.equal(off["A"], on["A"])
+                  and on["kn_is_k"] and on["k_kept"] and on["fac"].shape[0] == 6
                   and torch.equal(off["fac"], on["fac"][:5])
                   and bool(((on["fac"][5].double() - rk).abs() <= 1e-6 * rk).all()))
             rows[f"kraw_intra_{cid}"] = [0.0 if ok else 1.0, 0.0, 0.5]
+            kn = kf * torch.rsqrt((kf * kf).sum(-1, keepdim=True) + 1e-6)  # [tokens, H, K], float64
+            gam, beta, G = off["fac"][0].double(), off["fac"][1].double(), HV // kn.shape[1]
+            ref = torch.zeros_like(gam.new_zeros(off["A"].shape))
+            eye = torch.eye(64, dtype=torch.float64)
+            for hv in range(HV):
+                for c0 in range(0, kn.shape[0], 64):
+                    kc, gc, bc = kn[c0:c0 + 64, hv // G], gam[hv, c0:c0 + 64], beta[hv, c0:c0 + 64]
+                    lm = torch.tril(bc[:, None] * torch.exp(gc[:, None] - gc[None, :]) * (kc @ kc.t()), -1)
+                    ref[hv, c0:c0 + 64] = torch.linalg.inv(eye + lm) - eye  # (the identity left out of the metric)
+            ids = eye.repeat(kn.shape[0] // 64, 1)
+            e_off, e_on = rrmse(ref, off["A"].double() - ids), rrmse(ref, on["A"].double() - ids)
+            rows[f"kraw_intra_A_{cid}"] = [e_on, 0.0, 1.1 * e_off]
     finally:
         launch.GL_RC2_KRAW, launch._gl_rc_wanted, launch._launch_all = saved
     return rows

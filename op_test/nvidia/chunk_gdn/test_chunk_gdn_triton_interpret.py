@@ -237,9 +237,9 @@ def test_gates_book_rows_ran(interpreted_results):
 
 
 def test_kraw_intra_rows_ran(interpreted_results):
-    """The round-31 rows (``kraw_intra_check``: the intra kernel's KRAW form against the knob-off call) are present,
+    """The round-31 rows (``kraw_intra_check``: the intra kernel's KRAW form, its planes and A) are present,
     so that none passes by being absent."""
-    want = {f"kraw_intra_{c}" for c in ("g1_varlen", "g2_varlen", "g2_fixed")}
+    want = {f"kraw_intra_{t}{c}" for c in ("g1_varlen", "g2_varlen", "g2_fixed") for t in ("", "A_")}
     assert want <= set(interpreted_results), sorted(want - set(interpreted_results))
 
 

@@ -144,6 +144,14 @@ def _load_qk_tile_inv(ptr, rows, mrow, offs_k, mk, s_t):
 
 
 @triton.jit
+def _load_k_raw_inv(ptr, rows, mrow, offs_k, mk, s_t):
+    """The raw ``[len(rows), BK]`` tile and the fp32 inverse norms ``1 / sqrt(|x|^2 + 1e-6)`` of its rows (KRAW)."""
+    x = tl.load(ptr + rows[:, None] * s_t + offs_k[None, :], mask=mrow[:, None] & mk[None, :], other=0.0)
+    xf = x.to(tl.float32)
+    return x, tl.rsqrt(tl.sum(xf * xf, 1) + 1e-6)
+
+
+@triton.jit
 def _load_beta(ptr, rows, mrow, s_t, BETA_SIGMOID: tl.constexpr, NEG_EIGVAL: tl.constexpr):
     b = tl.load(ptr + rows * s_t, mask=mrow, other=0.0).to(tl.float32)
     if BETA_SIGMOID:
@@ -1321,7 +1329,9 @@ def atrex_sm90_gdn_intra_chunk_v3(
     With ``PDL`` (round 28, launch.PDL) the program starts with ``_pdl_enter``.
     With ``KRAW`` (round 31, launch.GL_RC2_KRAW; needs QSIDE) no normalised k copy either: the state pass reads the
     raw k, and the k row norms go into a sixth factor plane (``_store_rk_plane``), so that the program's outputs are
-    A and the factor planes 0-5.
+    A and the factor planes 0-5. K K^T is then formed from the raw k and scaled by the norms in fp32, the same
+    normalised k as the state pass's (r105: with the rounded normalised k here and the raw k there, the final state
+    was up to 1.9x farther from the float64 recurrence than the call without KRAW).
     """
     _pdl_enter(PDL)
     live, c, bos, eos, tg0, t0, h, hv0, q_base, k_base, g_base0, b_base0 = _intra_tile(
@@ -1350,7 +1360,7 @@ def atrex_sm90_gdn_intra_chunk_v3(
         if not QSIDE:
             qf = _load_qk_tile(q_base, rows64, mrow, offs_k, mk, s_qt, USE_L2NORM)
         if KRAW:
-            kf, rk = _load_qk_tile_inv(k_base, rows64, mrow, offs_k, mk, s_kt)
+            kf, rk = _load_k_raw_inv(k_base, rows64, mrow, offs_k, mk, s_kt)
         else:
             kf = _load_qk_tile(k_base, rows64, mrow, offs_k, mk, s_kt, USE_L2NORM)
         e0 = _exp_tile(tl.where(causal, gc0[:, None] - gc0[None, :], 0.0), FAST_EXP)
@@ -1367,7 +1377,7 @@ def atrex_sm90_gdn_intra_chunk_v3(
         if not QSIDE:
             qf = _load_qk_tile(q_base, rows64, mrow, offs_k, mk, s_qt, USE_L2NORM)
         if KRAW:
-            kf, rk = _load_qk_tile_inv(k_base, rows64, mrow, offs_k, mk, s_kt)
+            kf, rk = _load_k_raw_inv(k_base, rows64, mrow, offs_k, mk, s_kt)
         else:
             kf = _load_qk_tile(k_base, rows64, mrow, offs_k, mk, s_kt, USE_L2NORM)
     if KRAW:
@@ -1380,6 +1390,8 @@ def atrex_sm90_gdn_intra_chunk_v3(
         qk = tl.dot(qf, tl.trans(kf))
         _store_tile64(Aqk, hv0, TOTAL_T, rg, r64, mrow, tl.where(causal, qk * e0, 0.0))
     kk = tl.dot(kf, tl.trans(kf))
+    if KRAW:  # (K_n K_n^T = diag(rk) K K^T diag(rk): the state pass's K_n, the raw k scaled in fp32)
+        kk = kk * rk[:, None] * rk[None, :]
     Lm0 = tl.where(rr > cc, bf0[:, None] * e0 * kk, 0.0)
     if GS == 2:
         # the group's second value head: its g / beta terms on the same Q K^T and K K^T; both L tiles are formed
