@@ -186,7 +186,7 @@ _SCRIPT = textwrap.dedent(r'''
     res.update(C.slot_map_check(launch))
     res.update(C.split_xu_check(launch))
     res.update(C.qside_intra_check(launch))
-    res.update(C.kraw_intra_check(launch))
+    res.update(C.knorm_intra_check(launch))
     print("RESULT " + json.dumps(res))
 ''').replace("HERE", repr(HERE)).replace("SRC", repr(SRC)).replace("OPTEST", repr(OPTEST))
 
@@ -236,10 +236,10 @@ def test_gates_book_rows_ran(interpreted_results):
     assert want <= set(interpreted_results), sorted(want - set(interpreted_results))
 
 
-def test_kraw_intra_rows_ran(interpreted_results):
-    """The round-31 rows (``kraw_intra_check``: the intra kernel's KRAW form, its planes and A) are present,
+def test_knorm_intra_rows_ran(interpreted_results):
+    """The round-31 rows (``knorm_intra_check``: the intra kernel's KNORM form against the knob-off call) are present,
     so that none passes by being absent."""
-    want = {f"kraw_intra_{t}{c}" for c in ("g1_varlen", "g2_varlen", "g2_fixed") for t in ("", "A_")}
+    want = {f"knorm_intra_{c}" for c in ("g1_varlen", "g2_varlen", "g2_fixed")}
     assert want <= set(interpreted_results), sorted(want - set(interpreted_results))
 
 
