@@ -188,6 +188,9 @@ def test_readme_section_keeps_each_cases_latest_record():
     assert "boom" not in text
     a = text.index("on gpu-a")
     assert text.index("commit c2", a) < text.index("commit c1", a)  # newest run first
+    # a later run of a variant (a launcher option changed: commit "<sha>+<variant>") is kept out of the section
+    text2 = bench.readme_section(history + [rec(5, "perf/a", 0.1, commit="c2+knob")])
+    assert text2 == text and "c2+knob" not in text2
 
 
 def test_bench_cli_writes_files(tmp_path):

@@ -172,11 +172,6 @@ _SCRIPT = textwrap.dedent(r'''
     gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl, h0=torch.float32), GL_RC_H0_PREFETCH=1)
     gdn(dict(T=256, H=16, HV=32, K=128, h0=torch.bfloat16), GL_RC_H0_PREFETCH=2, STATE_IMPL="gl_rc")
     gdn(dict(T=256, H=4, HV=8, K=64, V=128, h0=torch.float32), GL_RC_H0_PREFETCH=1, STATE_IMPL="gl_rc2")
-    # round 31: gl_rc2 normalising the raw k in shared memory (GL_RC2_KNORM): one-head intra
-    # programs (the gates kernel's form) with an initial state, two-head programs (GVA), K = 64 (V = 128)
-    gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl, h0=torch.float32, state_v_first=True), GL_RC2_KNORM=True)
-    gdn(dict(T=640, H=16, HV=32, K=128, cu_seqlens=vl), GL_RC2_KNORM=True)
-    gdn(dict(T=256, H=4, HV=8, K=64, V=128, h0=torch.float32), GL_RC2_KNORM=True, STATE_IMPL="gl_rc2")
     # ... and the same q side in gl_ws's QSIDE output partition (GL_WS_QSCALE): 32 columns, fp16, K = 64, 64 columns
     gdn(dict(T=256, H=16, HV=32, K=128), GL_WS_QSIDE=True, GL_WS_QSCALE=True)
     gdn(dict(T=256, H=16, HV=32, K=128), GL_WS_QSIDE=True, GL_WS_QSCALE=True, GL_WS_QNORM_MMA=True)

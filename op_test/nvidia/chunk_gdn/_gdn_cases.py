@@ -771,42 +771,6 @@ def test_rc_h0_prefetch_same_bits(case_id, kw, impl, mode, monkeypatch):
     assert [(m.get("H0PF", 0), m.get("H0_KC")) for m in metas] == [(0, None), (mode, vfirst)] * 2, metas
 
 
-@pytest.mark.parametrize("case_id,kw", RC2_CASES, ids=[c[0] for c in RC2_CASES])
-def test_rc2_knorm(case_id, kw, monkeypatch):
-    """``GL_RC2_KNORM`` (round 31): the intra kernel writes no normalised k copy, only the k row norms (plane 5), and
-    gl_rc2's output partition normalises the raw k tiles in shared memory with them, a chunk ahead of the chains: the
-    same fp32 product and rounding as the copy, so output and final state equal the call without it bit for bit, on
-    the full grid and on 3 CTAs (many items per CTA: the norms ring and the look-ahead across items and sequences). A
-    missing or stale normalisation, a wrong plane or a chain that does not wait for it shows there (the raw k rows
-    here are not unit vectors). The intra launch took KNORM, the gl_rc2 launch KNORM, and the calls without it
-    neither; the call is within the float64 bound."""
-    import torch
-
-    from atrex_nvidia.chunk_gdn.sm90 import launch
-    if launch._capability(torch.device("cuda")) != (9, 0) or not launch._gluon_ws_supported():
-        pytest.skip("gl_rc2 runs on sm90 with Gluon's warp specialisation only")
-    monkeypatch.setattr(launch, "STATE_IMPL", "gl_rc2")
-    monkeypatch.setattr(launch, "GL_RC2_KNORM", False)
-    metas, orig = [], launch._launch_all
-
-    def spy(dev, launches, *a, **k):
-        metas.extend((kern.__name__, meta.get("KNORM", False)) for kern, _g, _a, meta in launches
-                     if kern.__name__ in ("atrex_sm90_gdn_intra_chunk_v3", "atrex_sm90_gdn_state_output_gl_rc2"))
-        return orig(dev, launches, *a, **k)
-
-    monkeypatch.setattr(launch, "_launch_all", spy)
-    x = make_inputs(device="cuda", **kw)
-    for sm_count in (None, 3):
-        err = _knob_pair_error(launch, x, "cuda", {"GL_RC2_KNORM": False}, {"GL_RC2_KNORM": True}, exact=True,
-                               sm_count=sm_count)
-        assert err == 0.0, (case_id, sm_count)
-    pair = [("atrex_sm90_gdn_intra_chunk_v3", False), ("atrex_sm90_gdn_state_output_gl_rc2", False),
-            ("atrex_sm90_gdn_intra_chunk_v3", True), ("atrex_sm90_gdn_state_output_gl_rc2", True)]
-    assert metas == pair * 2, metas
-    eo, eh, bound = run_case(fwd(), case_id, kw, "cuda")  # (GL_RC2_KNORM still True)
-    assert metas[-2:] == pair[2:] and eo <= bound and eh <= bound, (case_id, eo, eh, bound)
-
-
 # launch.PDL's cases: the varlen chain (chunk offsets, slot map, gates, one-head intra, gl_rc2), fixed length with
 # two-head intra programs and gl_rc (forced: PDL leaves gl_ws plans out), K = 64 with strong decay, int64 cu_seqlens
 PDL_CASES = [(cid, kw) for cid, kw in QSIDE_CASES if cid in (
@@ -1577,73 +1541,6 @@ def qside_intra_check(launch, device="cpu", cases=QSIDE_INTRA_CASES):
             rows[f"qside_intra_{cid}"] = [0.0 if ok else 1.0, 0.0, 0.5]
     finally:
         launch.GL_RC_QSIDE, launch._gl_rc_wanted, launch._launch_all = saved
-    return rows
-
-
-KNORM_INTRA_CASES = (
-    ("g1_varlen", dict(T=256, H=2, HV=2, K=64, V=128, cu_seqlens=[0, 64, 192, 256])),  # one-head (gates kernel form)
-    ("g2_varlen", dict(T=256, H=2, HV=4, K=64, V=128, cu_seqlens=[0, 64, 192, 256])),  # two-head programs
-    ("g2_fixed", dict(T=128, H=1, HV=2, K=128, h0=torch.float32)),
-)
-
-
-def knorm_intra_check(launch, device="cpu", cases=KNORM_INTRA_CASES):
-    """The intra kernel's ``KNORM`` form (round 31, ``GL_RC2_KNORM``; its state kernel gl_rc2 is Gluon, which has no
-    interpreter): the call planned as for gl_rc (``_gl_rc_wanted`` forced), every launch but the state kernel's run,
-    with the knob off and on. With it the v3 launch has KNORM, its kn argument is k itself (and k is unchanged) and the
-    factor workspace has six planes; A and planes 0-4 are the knob-off call's bit for bit (the same normalised k in
-    K K^T); plane 5 is rk = 1 / sqrt(|k|^2 + 1e-6) of each token's k row (float64 here, to 1e-6 relative; value head hv
-    reads q/k head hv // G), and the raw k times plane 5 in fp32, rounded to k's dtype (gl_rc2's ``_kn_normalise``), is
-    the knob-off call's normalised k copy bit for bit. Every token of these cases sits in a whole chunk, so every plane
-    entry is written. Rows ``[0 or 1, 0, 0.5]``."""
-    import torch
-    saved = (launch.GL_RC2_KNORM, launch._gl_rc_wanted, launch._launch_all)
-
-    def run(x):
-        got = {}
-
-        def no_state(dev, launches, o, ht, sig=None, split=()):
-            kept = [ln for ln in launches if "state_output" not in ln[0].__name__]
-            (_, _, args, meta), = [ln for ln in kept if ln[0].__name__ == "atrex_sm90_gdn_intra_chunk_v3"]
-            got.update(args=args, meta=meta)
-            saved[2](dev, kept, o, ht)
-            return o, ht
-
-        launch._launch_all = no_state
-        k0 = x["k"].clone()
-        launch.gdn_fwd(x["q"], x["k"], x["v"], x["g"], x["beta"], scale=x["scale"], initial_state=x["initial_state"],
-                       output_final_state=True, use_qk_l2norm_in_kernel=True, state_v_first=x["state_v_first"],
-                       cu_seqlens=x["cu_seqlens"])
-        a = got["args"]
-        return dict(A=a[4].clone(), fac=a[7].clone(), knorm=bool(got["meta"].get("KNORM")), kn_is_k=a[9] is x["k"],
-                    k_kept=torch.equal(k0, x["k"]), kn=a[9].clone())
-
-    rows = {}
-    try:
-        launch._gl_rc_wanted = lambda *a: True
-        for cid, kw in cases:
-            x = make_inputs(device=device, **kw)
-            launch.GL_RC2_KNORM = False
-            off = run(x)
-            launch.GL_RC2_KNORM = True
-            on = run(x)
-            kf = x["k"].double().reshape(-1, x["k"].shape[-2], x["k"].shape[-1])  # [tokens, H, K]
-            rk = torch.rsqrt((kf * kf).sum(-1) + 1e-6)  # [tokens, H]
-            HV = on["fac"].shape[1]
-            rk = rk.repeat_interleave(HV // rk.shape[1], dim=1).t()  # [HV, tokens]
-            ok = (not off["knorm"] and not off["kn_is_k"] and off["fac"].shape[0] == 5 and on["knorm"]
-                  and on["kn_is_k"] and on["k_kept"] and on["fac"].shape[0] == 6 and torch.equal(off["A"], on["A"])
-                  and torch.equal(off["fac"], on["fac"][:5])
-                  and bool(((on["fac"][5].double() - rk).abs() <= 1e-6 * rk).all()))
-            # gl_rc2's normalisation (kernels_gluon._kn_normalise: fp32 product, rounded) of the raw k with plane 5
-            # gives the knob-off call's normalised copy bit for bit (value head h G's plane for q/k head h)
-            k2 = x["k"].reshape(-1, x["k"].shape[-2], x["k"].shape[-1])
-            G = HV // k2.shape[1]
-            emu = (k2.float() * on["fac"][5][::G].t().unsqueeze(-1)).to(k2.dtype)
-            ok = ok and torch.equal(emu, off["kn"].reshape(k2.shape))
-            rows[f"knorm_intra_{cid}"] = [0.0 if ok else 1.0, 0.0, 0.5]
-    finally:
-        launch.GL_RC2_KNORM, launch._gl_rc_wanted, launch._launch_all = saved
     return rows
 
 

@@ -880,38 +880,6 @@ def test_h0_prefetch_is_a_gl_rc_option_for_calls_with_a_unit_stride_initial_stat
     assert h0pf(T=8192 // 32, H=16, HV=32, initial_state=torch.zeros(1, 32, 128, 128)) == []  # (few programs: gl_ws)
 
 
-def test_knorm_plans_gl_rc2_on_the_raw_k(plan, monkeypatch):
-    """GL_RC2_KNORM (round 31, off): where the state pass is gl_rc2 with its q side, the intra v3 launch takes KNORM
-    and no normalised k buffer (its kn argument is the caller's k, as is gl_rc2's k), the factor workspace has the six
-    planes (5: the k row norms), and gl_rc2 takes KNORM: varlen with one-head programs (the gates kernel's form) and with GVA (two-head
-    programs). Nothing takes it with the knob off, on gl_rc (two chains off), on gl_ws (few programs), at V = 64
-    (gl_rc), or without the in-kernel L2 norm."""
-    cu = [64 * 4 * i for i in range(17)]
-    v3 = "atrex_sm90_gdn_intra_chunk_v3"
-
-    def kf(**kw):
-        seen = plan(**kw)["all"]
-        return [(name, meta.get("KNORM", False)) for name, *_, meta in seen if name == v3 or "state_output" in name], seen
-    assert L.GL_RC2_KNORM is False
-    off, _ = kf(T=cu[-1], H=32, HV=32, cu_seqlens=cu)
-    assert off == [(v3, False), (GL_RC2, False)] or not L._gluon_ws_supported(), off
-    monkeypatch.setattr(L, "GL_RC2_KNORM", True)
-    if not L._gluon_ws_supported():
-        assert not any(f for _, f in kf(T=cu[-1], H=32, HV=32, cu_seqlens=cu)[0])
-        return
-    for H in (32, 16):
-        on, seen = kf(T=cu[-1], H=H, HV=32, cu_seqlens=cu)
-        assert on == [(v3, True), (GL_RC2, True)], (H, on)
-        args = next(a for name, _, a, _ in seen if name == v3)
-        assert args[9] is args[1] and args[7].shape[0] == 6, H  # (kn is k; fac has planes 0-5)
-    with monkeypatch.context() as m:
-        m.setattr(L, "GL_RC_TWO_CHAINS", False)
-        assert kf(T=cu[-1], H=32, HV=32, cu_seqlens=cu)[0] == [(v3, False), (GL_RC, False)]
-    for kw in (dict(T=8192 // 32, H=16, HV=32), dict(T=cu[-1], H=32, HV=32, K=64, V=64, cu_seqlens=cu),
-               dict(T=cu[-1], H=32, HV=32, cu_seqlens=cu, l2norm=False)):
-        assert not any(f for _, f in kf(**kw)[0]), kw
-
-
 def test_qside_maxnreg_caps_one_head_qside_intra_programs_only(plan, monkeypatch):
     """INTRA_V3_QSIDE_MAXNREG (round 25) sets the register cap of the v3 launch where it has QSIDE and one value head
     per program (varlen H = HV); two-head QSIDE programs (GVA, gl_rc forced) and programs without QSIDE keep theirs."""

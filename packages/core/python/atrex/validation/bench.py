@@ -184,12 +184,14 @@ START, END = "<!-- atrex-bench:start -->", "<!-- atrex-bench:end -->"
 def readme_section(history: list[dict]) -> str:
     """The README's performance section, as markdown: per (op, device), the latest timed record of every case, each
     under the provenance line of the run that recorded it (newest run first). A run that timed only some cases (one
-    case per process, as the GPU scripts do) so replaces only those cases' rows."""
+    case per process, as the GPU scripts do) so replaces only those cases' rows. Records of a variant, whose commit
+    reads ``<commit>+<variant>`` (``ATREX_BENCH_COMMIT`` of a run with a launcher option changed, not the code as
+    committed), stay in the history but are not shown."""
     latest: dict[tuple[str, str, str], str] = {}  # (op, device, case) -> run_id of its latest timed record
     order: dict[str, int] = {}  # run_id -> position of its last record in the history
     for i, r in enumerate(history):
         order[r.get("run_id")] = i
-        if "ms" in r:
+        if "ms" in r and "+" not in str(r.get("commit") or ""):
             latest[(r["op"], r["device"], r["case"])] = r["run_id"]
     shown: dict[tuple[str, str], dict[str, set]] = {}  # (op, device) -> run_id -> cases shown from that run
     for (op, dev, case), run_id in latest.items():

@@ -346,8 +346,6 @@ VARIANTS = [
     ("h0pf0", dict(rc_h0_prefetch=0)),  # (round 30: mode 1 is the default)
     ("h0pf1", dict(rc_h0_prefetch=1)),
     ("h0pf2", dict(rc_h0_prefetch=2)),
-    # round 31: gl_rc2 normalises the raw k in shared memory (no normalised k copy; see launch.GL_RC2_KNORM)
-    ("knorm", dict(rc2_knorm=True)),
     ("rc26_o168", dict(rc_two_chains=False, rc_out_regs=168)),
     ("rc26_o184", dict(rc_two_chains=False, rc_out_regs=184)),
     ("rc26_o216", dict(rc_two_chains=False, rc_out_regs=216)),
@@ -372,7 +370,7 @@ _HOOKS = dict(state="STATE_CFG_OVERRIDE", intra="INTRA_CFG_OVERRIDE", wy="USE_WY
               rc_late_factors="GL_RC_LATE_FACTORS", rc_two_chains="GL_RC_TWO_CHAINS",
               rc2_out_regs="GL_RC2_OUT_REGS", rc2_chain_regs="GL_RC2_CHAIN_REGS", rc_l2_prefetch="GL_RC_L2_PREFETCH",
               rc_ht_remat="GL_RC_HT_REMAT", pdl="PDL", gates_book="INTRA_GATES_BOOK",
-              rc_h0_prefetch="GL_RC_H0_PREFETCH", rc2_knorm="GL_RC2_KNORM")
+              rc_h0_prefetch="GL_RC_H0_PREFETCH")
 
 
 def _select_variants(spec):

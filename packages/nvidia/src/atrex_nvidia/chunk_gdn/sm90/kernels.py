@@ -706,16 +706,6 @@ def _store_row_factors_fold(gam, gc, bf, rq, rk, hv, HV, TOTAL_T, rg, mrow, r64,
 
 
 @triton.jit
-def _store_rk_plane(gam, rk, hv, HV, TOTAL_T, rg, mrow):
-    """``KNORM``'s factor plane 5 (round 31, launch.GL_RC2_KNORM): the k row norms ``rk = 1 / sqrt(|k|^2 + 1e-6)``
-    (fp32, the ones that normalised this program's k), with which gl_rc2 normalises the raw k tiles in shared memory:
-    the same fp32 product rounded to the input dtype as ``_load_qk_tile``'s, so the same bits as the normalised k copy
-    it replaces. Planes 0-4 are the call's without it."""
-    plane = (hv * 0 + HV).to(tl.int64) * TOTAL_T  # HV == 1 is specialised to a constexpr int
-    tl.store(gam + hv.to(tl.int64) * TOTAL_T + 5 * plane + rg, rk, mask=mrow)
-
-
-@triton.jit
 def atrex_sm90_gdn_intra_chunk_v2(
     q, k, g, beta, A, Aqk, gam, fac, qn, kn, cu, co,
     T, N, HV, K, n_search,
@@ -1278,7 +1268,7 @@ def atrex_sm90_gdn_intra_chunk_v3(
     FP16_FALLBACK: tl.constexpr = 2, FOLD_NORM: tl.constexpr = False, GS: tl.constexpr = 1,
     FAST_EXP: tl.constexpr = False, MASK_OUT: tl.constexpr = False, SLOT_MAP: tl.constexpr = False,
     ACC_MERGE: tl.constexpr = False, GATES: tl.constexpr = False, DIAG16: tl.constexpr = False,
-    QSIDE: tl.constexpr = False, PDL: tl.constexpr = False, KNORM: tl.constexpr = False,
+    QSIDE: tl.constexpr = False, PDL: tl.constexpr = False,
 ):
     """Intra-chunk kernel v3, one program per (chunk slot, value head), same outputs as v2; with ``GS > 1``
     (round 11, GVA; only ``GS == 2`` with ``G`` even) one program per (chunk slot, pair of value heads of one q/k head).
@@ -1320,9 +1310,6 @@ def atrex_sm90_gdn_intra_chunk_v3(
     which normalises q and forms Aqk itself) the program reads no q, stores only the normalised k, and forms and
     stores no Aqk: its outputs are A, kn and the factor planes.
     With ``PDL`` (round 28, launch.PDL) the program starts with ``_pdl_enter``.
-    With ``KNORM`` (round 31, launch.GL_RC2_KNORM; needs QSIDE) no normalised k copy either: the k row norms go into a
-    sixth factor plane (``_store_rk_plane``), with which the state pass normalises the raw k itself, so that the
-    program's outputs are A and the factor planes 0-5.
     """
     _pdl_enter(PDL)
     live, c, bos, eos, tg0, t0, h, hv0, q_base, k_base, g_base0, b_base0 = _intra_tile(
@@ -1343,17 +1330,13 @@ def atrex_sm90_gdn_intra_chunk_v3(
     causal = rr >= cc
     tl.static_assert(GS == 1 or (GS == 2 and G % 2 == 0))
     tl.static_assert(not QSIDE or (STORE_QKN and STORE_FAC and not FOLD_NORM))
-    tl.static_assert(not KNORM or (QSIDE and USE_L2NORM))
     if GATES:
         tl.static_assert(STORE_FAC and not FOLD_NORM)
         # every load of the tile is independent of the others: gate rows first (small), then q and k
         gf0, gc0, bf0 = _v3_gate_rows(gam, g_base0, rows64, mrow, s_gt, hv0, HV, TOTAL_T, rg)
         if not QSIDE:
             qf = _load_qk_tile(q_base, rows64, mrow, offs_k, mk, s_qt, USE_L2NORM)
-        if KNORM:
-            kf, rk = _load_qk_tile_inv(k_base, rows64, mrow, offs_k, mk, s_kt)
-        else:
-            kf = _load_qk_tile(k_base, rows64, mrow, offs_k, mk, s_kt, USE_L2NORM)
+        kf = _load_qk_tile(k_base, rows64, mrow, offs_k, mk, s_kt, USE_L2NORM)
         e0 = _exp_tile(tl.where(causal, gc0[:, None] - gc0[None, :], 0.0), FAST_EXP)
     else:
         gf0, gc0, bf0 = _v3_head_rows(gam, g_base0, b_base0, rows64, mrow, s_gt, s_bt, hv0, HV, TOTAL_T, rg, r64, t0,
@@ -1367,13 +1350,8 @@ def atrex_sm90_gdn_intra_chunk_v3(
     elif not GATES:
         if not QSIDE:
             qf = _load_qk_tile(q_base, rows64, mrow, offs_k, mk, s_qt, USE_L2NORM)
-        if KNORM:
-            kf, rk = _load_qk_tile_inv(k_base, rows64, mrow, offs_k, mk, s_kt)
-        else:
-            kf = _load_qk_tile(k_base, rows64, mrow, offs_k, mk, s_kt, USE_L2NORM)
-    if KNORM:
-        _store_rk_plane(gam, rk, hv0, HV, TOTAL_T, rg, mrow)
-    elif QSIDE:
+        kf = _load_qk_tile(k_base, rows64, mrow, offs_k, mk, s_kt, USE_L2NORM)
+    if QSIDE:
         _store_qk_normalised(qn, kn, kf, kf, rg, mrow, offs_k, mk, h, hv0, HV, K, G, STORE_Q=False)
     else:
         if STORE_QKN:
@@ -1397,8 +1375,6 @@ def atrex_sm90_gdn_intra_chunk_v3(
             e1 = _exp_tile(tl.where(causal, gc1[:, None] - gc1[None, :], 0.0), FAST_EXP)
         if FOLD_NORM:
             _store_row_factors_fold(gam, gc1, bf1, rq, rk, hv1, HV, TOTAL_T, rg, mrow, r64, t0, eos)
-        if KNORM:
-            _store_rk_plane(gam, rk, hv1, HV, TOTAL_T, rg, mrow)
         if not QSIDE:
             _store_tile64(Aqk, hv1, TOTAL_T, rg, r64, mrow, tl.where(causal, qk * e1, 0.0))
         Lm1 = tl.where(rr > cc, bf1[:, None] * e1 * kk, 0.0)

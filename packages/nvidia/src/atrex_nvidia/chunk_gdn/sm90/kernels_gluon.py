@@ -505,7 +505,7 @@ def _rc_loader(kd, qd, vd, ad, aqd, fac, k_s, q_s, a_s, aq_s, v_s, f_s, gm_s, re
                G: gl.constexpr, IS_VARLEN: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr,
                EG_PLANE: gl.constexpr, QSIDE: gl.constexpr, v1_s=None, V2: gl.constexpr = False,
                L2PF: gl.constexpr = False, h0=None, s_h0n=0, s_h0h=0, s_h0k=0, s_h0v=0, H0PF: gl.constexpr = 0,
-               H0_KC: gl.constexpr = True, gk_s=None, KNORM: gl.constexpr = False):
+               H0_KC: gl.constexpr = True):
     """Loader partition (1 warp): every chunk of every item of this CTA into ring slot (chunk counter) % STAGES: the
     five tiles by TMA, and the chunk's factor planes 1-4 (beta, beta e^gamma, e^gamma, e^(gamma_last - gamma); 0 past
     the sequence end) and e^gamma_last (in all 64 entries of a fifth row) by cp.async, whose completion the slot's ready
@@ -516,9 +516,7 @@ def _rc_loader(kd, qd, vd, ad, aqd, fac, k_s, q_s, a_s, aq_s, v_s, f_s, gm_s, re
     slot that takes them is free (r97: gl_rc2's chains waited half their time for their loads; the DRAM was 84%
     busy on an H100). ``H0PF`` (round 29, launch.GL_RC_H0_PREFETCH; only with an initial state): 1, at the start of
     each item after the CTA's first, the item's initial-state block is prefetched into L2 (the chains load it STAGES
-    chunks later, when they reach the item); 2, the next item's block at the start of each item (L2::evict_last).
-    ``KNORM`` (round 31, gl_rc2 with QSIDE): also factor plane 5 (the k row norms rk; 0 past the sequence end) into
-    ``gk_s``."""
+    chunks later, when they reach the item); 2, the next item's block at the start of each item (L2::evict_last)."""
     FL: gl.constexpr = gl.BlockedLayout([2], [32], [1], [0])
     fr = gl.arange(0, 64, layout=FL)
     plane = (HV + fr * 0).to(gl.int64) * TOTAL_T
@@ -549,8 +547,6 @@ def _rc_loader(kd, qd, vd, ad, aqd, fac, k_s, q_s, a_s, aq_s, v_s, f_s, gm_s, re
             _cp_async(f_s.index(slot * 5 + 4), f_base + 3 * plane + gl.minimum(L, l0 + 64) - 1 + fr * 0)
             if QSIDE:
                 _cp_async(gm_s.index(slot), f_base + l0 + fr, mask=fm)
-            if KNORM:
-                _cp_async(gk_s.index(slot), f_base + 5 * plane + l0 + fr, mask=fm)
             # each lane's arrive raises the pending count now and lowers it when its copies have landed: the phase
             # cannot complete before them (it must come before the expect's own arrive)
             async_copy.mbarrier_arrive(bar)
@@ -939,15 +935,11 @@ def _rc2_output(q_s, k_s, gm_s, sb0_s, u0_s, sb1_s, u1_s, f_s, o_s, ones_s, read
                 T, HV, V,
                 N_ITEMS, TOTAL_T, ROWS, s_ob, s_ot, s_oh, scale,
                 G: gl.constexpr, IS_VARLEN: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr,
-                FAST_EXP: gl.constexpr, OUT_TMA: gl.constexpr, QNORM_MMA: gl.constexpr, gk_s=None, knr=None,
-                KNORM: gl.constexpr = False):
+                FAST_EXP: gl.constexpr, OUT_TMA: gl.constexpr, QNORM_MMA: gl.constexpr):
     """gl_rc2's output partition (4 warps): per chunk the raw q in registers, Q K^T and Aqk once (``_rc_output``'s
     QSCALE form; the load slot released then), then for each chain h in {0, 1} (its hand-off buffers): O_h =
     e^gamma rs (Q S_c,h) + Aqk U_c,h, stored to the output's columns [64 h, 64 h + 64) of the head (whole chunks by TMA
-    with ``OUT_TMA``, else masked). With ``KNORM`` (round 31) the k tiles arrive raw and this partition normalises
-    each in place (``_kn_normalise``) and arrives on its ``knr`` barrier, which the chains wait for: the CTA's first
-    chunk before the loop, then chunk it + 1 at the start of chunk it's step (so a chunk ahead of the chains, which
-    wait for chunk it + 1 only once they are done with chunk it)."""
+    with ``OUT_TMA``, else masked)."""
     MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BV, 16])
     ROW: gl.constexpr = gl.SliceLayout(1, MMA)
     COL: gl.constexpr = gl.SliceLayout(0, MMA)
@@ -960,13 +952,6 @@ def _rc2_output(q_s, k_s, gm_s, sb0_s, u0_s, sb1_s, u1_s, f_s, o_s, ones_s, read
     od = _rc_out_desc(o, ROWS, HV * V, s_ot, o_s, BV, OUT_TMA)
     if QNORM_MMA:
         _fill_ones(ones_s)
-    if KNORM:
-        n_chunks = 0  # (this CTA's chunks, all items: the last one has no successor to normalise)
-        for item in range(gl.program_id(0), N_ITEMS, gl.num_programs(0)):
-            _i, _n, _hv, _h, _bos, _b, _t, L = _rc_item(item, 1, cu, T, HV, G, IS_VARLEN)
-            n_chunks += gl.cdiv(L, 64)
-        if n_chunks > 0:
-            _kn_normalise(k_s, gk_s, ready, knr, 0, 0)
     it = 0
     for item in range(gl.program_id(0), N_ITEMS, gl.num_programs(0)):
         bos, L, cs, mc, o_base, orow, ocol = _rc_out_item(item, 1, cu, T, HV, V, o, s_ob, s_oh, COL, G, IS_VARLEN, BV)
@@ -974,9 +959,6 @@ def _rc2_output(q_s, k_s, gm_s, sb0_s, u0_s, sb1_s, u1_s, f_s, o_s, ones_s, read
             l0 = c * 64
             slot = it % STAGES
             b = it % 2
-            if KNORM:
-                if it + 1 < n_chunks:
-                    _kn_normalise(k_s, gk_s, ready, knr, (it + 1) % STAGES, ((it + 1) // STAGES) & 1)
             mbarrier.wait(ready.index(slot), (it // STAGES) & 1)
             eg = f_s.index(slot * 5 + 2).load(ROW)
             qa, aqk, rs = _q_side_scaled(q_s.index(slot), k_s.index(slot), gm_s.index(slot), ones_s, zero, scale, rr,
@@ -1004,24 +986,6 @@ def _rc2_output(q_s, k_s, gm_s, sb0_s, u0_s, sb1_s, u1_s, f_s, o_s, ones_s, read
         tma.store_wait(0)
 
 
-@gluon.jit
-def _kn_normalise(k_s, gk_s, ready, knr, slot, phase):
-    """``KNORM`` (round 31): once ring slot ``slot``'s loads have landed (``ready``, phase ``phase``), its raw k tile is
-    normalised in place with the intra kernel's row norms (``gk_s``, factor plane 5): the fp32 product rounded to the
-    tile's dtype, ``kernels._load_qk_tile``'s arithmetic on the same norms, so the same bits as the normalised copy it
-    replaces (0 past the sequence end, whose norms the loader zero-filled). Then the async-proxy fence, every warp of
-    the partition, and one arrive on ``knr``."""
-    KL: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])  # (16-byte rows pieces; 4 warps)
-    mbarrier.wait(ready.index(slot), phase)
-    kb = k_s.index(slot)
-    x = kb.load(KL).to(gl.float32)
-    rk = gk_s.index(slot).load(gl.SliceLayout(1, KL))
-    kb.store((x * gl.expand_dims(rk, 1)).to(kb.dtype))
-    fence_async_shared()
-    _cta_barrier()
-    mbarrier.arrive(knr.index(slot), count=1)
-
-
 @gluon.jit(do_not_specialize=["T", "TOTAL_T"])
 def atrex_sm90_gdn_state_output_gl_rc2(
     qd, kd, vd, ad, aqd, fac, h0, o, ht, cu, scale,
@@ -1034,14 +998,11 @@ def atrex_sm90_gdn_state_output_gl_rc2(
     PERSISTENT: gl.constexpr, STAGES: gl.constexpr, OUT_REGS: gl.constexpr, CHAIN_REGS: gl.constexpr = 168,
     EG_PLANE: gl.constexpr = 3, FAST_EXP: gl.constexpr = False, OUT_TMA: gl.constexpr = False,
     QNORM_MMA: gl.constexpr = False, L2PF: gl.constexpr = False, HT_REMAT: gl.constexpr = False,
-    PDL: gl.constexpr = False, H0PF: gl.constexpr = 0, H0_KC: gl.constexpr = True, KNORM: gl.constexpr = False,
+    PDL: gl.constexpr = False, H0PF: gl.constexpr = 0, H0_KC: gl.constexpr = True,
 ):
     """gl_rc's arguments (QSIDE: ``qd`` is the raw q, ``aqd`` not read) for V == 2 BV == 128: work item i is sequence x
     value head i, both V blocks, CTA p runs items p, p + grid, ... (the block comment above). Partitions: chain 0
-    (default, 4 warps), chain 1 (4 warps, CHAIN_REGS), output (4 warps, OUT_REGS), loader (1 warp). With ``KNORM``
-    (round 31, launch.GL_RC2_KNORM) ``kd`` is the raw k and factor plane 5 its row norms (the intra kernel's): the
-    output partition normalises each k tile in shared memory (``_kn_normalise``), and the chains wait for that
-    (``knr``) as well as for the slot's loads."""
+    (default, 4 warps), chain 1 (4 warps, CHAIN_REGS), output (4 warps, OUT_REGS), loader (1 warp)."""
     SH_S: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BV, BK], gl.bfloat16)
     SH_U: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BV, 64], gl.bfloat16)
     SH_V: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, BV], gl.bfloat16)
@@ -1067,16 +1028,6 @@ def atrex_sm90_gdn_state_output_gl_rc2(
     f_s = gl.allocate_shared_memory(gl.float32, [STAGES * 5, 64], gl.SwizzledSharedLayout(1, 1, 1, [0]))
     gm_s = gl.allocate_shared_memory(gl.float32, [STAGES, 64], gl.SwizzledSharedLayout(1, 1, 1, [0]))
     ready, empty, sr0, se0 = _ring_barriers(STAGES, 3)
-    if KNORM:
-        gk_s = gl.allocate_shared_memory(gl.float32, [STAGES, 64], gl.SwizzledSharedLayout(1, 1, 1, [0]))
-        knr = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-        for i in gl.static_range(STAGES):
-            mbarrier.init(knr.index(i), count=1)
-        cready = knr  # (the chains wait for the normalised k, and for the loads themselves: TMA_READY)
-    else:
-        gk_s = gm_s  # (not read)
-        knr = ready
-        cready = ready
     sr1 = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
     se1 = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
     for i in gl.static_range(2):
@@ -1086,18 +1037,18 @@ def atrex_sm90_gdn_state_output_gl_rc2(
     _cta_barrier()
 
     gl.warp_specialize([
-        (_rc_chain, (k_s, a_s, v_s, f_s, sb0_s, u0_s, cready, empty, sr0, se0, ready, h0, ht, cu, T, HV, K, V, N_ITEMS,
+        (_rc_chain, (k_s, a_s, v_s, f_s, sb0_s, u0_s, ready, empty, sr0, se0, ready, h0, ht, cu, T, HV, K, V, N_ITEMS,
                      1, TOTAL_T, s_h0n, s_h0h, s_h0k, s_h0v, G, IS_VARLEN, BK, BV, USE_H0, STORE_HT, STATE_V_FIRST,
-                     STAGES, KNORM, True, 0, HT_REMAT)),
-        (_rc_chain, (k_s, a_s, v1_s, f_s, sb1_s, u1_s, cready, empty, sr1, se1, ready, h0, ht, cu, T, HV, K, V, N_ITEMS,
+                     STAGES, False, True, 0, HT_REMAT)),
+        (_rc_chain, (k_s, a_s, v1_s, f_s, sb1_s, u1_s, ready, empty, sr1, se1, ready, h0, ht, cu, T, HV, K, V, N_ITEMS,
                      1, TOTAL_T, s_h0n, s_h0h, s_h0k, s_h0v, G, IS_VARLEN, BK, BV, USE_H0, STORE_HT, STATE_V_FIRST,
-                     STAGES, KNORM, True, 1, HT_REMAT)),
+                     STAGES, False, True, 1, HT_REMAT)),
         (_rc2_output, (q_s, k_s, gm_s, sb0_s, u0_s, sb1_s, u1_s, f_s, o_s, ones_s, ready, empty, sr0, se0, sr1, se1, o,
                        cu, T, HV, V, N_ITEMS, TOTAL_T, ROWS, s_ob, s_ot, s_oh, scale, G, IS_VARLEN, BK, BV, STAGES, FAST_EXP,
-                       OUT_TMA, QNORM_MMA, gk_s, knr, KNORM)),
+                       OUT_TMA, QNORM_MMA)),
         (_rc_loader, (kd, qd, vd, ad, aqd, fac, k_s, q_s, a_s, aq_s, v_s, f_s, gm_s, ready, empty, cu, T, HV, K, V,
                       N_ITEMS, 1, ROWS, QW, VW, s_qr, s_kr, s_vr, TOTAL_T, G, IS_VARLEN, BK, BV, STAGES, EG_PLANE,
-                      True, v1_s, True, L2PF, h0, s_h0n, s_h0h, s_h0k, s_h0v, H0PF, H0_KC, gk_s, KNORM)),
+                      True, v1_s, True, L2PF, h0, s_h0n, s_h0h, s_h0k, s_h0v, H0PF, H0_KC)),
     ], [4, 4, 1], [CHAIN_REGS, OUT_REGS, 24])
 
 

@@ -448,18 +448,6 @@ GL_RC_HT_REMAT = True
 #   varlen graph bench with mode 1 0.4063 ms against fla-core 0.6's 1.2707 (3.13x; r101 at 0 on another H100:
 #   0.4119). Mode 1 since round 30.
 GL_RC_H0_PREFETCH = 1
-# GL_RC2_KNORM (round 31; off until measured): where the state pass is gl_rc2 with its q side, the intra kernel writes
-#   no normalised k copy (134 MB at varlen 16x1024, H = 32; round 30's diagnostic scripts/diag/intra_no_kn_store.patch,
-#   which drops that store, took an H100's call from 0.412 to 0.390 ms and its intra kernel from 147.9 to 129.9 us,
-#   DRAM 65% -> 45% busy), only the k row norms it normalised k with, into a sixth factor plane
-#   (kernels._store_rk_plane: 64 floats a chunk). gl_rc2 loads the raw k tiles and its output partition normalises
-#   each in shared memory with those norms, a chunk ahead of the chains (kernels_gluon._kn_normalise): the same fp32
-#   product and rounding, so the same bits as the call without it. (Round 31's first form, r105-r106 on an H100,
-#   commits df474cb / 65f4ecb: the chains took the raw k and folded the norms into their factors: 0.394-0.402 ms
-#   against 0.411-0.416, but it skips the contract's rounding of the normalised k, and test_rc2_kraw's bound set
-#   before the run (no more than 1.1x + 1e-4 the knob-off call's distance from the float64 recurrence) failed in 3 of
-#   7 cases: final state up to 1.9x. Replaced by this form.)
-GL_RC2_KNORM = False
 GL_RC2_OUT_REGS = 152
 # GL_WS_QSIDE (round 25): GL_RC_QSIDE for gl_ws (the state pass of few programs: T=8192 and T=32768 at H = 16,
 #   HV = 32): where the state pass is gl_ws with its factor rows in the load slots (GL_WS_FAC_SMEM) and the call
@@ -860,15 +848,10 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     ws_qside = (bool(GL_WS_QSIDE) and ws_wanted and GL_WS_FAC_SMEM and q_ok
                 and _tma_operands(q, q, v, q, q, B, T, H, HV, K, V, BK, BV) is not None)
     qside = rc_qside or ws_qside
-    # GL_RC2_KNORM: gl_rc2 (with its q side) normalises the raw k with the row norms the intra kernel writes to plane 5
-    knorm = (bool(GL_RC2_KNORM) and rc_qside and V == 128
-            and (STATE_IMPL == "gl_rc2" or (STATE_IMPL == "auto" and GL_RC_TWO_CHAINS))
-            and _tma_operands(q, k, v, q, q, B, T, H, HV, K, V, BK, 64) is not None)
     if fast and use_qk_l2norm_in_kernel and not fold:
-        # L2-normalised q, k written once by the intra-chunk kernel, read by the state kernel (QSIDE: k only; KNORM:
-        # neither)
+        # L2-normalised q, k written once by the intra-chunk kernel, read by the state kernel (QSIDE: k only)
         qn = q if qside else torch.empty((B, T, H, K), dtype=q.dtype, device=dev)
-        kn = k if knorm else torch.empty((B, T, H, K), dtype=q.dtype, device=dev)
+        kn = torch.empty((B, T, H, K), dtype=q.dtype, device=dev)
     else:
         qn, kn = q, k
     if use_wy:
@@ -880,9 +863,8 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
         W = U = q
     Aqk = A if qside else torch.empty((HV, total_t, 64), dtype=q.dtype, device=dev)  # (QSIDE: not read or written)
     # plane 0: chunk-local gamma; planes 1-4 (state v2): beta, beta e^gamma, e^gamma, e^(gamma_last - gamma)
-    # (FOLD_QK_NORM: plane 5, e^gamma / |q|, for the output; planes 2 and 4 carry 1 / |k|. GL_RC2_KNORM: plane 5, the k
-    # row norms 1 / |k|, for gl_rc2 on the raw k)
-    fac = torch.empty((6 if fold or knorm else 5 if state_v2 else 1, HV, total_t), dtype=torch.float32, device=dev)
+    # (FOLD_QK_NORM: plane 5, e^gamma / |q|, for the output; planes 2 and 4 carry 1 / |k|)
+    fac = torch.empty((6 if fold else 5 if state_v2 else 1, HV, total_t), dtype=torch.float32, device=dev)
     gam = fac[0]
 
     launches = []  # (kernel, grid, args, meta), all keyed and checked before the first launch
@@ -918,8 +900,6 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
                 extra["DIAG16"] = True
             if qside:
                 extra["QSIDE"] = True
-                if knorm:
-                    extra["KNORM"] = True
                 if gs == 1 and INTRA_V3_QSIDE_MAXNREG:
                     extra["maxnreg"] = int(INTRA_V3_QSIDE_MAXNREG)
             if ((INTRA_V3_GATES is True or (INTRA_V3_GATES == "varlen1" and gs == 1 and is_varlen)) and state_v2
@@ -1022,8 +1002,6 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
                 if GL_RC_HT_REMAT:
                     opts["HT_REMAT"] = True
                 opts.update(h0pf)
-                if knorm:
-                    opts["KNORM"] = True
         elif (STATE_IMPL == "gl_ws" or auto_ws) and gl_ok and device_desc and not persistent:
             kern = _gluon_state_kernel("atrex_sm90_gdn_state_output_gl_ws")
             opts = dict(num_warps=4, STAGES=max(2, sst), OUT_REGS=int(GL_WS_OUT_REGS))
@@ -1061,8 +1039,6 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
             allow_neg_eigval, use_wy, fast, sw, sst))
     if ws_qside and not launches[-1][3].get("QSIDE"):  # (the state pass must be the gl_ws that forms q and Aqk)
         raise RuntimeError("nvidia.gdn_sm90 internal error: GL_WS_QSIDE planned without gl_ws")
-    if knorm and not launches[-1][3].get("KNORM"):  # (only gl_rc2 reads the raw k and the norms plane)
-        raise RuntimeError("nvidia.gdn_sm90 internal error: GL_RC2_KNORM planned without gl_rc2")
     if _plan_only:
         return launches
     sig = _call_signature(dev, (q, k, v, g, beta, initial_state, cu_seqlens), (
@@ -1283,8 +1259,7 @@ def _knobs():
             FUSED_AUX_REGS, FUSED_OUT_REGS, FUSED_DIAG16, GL_RC_QSIDE, GL_RC_OUT_REGS, GL_RC_QREG, GL_WS_QSIDE,
             GL_WS_QSIDE_OUT_REGS, INTRA_V3_QSIDE_MAXNREG, GL_RC_QSCALE, GL_RC_EARLY_FREE, GL_RC_OUT_TMA,
             GL_RC_QNORM_MMA, GL_WS_QSCALE, GL_RC_LATE_FACTORS, GL_RC_TWO_CHAINS, GL_RC2_CHAIN_REGS, GL_RC2_OUT_REGS,
-            GL_RC_L2_PREFETCH, GL_WS_QNORM_MMA, GL_RC_HT_REMAT, PDL, INTRA_GATES_BOOK, GL_RC_H0_PREFETCH,
-            GL_RC2_KNORM)
+            GL_RC_L2_PREFETCH, GL_WS_QNORM_MMA, GL_RC_HT_REMAT, PDL, INTRA_GATES_BOOK, GL_RC_H0_PREFETCH)
 
 
 def _call_signature(dev, tensors, flags):
