@@ -56,6 +56,18 @@ gdn_sweep() {
   echo "sweep exit $?"; grep "^| [Tv]" "$OUT/gdnv/gdn_bench.md" | tail -n 30 | cut -c1-200
 }
 
+# gdn_sweep_twice VARIANTS: gdn_sweep of VARIANTS on varlen 16x1024 with the perf case's fp32 initial state (--h0), by
+# graph replay, ATREX alone, in two processes (logs under $OUT/sweep1 and $OUT/sweep2; 80 s each): a launcher option
+# against the default, as rounds 30-31 timed them
+gdn_sweep_twice() {
+  local root="$OUT" i
+  for i in 1 2; do
+    OUT="$root/sweep$i"; mkdir -p "$OUT"
+    GDN_CASES=varlen16x1024_H32_HV32 GDN_SWEEP_ARGS="--no-fla --graph --h0" gdn_sweep 80 "$1"
+  done
+  OUT="$root"
+}
+
 # gdn_cache_report: the ATREX kernels compiled during the call despite the prebuilt cache (entries it did not have)
 gdn_cache_report() {
   [ -f "$OUT/tcache_before.txt" ] || return 0

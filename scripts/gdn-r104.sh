@@ -10,12 +10,7 @@
 #   varlen16x1024_H32_HV32) bash .gpuhost/g/install.sh; ATREX_BENCH_COMMIT=<sha>+kfold bash scripts/gdn-r104.sh
 . scripts/gdn-call.sh
 nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader > "$OUT/smi.txt"; cat "$OUT/smi.txt"
-root="$OUT"
-for i in 1 2; do
-  OUT="$root/sweep$i"; mkdir -p "$OUT"
-  GDN_CASES=varlen16x1024_H32_HV32 GDN_SWEEP_ARGS="--no-fla --graph --h0" gdn_sweep 80 default,kfold
-done
-OUT="$root"
+gdn_sweep_twice default,kfold
 gdn_archive r104
 gdn_tests_k $(( 260 - SECONDS )) "rc2_kfold" tests_kfold.log
 gdn_archive r104

@@ -1,4 +1,6 @@
 # Round 31, call r105 (any sm90 card; the comparison is in one run): GL_RC2_KRAW (gl_rc2 on the raw k and the
+# (Ran on an H100 at commit df474cb. GL_RC2_KRAW was removed in round 31, so this script needs that commit's tree; the
+# results are in BENCH_H200.md's round 31.)
 # intra kernel's k row norms plane, no normalised k copy) measured and checked in one call (~400 s).
 #   1. bench_gdn sweep by graph replay, varlen 16x1024 with the perf case's fp32 initial state (--h0), ATREX alone:
 #      default, kraw; twice (two processes);
@@ -11,12 +13,7 @@
 #   bash .gpuhost/g/install.sh; ATREX_BENCH_COMMIT=<sha>+kraw bash scripts/gdn-r105.sh
 . scripts/gdn-call.sh
 nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader > "$OUT/smi.txt"; cat "$OUT/smi.txt"
-root="$OUT"
-for i in 1 2; do
-  OUT="$root/sweep$i"; mkdir -p "$OUT"
-  GDN_CASES=varlen16x1024_H32_HV32 GDN_SWEEP_ARGS="--no-fla --graph --h0" gdn_sweep 80 default,kraw
-done
-OUT="$root"
+gdn_sweep_twice default,kraw
 gdn_archive r105
 gdn_tests_k $(( 250 - SECONDS )) "rc2_kraw" tests_kraw.log
 gdn_archive r105

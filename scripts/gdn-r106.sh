@@ -1,4 +1,6 @@
 # Round 31, call r106 (any sm90 card; on an H200 also the goal records): GL_RC2_KRAW's second form (the intra kernel's
+# (Ran on an H100 at commit 65f4ecb. GL_RC2_KRAW's second form was removed in round 31, so this script needs that commit's tree; the
+# results are in BENCH_H200.md's round 31.)
 # K K^T from the raw k scaled by the norms, the state pass's normalised k) checked and measured in one call.
 #   1. its GPU cases (test_rc2_kraw: 7 cases against the float64 recurrence; the bounds r105 set, unchanged);
 #   2. bench_gdn sweep by graph replay, varlen 16x1024 with the perf case's fp32 initial state (--h0), ATREX alone:
@@ -11,13 +13,9 @@
 #   bash .gpuhost/g/install.sh; ATREX_BENCH_COMMIT=<sha> bash scripts/gdn-r106.sh
 . scripts/gdn-call.sh
 nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader > "$OUT/smi.txt"; cat "$OUT/smi.txt"
-root="$OUT"; sha="${ATREX_BENCH_COMMIT:-unknown}"
+sha="${ATREX_BENCH_COMMIT:-unknown}"
 gdn_tests_k 150 "rc2_kraw" tests_kraw.log
-for i in 1 2; do
-  OUT="$root/sweep$i"; mkdir -p "$OUT"
-  GDN_CASES=varlen16x1024_H32_HV32 GDN_SWEEP_ARGS="--no-fla --graph --h0" gdn_sweep 80 default,kraw
-done
-OUT="$root"
+gdn_sweep_twice default,kraw
 gdn_archive r106
 ATREX_BENCH_COMMIT="$sha+kraw" gdn_bench_case 380 140 varlen "import atrex_nvidia.chunk_gdn.sm90.launch as L; L.GL_RC2_KRAW = True"
 grep -h "^| perf" "$OUT"/graph/varlen/bench_*.md 2>/dev/null | cut -c1-140

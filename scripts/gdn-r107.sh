@@ -1,4 +1,6 @@
 # Round 31, call r107 (any sm90 card; on an H200 also the goal records): GL_RC2_KNORM (gl_rc2's output partition
+# (Ran on an H100 at commit ee7fc2d. GL_RC2_KNORM was removed in round 31, so this script needs that commit's tree; the
+# results are in BENCH_H200.md's round 31.)
 # normalises the raw k tiles in shared memory with the intra kernel's row norms; no normalised k copy) checked and
 # measured in one call.
 #   1. its GPU cases (test_rc2_knorm: 7 cases, bit for bit the call without it on the full grid and on 3 CTAs);
@@ -12,13 +14,9 @@
 #   bash .gpuhost/g/install.sh; ATREX_BENCH_COMMIT=<sha> bash scripts/gdn-r107.sh
 . scripts/gdn-call.sh
 nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader > "$OUT/smi.txt"; cat "$OUT/smi.txt"
-root="$OUT"; sha="${ATREX_BENCH_COMMIT:-unknown}"
+sha="${ATREX_BENCH_COMMIT:-unknown}"
 gdn_tests_k 150 "rc2_knorm" tests_knorm.log
-for i in 1 2; do
-  OUT="$root/sweep$i"; mkdir -p "$OUT"
-  GDN_CASES=varlen16x1024_H32_HV32 GDN_SWEEP_ARGS="--no-fla --graph --h0" gdn_sweep 80 default,knorm
-done
-OUT="$root"
+gdn_sweep_twice default,knorm
 gdn_archive r107
 ATREX_BENCH_COMMIT="$sha+knorm" gdn_bench_case 380 140 varlen "import atrex_nvidia.chunk_gdn.sm90.launch as L; L.GL_RC2_KNORM = True"
 grep -h "^| perf" "$OUT"/graph/varlen/bench_*.md 2>/dev/null | cut -c1-140
