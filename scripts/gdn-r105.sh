@@ -1,6 +1,4 @@
 # Round 31, call r105 (any sm90 card; the comparison is in one run): GL_RC2_KRAW (gl_rc2 on the raw k and the
-# (Ran on an H100 at commit df474cb. GL_RC2_KRAW was removed in round 31, so this script needs that commit's tree; the
-# results are in BENCH_H200.md's round 31.)
 # intra kernel's k row norms plane, no normalised k copy) measured and checked in one call (~400 s).
 #   1. bench_gdn sweep by graph replay, varlen 16x1024 with the perf case's fp32 initial state (--h0), ATREX alone:
 #      default, kraw; twice (two processes);
@@ -11,6 +9,8 @@
 #   (carry [".gpuhost/g", ".gpuhost/tcache.tgz"]: scripts/gdn_host_cache.py --h0 --variants default,kraw --cases
 #   varlen16x1024_H32_HV32, merged with --variants default --cases T32768_H16_HV32,T8192_H16_HV32)
 #   bash .gpuhost/g/install.sh; ATREX_BENCH_COMMIT=<sha>+kraw bash scripts/gdn-r105.sh
+# (Ran on an H100 at commit df474cb. GL_RC2_KRAW was removed in round 31, so this script needs that commit's tree; the
+# results are in BENCH_H200.md's round 31.)
 . scripts/gdn-call.sh
 nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader > "$OUT/smi.txt"; cat "$OUT/smi.txt"
 gdn_sweep_twice default,kraw

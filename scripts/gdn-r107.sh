@@ -1,6 +1,4 @@
 # Round 31, call r107 (any sm90 card; on an H200 also the goal records): GL_RC2_KNORM (gl_rc2's output partition
-# (Ran on an H100 at commit ee7fc2d. GL_RC2_KNORM was removed in round 31, so this script needs that commit's tree; the
-# results are in BENCH_H200.md's round 31.)
 # normalises the raw k tiles in shared memory with the intra kernel's row norms; no normalised k copy) checked and
 # measured in one call.
 #   1. its GPU cases (test_rc2_knorm: 7 cases, bit for bit the call without it on the full grid and on 3 CTAs);
@@ -12,6 +10,8 @@
 #   (carry [".gpuhost/g", ".gpuhost/tcache.tgz"]: scripts/gdn_host_cache.py --h0 --variants default,knorm --cases
 #   varlen16x1024_H32_HV32, merged with --variants default --cases T32768_H16_HV32,T8192_H16_HV32)
 #   bash .gpuhost/g/install.sh; ATREX_BENCH_COMMIT=<sha> bash scripts/gdn-r107.sh
+# (Ran on an H100 at commit ee7fc2d. GL_RC2_KNORM was removed in round 31, so this script needs that commit's tree; the
+# results are in BENCH_H200.md's round 31.)
 . scripts/gdn-call.sh
 nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader > "$OUT/smi.txt"; cat "$OUT/smi.txt"
 sha="${ATREX_BENCH_COMMIT:-unknown}"
