@@ -1,0 +1,12 @@
+# Round 31, call r108 (any sm90 card): the graph benches of main's defaults (round 30's kernels) with fla-core 0.6 in
+# the same run, one case per process: varlen 16x1024, T=32768, T=8192 (history records of <sha>, so that the README's
+# section shows main's code on that card; ~300 s).
+#   (carry [".gpuhost/g", ".gpuhost/tcache.tgz"]: the cache of scripts/gdn-r103.sh)
+#   bash .gpuhost/g/install.sh; ATREX_BENCH_COMMIT=<sha> bash scripts/gdn-r108.sh
+. scripts/gdn-call.sh
+nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader > "$OUT/smi.txt"; cat "$OUT/smi.txt"
+for c in varlen T32768 T8192-H16-HV32; do
+  gdn_bench_case 400 140 "$c"
+  grep -h "^| perf" "$OUT"/graph/"$c"/bench_*.md 2>/dev/null | cut -c1-140
+  gdn_archive r108
+done
