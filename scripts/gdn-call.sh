@@ -56,6 +56,17 @@ gdn_sweep() {
   echo "sweep exit $?"; grep "^| [Tv]" "$OUT/gdnv/gdn_bench.md" | tail -n 30 | cut -c1-200
 }
 
+# gdn_bench_cases CAP TIMEOUT NAME MATCH...: gdn_bench_case CAP TIMEOUT for each MATCH in turn (one process each),
+# its perf rows printed and everything archived as NAME.tgz after each
+gdn_bench_cases() {
+  local cap=$1 t=$2 name=$3 c; shift 3
+  for c in "$@"; do
+    gdn_bench_case "$cap" "$t" "$c"
+    grep -h "^| perf" "$OUT"/graph/"$c"/bench_*.md 2>/dev/null | cut -c1-140
+    gdn_archive "$name"
+  done
+}
+
 # gdn_sweep_twice VARIANTS: gdn_sweep of VARIANTS on varlen 16x1024 with the perf case's fp32 initial state (--h0), by
 # graph replay, ATREX alone, in two processes (logs under $OUT/sweep1 and $OUT/sweep2; 80 s each): a launcher option
 # against the default, as rounds 30-31 timed them

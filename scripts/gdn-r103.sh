@@ -11,15 +11,9 @@
 . scripts/gdn-call.sh
 nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader > "$OUT/smi.txt"; cat "$OUT/smi.txt"
 grep -q H200 "$OUT/smi.txt" || { echo "not an H200: nothing run"; exit 0; }
-for c in varlen T32768; do
-  gdn_bench_case 300 140 "$c"
-  grep -h "^| perf" "$OUT"/graph/"$c"/bench_*.md 2>/dev/null | cut -c1-140
-  gdn_archive r103
-done
+gdn_bench_cases 300 140 r103 varlen T32768
 root="$OUT"; OUT="$root/sweep"; mkdir -p "$OUT"
 GDN_CASES=varlen16x1024_H32_HV32 GDN_SWEEP_ARGS="--no-fla --graph --h0" gdn_sweep 70 h0pf0,default
 OUT="$root"
 gdn_archive r103
-gdn_bench_case 420 110 T8192-H16-HV32
-grep -h "^| perf" "$OUT"/graph/T8192-H16-HV32/bench_*.md 2>/dev/null | cut -c1-140
-gdn_archive r103
+gdn_bench_cases 420 110 r103 T8192-H16-HV32

@@ -21,9 +21,5 @@ ATREX_BENCH_COMMIT="$sha+kraw" gdn_bench_case 380 140 varlen "import atrex_nvidi
 grep -h "^| perf" "$OUT"/graph/varlen/bench_*.md 2>/dev/null | cut -c1-140
 gdn_archive r106
 if grep -q H200 "$OUT/smi.txt"; then
-  for c in T32768 T8192-H16-HV32; do
-    ATREX_BENCH_COMMIT="$sha" gdn_bench_case 560 110 "$c"
-    grep -h "^| perf" "$OUT"/graph/"$c"/bench_*.md 2>/dev/null | cut -c1-140
-    gdn_archive r106
-  done
+  ATREX_BENCH_COMMIT="$sha" gdn_bench_cases 560 110 r106 T32768 T8192-H16-HV32
 fi

@@ -22,11 +22,7 @@ ATREX_BENCH_COMMIT="$sha+knorm" gdn_bench_case 380 140 varlen "import atrex_nvid
 grep -h "^| perf" "$OUT"/graph/varlen/bench_*.md 2>/dev/null | cut -c1-140
 gdn_archive r107
 if grep -q H200 "$OUT/smi.txt"; then
-  for c in T32768 T8192-H16-HV32; do
-    ATREX_BENCH_COMMIT="$sha" gdn_bench_case 560 110 "$c"
-    grep -h "^| perf" "$OUT"/graph/"$c"/bench_*.md 2>/dev/null | cut -c1-140
-    gdn_archive r107
-  done
+  ATREX_BENCH_COMMIT="$sha" gdn_bench_cases 560 110 r107 T32768 T8192-H16-HV32
 elif [ $(( 440 - SECONDS )) -ge 30 ]; then
   gdn_ncu 25 rc2_knorm "atrex_sm90_gdn_state_output_gl_rc2" varlen16x1024_H32_HV32 GL_RC2_KNORM=True
   gdn_ncu 25 intra_knorm "atrex_sm90_gdn_intra_chunk_v3" varlen16x1024_H32_HV32 GL_RC2_KNORM=True

@@ -5,8 +5,4 @@
 #   bash .gpuhost/g/install.sh; ATREX_BENCH_COMMIT=<sha> bash scripts/gdn-r108.sh
 . scripts/gdn-call.sh
 nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader > "$OUT/smi.txt"; cat "$OUT/smi.txt"
-for c in varlen T32768 T8192-H16-HV32; do
-  gdn_bench_case 400 140 "$c"
-  grep -h "^| perf" "$OUT"/graph/"$c"/bench_*.md 2>/dev/null | cut -c1-140
-  gdn_archive r108
-done
+gdn_bench_cases 400 140 r108 varlen T32768 T8192-H16-HV32
