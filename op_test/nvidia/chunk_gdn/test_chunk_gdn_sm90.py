@@ -78,3 +78,45 @@ def test_default_inverse_form_is_diag16_at_the_goal_shapes():
             assert err <= _t.bound_for(kw), (kw, err)
     finally:
         launch._launch_all = orig
+
+
+def test_default_prefetches_the_initial_state_at_the_varlen_goal_shape(monkeypatch):
+    """Round 30 made ``GL_RC_H0_PREFETCH = 1`` the default (r102, on an H100). At the varlen goal shape's form (one-head
+    programs, H = HV = 32; the perf case's fp32 initial state in the state_v_first layout), shortened to 8 sequences
+    of mixed lengths, the shipped call launches gl_rc2 with H0PF = 1 and H0_KC; its output and final state equal the
+    same call with the prefetch off bit for bit (a hint only), and are within the contract's bound of the float64
+    recurrence."""
+    from atrex_nvidia.chunk_gdn.sm90 import launch
+    if not launch._gluon_ws_supported():
+        _t.pytest.skip("gl_rc2 runs with Gluon's warp specialisation only")
+    assert launch.GL_RC_H0_PREFETCH == 1
+    seen, orig = [], launch._launch_all
+
+    def spy(dev, launches, *a, **kw):
+        seen.extend((kern.__name__, meta) for kern, _g, _a, meta in launches)
+        return orig(dev, launches, *a, **kw)
+
+    kw = dict(T=2100, H=32, HV=32, K=128, cu_seqlens=[0, 1, 64, 129, 700, 1000, 1024, 2000, 2100],
+              h0=_t.torch.float32, state_v_first=True)
+    x = _t.make_inputs(device="cuda", **kw)
+
+    def call():
+        seen.clear()
+        return launch.gdn_fwd(x["q"], x["k"], x["v"], x["g"], x["beta"], scale=x["scale"],
+                              initial_state=x["initial_state"], output_final_state=True,
+                              use_qk_l2norm_in_kernel=True, state_v_first=True, cu_seqlens=x["cu_seqlens"])
+
+    monkeypatch.setattr(launch, "_launch_all", spy)
+    o, ht = call()
+    names = [n for n, _ in seen]
+    assert names[-1] == "atrex_sm90_gdn_state_output_gl_rc2", names
+    assert seen[-1][1].get("H0PF") == 1 and seen[-1][1].get("H0_KC") is True, seen[-1][1]
+    monkeypatch.setattr(launch, "GL_RC_H0_PREFETCH", 0)
+    o0, ht0 = call()
+    assert seen[-1][0] == names[-1] and "H0PF" not in seen[-1][1], seen[-1]
+    assert _t.torch.equal(o, o0) and _t.torch.equal(ht, ht0)
+    ro, rh = _t.ref_recurrence(x["q"], x["k"], x["v"], x["g"], x["beta"], scale=x["scale"],
+                               initial_state=x["initial_state"], state_v_first=True, use_qk_l2norm_in_kernel=True,
+                               cu_seqlens=x["cu_seqlens"])
+    err = max(_t.rrmse(ro, o), _t.rrmse(rh, ht))
+    assert err <= _t.bound_for(kw), err
