@@ -12,7 +12,8 @@ bf16 rounding points, chunk steps against pair steps, each against the float64 r
 
 ``bench`` (GPU): the chain alone (tiles resident in shared memory, no loads, no output partition), a 64-row step
 against a 128-row step (``TRI``: the U dot without the zero block), on 128 CTAs (T=32768/16/32's grid) and on 1;
-first checked against a torch emulation. Prints microseconds per 64 tokens. The projection for a whole kernel is
+first checked against a torch emulation; the plain 64-row step also on 264 CTAs (two per SM of an H100 or H200).
+Prints microseconds per 64 tokens. The projection for a whole kernel is
 gl_ws's measured step plus the difference per step.
 
     python scripts/gdn_pair_step.py algebra
@@ -265,7 +266,7 @@ def bench(args):
         print(f"M={M} TRI={tri} KSPLIT={ksplit} LATE_U={late_u}: check against torch, S rrmse {err:.2e}", flush=True)
         assert err < 1e-2, err
         steps = 512 * 64 // M
-        for grid in (128, 1):
+        for grid in ((128, 264, 1) if M == 64 and not (ksplit or late_u) else (128, 1)):
             ms = triton.testing.do_bench(lambda grid=grid, steps=steps: launch(grid, steps), warmup=5, rep=200)
             rows.append((M, tri, ksplit, late_u, grid, steps, ms))
     if args.compile_only:
