@@ -115,6 +115,12 @@ _SCRIPT = textwrap.dedent(r'''
         gdn(dict(T=64, H=16, HV=32, K=128), **hooks)
         gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=[64 * i for i in range(11)]), **hooks)
     gdn(dict(T=640, H=2, HV=8, K=128, cu_seqlens=[64 * i for i in range(11)], cu_dtype=torch.int64), STATE_IMPL="gl_rc")
+    # round 32: gl_ws with two output partitions (GL_WS_OUT2), with and without the QSIDE output partition, both
+    # configurations (32 and 64 columns)
+    for hooks in (dict(STATE_IMPL="gl_ws", GL_WS_OUT2=True), dict(STATE_IMPL="gl_ws", GL_WS_OUT2=True, GL_WS_QSIDE=False),
+                  dict(STATE_IMPL="gl_ws", GL_WS_OUT2=True, STATE_CFG_OVERRIDE=(64, 4, 2))):
+        gdn(dict(T=64, H=16, HV=32, K=128), **hooks)
+        gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=[64 * i for i in range(11)], h0=torch.float32), **hooks)
     # round 13: gl_ws before its factor rows in the load slots (round 12's binary)
     gdn(dict(T=64, H=16, HV=32, K=128), GL_WS_FAC_SMEM=False)
     gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=[64 * i for i in range(11)]), FOLD_QK_NORM=True)  # gl_rc, folded

@@ -886,6 +886,39 @@ def test_ws_qscale(case_id, kw, qnorm, monkeypatch):
         (True, False, False)] * 2 + [(True, True, mma)] * 2, metas
 
 
+# GL_WS_OUT2's cases: QSIDE_CASES (varlen with empty, 1-, 64- and 65-token sequences, int64 cu_seqlens, GVA, fp16 in
+# the state_v_first layout, strong decay, bf16 initial states) and fixed-length calls with an even and an odd number
+# of chunks, several of them, so that both output partitions wrap the load ring and the hand-off buffers many times
+OUT2_CASES = QSIDE_CASES + [
+    ("T1290_gva_even_chunks", dict(T=1290, H=2, HV=4, K=128, h0=torch.float32)),
+    ("T1217_B2_odd_chunks", dict(B=2, T=1217, H=4, HV=4, K=128)),
+]
+
+
+@pytest.mark.parametrize("qside", [True, False], ids=["qside", "slot_q"])
+@pytest.mark.parametrize("case_id,kw", OUT2_CASES, ids=[c[0] for c in OUT2_CASES])
+def test_ws_out2_same_bits(case_id, kw, qside, monkeypatch):
+    """``GL_WS_OUT2`` (round 32): gl_ws with two output partitions, one for the even chunks and one for the odd. Each
+    chunk's output is the same arithmetic by other warps, so output and final state equal the one-partition call bit
+    for bit (state pass forced to gl_ws; with the QSIDE output partition, the default, and without it); the launches
+    took OUT2 only when asked; and the call is within the contract's bound of the float64 recurrence."""
+    import torch
+
+    from atrex_nvidia.chunk_gdn.sm90 import launch
+    if launch._capability(torch.device("cuda")) != (9, 0) or not launch._gluon_ws_supported():
+        pytest.skip("gl_ws runs on sm90 with Gluon's warp specialisation only")
+    monkeypatch.setattr(launch, "STATE_IMPL", "gl_ws")
+    monkeypatch.setattr(launch, "GL_WS_QSIDE", qside)
+    monkeypatch.setattr(launch, "GL_WS_OUT2", False)
+    metas = _state_launch_metas(monkeypatch, launch, "atrex_sm90_gdn_state_output_gl_ws")
+    x = make_inputs(device="cuda", **kw)
+    err = _knob_pair_error(launch, x, "cuda", {"GL_WS_OUT2": False}, {"GL_WS_OUT2": True}, exact=True)
+    assert err == 0.0, case_id
+    assert [(m.get("OUT2", False), m.get("QSIDE", False)) for m in metas] == [(False, qside), (True, qside)], metas
+    eo, eh, bound = run_case(fwd(), case_id, kw, "cuda")
+    assert eo <= bound and eh <= bound, (case_id, eo, eh, bound)
+
+
 @pytest.mark.parametrize("case_id,kw", QSIDE_CASES, ids=[c[0] for c in QSIDE_CASES])
 def test_ws_qside(case_id, kw, monkeypatch):
     """``GL_WS_QSIDE`` (round 25): gl_ws's output partition (one per V-block CTA) normalises the raw q into registers

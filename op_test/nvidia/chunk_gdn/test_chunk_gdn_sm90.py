@@ -42,6 +42,7 @@ from _gdn_cases import (  # noqa: E402,F401
     test_t1_replay_of_the_faulting_order,
     test_t1_shapes_between_other_kernels,
     test_ut_inverse_accuracy_and_acc_merge,
+    test_ws_out2_same_bits,
     test_ws_qscale,
     test_ws_qside,
 )

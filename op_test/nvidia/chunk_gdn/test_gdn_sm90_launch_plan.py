@@ -785,6 +785,30 @@ def test_ws_qscale_is_a_gl_ws_qside_option(plan, monkeypatch):
     assert all("QSCALE" not in meta or n == GL_RC for n, meta in metas(T=cu[-1], H=32, HV=32, cu_seqlens=cu))
 
 
+def test_ws_out2_is_a_gl_ws_option(plan, monkeypatch):
+    """GL_WS_OUT2 (round 32) adds OUT2 to gl_ws's launch (with or without the QSIDE output partition), needs
+    GL_WS_FAC_SMEM and is not taken with GL_WS_QNORM_MMA's tensor-core norms; no other kernel gets it. Off by default."""
+    def ws_metas(**kw):
+        return [meta for n, *_, meta in plan(**kw)["all"] if n == GL_WS]
+    assert not L.GL_WS_OUT2 and all("OUT2" not in m for m in ws_metas(T=8192 // 32, H=16, HV=32))
+    monkeypatch.setattr(L, "GL_WS_OUT2", True)
+    got = ws_metas(T=8192 // 32, H=16, HV=32)
+    if not L._gluon_ws_supported():
+        assert got == []
+        return
+    assert [m.get("OUT2") for m in got] == [True] and got[0].get("QSIDE") is True
+    with monkeypatch.context() as m:
+        m.setattr(L, "GL_WS_QSIDE", False)
+        assert [(x.get("OUT2"), x.get("QSIDE", False)) for x in ws_metas(T=8192 // 32, H=16, HV=32)] == [(True, False)]
+        m.setattr(L, "GL_WS_FAC_SMEM", False)
+        assert [x.get("OUT2", False) for x in ws_metas(T=8192 // 32, H=16, HV=32)] == [False]
+    with monkeypatch.context() as m:
+        m.setattr(L, "GL_WS_QNORM_MMA", True)
+        assert [x.get("OUT2", False) for x in ws_metas(T=8192 // 32, H=16, HV=32)] == [False]
+    cu = [64 * 4 * i for i in range(17)]  # (many programs: gl_rc2, which has no OUT2)
+    assert all("OUT2" not in meta for n, *_, meta in plan(T=cu[-1], H=32, HV=32, cu_seqlens=cu)["all"])
+
+
 def test_rc_two_chains_takes_whole_heads_where_gl_rc_has_qside_and_v128(plan, monkeypatch):
     """GL_RC_TWO_CHAINS (round 26; "auto"'s default since r91) replaces gl_rc by gl_rc2 where gl_rc has QSIDE and
     V = 128: one item per (sequence, value head), a persistent grid of at most one CTA per SM, 2 load stages, the chain

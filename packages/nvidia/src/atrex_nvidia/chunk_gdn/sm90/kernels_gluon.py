@@ -265,13 +265,18 @@ def _ws_loader(kd, qd, vd, ad, aqd, k_s, q_s, a_s, aq_s, v_s, f_s, el_s, gm_s, r
 def _ws_output(q_s, aq_s, k_s, gm_s, sb_s, u_s, f_s, ready, empty, su_ready, su_empty, o, fac, NT, row, bos, L, hv,
                HV, TOTAL_T, b_idx, s_ob, s_ot, s_oh, offs_vc, V, scale, BV: gl.constexpr, STAGES: gl.constexpr,
                FAC_SMEM: gl.constexpr, QSIDE: gl.constexpr = False, FAST_EXP: gl.constexpr = False,
-               QSCALE: gl.constexpr = False, ones_s=None, QNORM_MMA: gl.constexpr = False):
+               QSCALE: gl.constexpr = False, ones_s=None, QNORM_MMA: gl.constexpr = False, PAR: gl.constexpr = 0,
+               NOUT: gl.constexpr = 1):
     """Output partition (4 warps): per chunk, both off-chain dots as one asynchronous pair, then the epilogue
     (e^gamma from the slot's factor rows with ``FAC_SMEM``, else loaded from ``fac`` one chunk ahead). With ``QSIDE``
     (round 25) the slot holds the raw q and no Aqk: q is L2-normalised into registers (``_q_regs``) and Aqk = tril(Q
     K^T e^(gamma_r - gamma_c)) formed here, both held in registers as wgmma left operands (gl_rc's QSIDE step).
     ``QSCALE`` (round 26, with QSIDE): gl_rc's GL_RC_QSCALE and GL_RC_EARLY_FREE here (raw q in the dots, the norm and
-    scale as row factors; the slot released once Aqk is formed), and ``QNORM_MMA`` (bf16) its GL_RC_QNORM_MMA."""
+    scale as row factors; the slot released once Aqk is formed), and ``QNORM_MMA`` (bf16) its GL_RC_QNORM_MMA.
+    ``NOUT`` = 2 (round 32, GL_WS_OUT2): this partition takes only the chunks c with c % 2 == ``PAR``, a second one
+    the others, so that each has two chain steps for a chunk's output (the S / U hand-off buffer of chunk c is c % 2:
+    each buffer has one reader)."""
+    gl.static_assert(NOUT == 1 or (NOUT == 2 and FAC_SMEM and not QNORM_MMA))
     MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BV, 16])
     ROW: gl.constexpr = gl.SliceLayout(1, MMA)
     COL: gl.constexpr = gl.SliceLayout(0, MMA)
@@ -295,7 +300,7 @@ def _ws_output(q_s, aq_s, k_s, gm_s, sb_s, u_s, f_s, ready, empty, su_ready, su_
         eg = gl.load(p_eg + ro, mask=ro < L, other=0.0)
     if QNORM_MMA:
         _fill_ones(ones_s)
-    for c in range(NT):
+    for c in range(PAR, NT, NOUT):
         l0 = c * 64
         slot = c % STAGES
         b = c % 2
@@ -406,7 +411,7 @@ def atrex_sm90_gdn_state_output_gl_ws(
     USE_H0: gl.constexpr, STORE_HT: gl.constexpr, STATE_V_FIRST: gl.constexpr, DEVICE_DESC: gl.constexpr,
     PERSISTENT: gl.constexpr, STAGES: gl.constexpr, OUT_REGS: gl.constexpr, FAC_SMEM: gl.constexpr = False,
     QSIDE: gl.constexpr = False, FAST_EXP: gl.constexpr = False, QSCALE: gl.constexpr = False,
-    QNORM_MMA: gl.constexpr = False,
+    QNORM_MMA: gl.constexpr = False, OUT2: gl.constexpr = False,
 ):
     """The Triton tma kernel's math, arguments and grid (descriptors built in the kernel: DEVICE_DESC True, PERSISTENT
     False), with the work of a program split over three warp partitions (the block comment above): the 4 chain warps
@@ -418,7 +423,9 @@ def atrex_sm90_gdn_state_output_gl_ws(
     ahead, 40 loader registers, 16 fewer for the output partition: the caller's OUT_REGS), so that neither consumer
     loads from global memory inside its loop. ``QSIDE`` (round 25, launch.GL_WS_QSIDE; needs ``FAC_SMEM``): gl_rc's
     QSIDE for this kernel: ``qd`` is the raw q, ``aqd`` is not read, the output partition forms the normalised q and
-    Aqk in registers. ``QSCALE``, ``QNORM_MMA`` (round 26; with QSIDE): ``_ws_output``."""
+    Aqk in registers. ``QSCALE``, ``QNORM_MMA`` (round 26; with QSIDE): ``_ws_output``. ``OUT2`` (round 32,
+    launch.GL_WS_OUT2; needs ``FAC_SMEM``): two output partitions of 4 warps, one for the even chunks and one for the
+    odd, each with OUT_REGS registers (the chain keeps the rest of a 512-thread CTA's file)."""
     MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BV, 16])
     ROW: gl.constexpr = gl.SliceLayout(1, MMA)
     COL: gl.constexpr = gl.SliceLayout(0, MMA)
@@ -459,16 +466,33 @@ def atrex_sm90_gdn_state_output_gl_ws(
         gm_s = el_s
     ones_s = _ones_tile(dt, BK, QNORM_MMA, x_s)
     ready, empty, su_ready, su_empty = _ring_barriers(STAGES)
-    res = gl.warp_specialize([
-        (_ws_chain, (k_s, a_s, v_s, sb_s, x_s, u_s, ud_s, f_s, el_s, ready, empty, su_ready, su_empty, S, f_base,
-                     plane, NT, L, BV, STAGES, FAC_SMEM)),
-        (_ws_output, (q_s, aq_s, k_s, gm_s, sb_s, u_s, f_s, ready, empty, su_ready, su_empty, o, fac, NT, row, bos, L,
-                      hv, HV, TOTAL_T, b_idx, s_ob, s_ot, s_oh, offs_vc, V, scale, BV, STAGES, FAC_SMEM, QSIDE,
-                      FAST_EXP, QSCALE, ones_s, QNORM_MMA)),
-        (_ws_loader, (kd, qd, vd, ad, aqd, k_s, q_s, a_s, aq_s, v_s, f_s, el_s, gm_s, ready, empty, NT, row, arow,
-                      qcol, vcol, ROWS, QW, VW, s_qr, s_kr, s_vr, HV, TOTAL_T, f_base, L, BK, BV, STAGES, FAC_SMEM,
-                      QSIDE)),
-    ], [4, 1], [OUT_REGS, LOADER_REGS + (8 if QSIDE else 0)])
+    # (the argument tuples are written out in each call: a tuple held in a variable turns its constexprs into tensors)
+    LREGS: gl.constexpr = LOADER_REGS + (8 if QSIDE else 0)
+    if OUT2:
+        res = gl.warp_specialize([
+            (_ws_chain, (k_s, a_s, v_s, sb_s, x_s, u_s, ud_s, f_s, el_s, ready, empty, su_ready, su_empty, S, f_base,
+                         plane, NT, L, BV, STAGES, FAC_SMEM)),
+            (_ws_output, (q_s, aq_s, k_s, gm_s, sb_s, u_s, f_s, ready, empty, su_ready, su_empty, o, fac, NT, row, bos,
+                          L, hv, HV, TOTAL_T, b_idx, s_ob, s_ot, s_oh, offs_vc, V, scale, BV, STAGES, FAC_SMEM, QSIDE,
+                          FAST_EXP, QSCALE, ones_s, QNORM_MMA, 0, 2)),
+            (_ws_output, (q_s, aq_s, k_s, gm_s, sb_s, u_s, f_s, ready, empty, su_ready, su_empty, o, fac, NT, row, bos,
+                          L, hv, HV, TOTAL_T, b_idx, s_ob, s_ot, s_oh, offs_vc, V, scale, BV, STAGES, FAC_SMEM, QSIDE,
+                          FAST_EXP, QSCALE, ones_s, QNORM_MMA, 1, 2)),
+            (_ws_loader, (kd, qd, vd, ad, aqd, k_s, q_s, a_s, aq_s, v_s, f_s, el_s, gm_s, ready, empty, NT, row,
+                          arow, qcol, vcol, ROWS, QW, VW, s_qr, s_kr, s_vr, HV, TOTAL_T, f_base, L, BK, BV, STAGES,
+                          FAC_SMEM, QSIDE)),
+        ], [4, 4, 1], [OUT_REGS, OUT_REGS, LREGS])
+    else:
+        res = gl.warp_specialize([
+            (_ws_chain, (k_s, a_s, v_s, sb_s, x_s, u_s, ud_s, f_s, el_s, ready, empty, su_ready, su_empty, S, f_base,
+                         plane, NT, L, BV, STAGES, FAC_SMEM)),
+            (_ws_output, (q_s, aq_s, k_s, gm_s, sb_s, u_s, f_s, ready, empty, su_ready, su_empty, o, fac, NT, row, bos,
+                          L, hv, HV, TOTAL_T, b_idx, s_ob, s_ot, s_oh, offs_vc, V, scale, BV, STAGES, FAC_SMEM, QSIDE,
+                          FAST_EXP, QSCALE, ones_s, QNORM_MMA)),
+            (_ws_loader, (kd, qd, vd, ad, aqd, k_s, q_s, a_s, aq_s, v_s, f_s, el_s, gm_s, ready, empty, NT, row,
+                          arow, qcol, vcol, ROWS, QW, VW, s_qr, s_kr, s_vr, HV, TOTAL_T, f_base, L, BK, BV, STAGES,
+                          FAC_SMEM, QSIDE)),
+        ], [4, 1], [OUT_REGS, LREGS])
     S = res[0]
 
     if STORE_HT:

@@ -481,6 +481,15 @@ GL_WS_QSCALE = True
 #   measured it slower there (above) whatever it does for gl_rc. Off.
 GL_WS_QNORM_MMA = False
 GL_WS_QSIDE_OUT_REGS = 152
+# GL_WS_OUT2 (round 32): gl_ws with two output partitions of 4 warps (kernels_gluon._ws_output's NOUT = 2), one taking
+#   the even chunks and one the odd, each with the output partition's registers (a 512-thread CTA: the chain keeps
+#   512 - 2 x OUT_REGS - the loader's per thread, 160 with the defaults). Needs GL_WS_FAC_SMEM; not with
+#   GL_WS_QNORM_MMA. Why: r111 (one H100, Nsight Compute of gl_ws at T=32768/16/32, main's defaults, 651.7 us) had the
+#   output partition busy every chunk (its wait for the chain's S_c / U_c: 19 of its 24012 stall samples) and the
+#   chain waiting for it to free the hand-off buffer (9% of the chain's); r112 timed the same launch with an idle
+#   output partition at 394.8 us against 662-665 (scripts/diag/gl_ws_output_idle.patch). The output partition's
+#   chunk (the q norms, Q K^T, Aqk, Q S, Aqk U, the stores) takes longer than a chain step, so two of them alternate.
+GL_WS_OUT2 = False
 # PDL (round 28): programmatic dependent launch between the kernels of a call (and into the next call's first kernel).
 #   Each kernel of ``_PDL_KERNELS`` is launched with Triton's ``launch_pdl`` (the launch attribute
 #   PROGRAMMATIC_STREAM_SERIALIZATION; under stream capture a programmatic edge of the graph) and its PDL constexpr,
@@ -1013,6 +1022,8 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
                     opts["QSCALE"] = True
                     if GL_WS_QNORM_MMA and q.dtype == torch.bfloat16:
                         opts["QNORM_MMA"] = True
+            if GL_WS_OUT2 and GL_WS_FAC_SMEM and not opts.get("QNORM_MMA"):
+                opts["OUT2"] = True
         else:
             kern = _state_kernel(_k.atrex_sm90_gdn_state_output_tma, T)
             opts = dict(num_warps=sw, num_stages=sst)
@@ -1259,7 +1270,8 @@ def _knobs():
             FUSED_AUX_REGS, FUSED_OUT_REGS, FUSED_DIAG16, GL_RC_QSIDE, GL_RC_OUT_REGS, GL_RC_QREG, GL_WS_QSIDE,
             GL_WS_QSIDE_OUT_REGS, INTRA_V3_QSIDE_MAXNREG, GL_RC_QSCALE, GL_RC_EARLY_FREE, GL_RC_OUT_TMA,
             GL_RC_QNORM_MMA, GL_WS_QSCALE, GL_RC_LATE_FACTORS, GL_RC_TWO_CHAINS, GL_RC2_CHAIN_REGS, GL_RC2_OUT_REGS,
-            GL_RC_L2_PREFETCH, GL_WS_QNORM_MMA, GL_RC_HT_REMAT, PDL, INTRA_GATES_BOOK, GL_RC_H0_PREFETCH)
+            GL_RC_L2_PREFETCH, GL_WS_QNORM_MMA, GL_RC_HT_REMAT, PDL, INTRA_GATES_BOOK, GL_RC_H0_PREFETCH,
+            GL_WS_OUT2)
 
 
 def _call_signature(dev, tensors, flags):
