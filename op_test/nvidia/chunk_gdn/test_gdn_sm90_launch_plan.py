@@ -62,9 +62,12 @@ def state_kernel(seen):
 
 
 def _ws_out_regs():
-    """gl_ws's output-partition registers at the default knobs: GL_WS_QSIDE_OUT_REGS with GL_WS_QSIDE (on since r98),
-    else GL_WS_OUT_REGS less the 16 its loader takes with GL_WS_FAC_SMEM."""
-    return L.GL_WS_QSIDE_OUT_REGS if L.GL_WS_QSIDE else L.GL_WS_OUT_REGS - 16 * L.GL_WS_FAC_SMEM
+    """gl_ws's output-partition registers at the default knobs: with GL_WS_QSIDE (on since r98) GL_WS_OUT2_REGS under
+    GL_WS_OUT2 (on since r114), else GL_WS_QSIDE_OUT_REGS; without it GL_WS_OUT_REGS less the 16 its loader takes
+    with GL_WS_FAC_SMEM."""
+    if L.GL_WS_QSIDE:
+        return L.GL_WS_OUT2_REGS if L.GL_WS_OUT2 and L.GL_WS_FAC_SMEM else L.GL_WS_QSIDE_OUT_REGS
+    return L.GL_WS_OUT_REGS - 16 * L.GL_WS_FAC_SMEM
 
 
 def test_few_programs_take_the_tma_state_kernel_with_in_kernel_descriptors(plan, monkeypatch):
@@ -648,8 +651,8 @@ def test_rc_qside_moves_the_q_side_into_gl_rc(plan, monkeypatch):
 def test_ws_qside_moves_the_q_side_into_gl_ws(plan, monkeypatch):
     """GL_WS_QSIDE (round 25): where the state pass is gl_ws (few programs) with its factor rows in the load slots and
     q, k are L2-normalised in the kernel, the intra kernel takes QSIDE and gl_ws takes QSIDE (raw q as its q operand,
-    FAST_EXP as the intra kernel's decay tile, GL_WS_QSIDE_OUT_REGS output registers); its Aqk operand is then the A
-    workspace (never read). Not where the state pass is gl_rc (many programs), without in-kernel L2 norm, without
+    FAST_EXP as the intra kernel's decay tile, GL_WS_QSIDE_OUT_REGS output registers, GL_WS_OUT2_REGS with GL_WS_OUT2);
+    its Aqk operand is then the A workspace (never read). Not where the state pass is gl_rc (many programs), without in-kernel L2 norm, without
     GL_WS_FAC_SMEM, with FOLD_QK_NORM, or with the knob off; gl_rc's own QSIDE is independent of it."""
     monkeypatch.setattr(L, "GL_WS_QSIDE", True)
     monkeypatch.setattr(L, "GL_RC_TWO_CHAINS", False)  # (gl_rc with one chain per CTA: its QSIDE launch is planned)
@@ -660,7 +663,7 @@ def test_ws_qside_moves_the_q_side_into_gl_ws(plan, monkeypatch):
         return
     assert iname == "atrex_sm90_gdn_intra_chunk_v3" and imeta["QSIDE"] is True and imeta["GS"] == 2
     assert sname == GL_WS and smeta["QSIDE"] is True and smeta["FAC_SMEM"] is True
-    assert smeta["FAST_EXP"] is bool(L.INTRA_V3_FAST_EXP) and smeta["OUT_REGS"] == L.GL_WS_QSIDE_OUT_REGS
+    assert smeta["FAST_EXP"] is bool(L.INTRA_V3_FAST_EXP) and smeta["OUT_REGS"] == _ws_out_regs()
     q_raw, A, Aqk_i, qn_i, kn_i = iargs[0], iargs[4], iargs[5], iargs[8], iargs[9]
     assert Aqk_i is A and qn_i is q_raw and kn_i is not iargs[1]  # no Aqk, no q copy; k's copy is written
     assert sargs[0] is q_raw and sargs[1] is kn_i and sargs[3] is A and sargs[4] is A  # (qd, kd, vd, ad, aqd)
@@ -786,20 +789,26 @@ def test_ws_qscale_is_a_gl_ws_qside_option(plan, monkeypatch):
 
 
 def test_ws_out2_is_a_gl_ws_option(plan, monkeypatch):
-    """GL_WS_OUT2 (round 32) adds OUT2 to gl_ws's launch (with or without the QSIDE output partition), needs
-    GL_WS_FAC_SMEM and is not taken with GL_WS_QNORM_MMA's tensor-core norms; no other kernel gets it. Off by default."""
+    """GL_WS_OUT2 (round 32; on since r114) adds OUT2 to gl_ws's launch (with or without the QSIDE output partition;
+    with it, each output partition gets GL_WS_OUT2_REGS registers), needs GL_WS_FAC_SMEM and is not taken with
+    GL_WS_QNORM_MMA's tensor-core norms; no other kernel gets it. Off: the round-31 launch."""
     def ws_metas(**kw):
         return [meta for n, *_, meta in plan(**kw)["all"] if n == GL_WS]
-    assert not L.GL_WS_OUT2 and all("OUT2" not in m for m in ws_metas(T=8192 // 32, H=16, HV=32))
-    monkeypatch.setattr(L, "GL_WS_OUT2", True)
+    assert L.GL_WS_OUT2 is True
+    with monkeypatch.context() as m:
+        m.setattr(L, "GL_WS_OUT2", False)
+        got = ws_metas(T=8192 // 32, H=16, HV=32)
+        assert all("OUT2" not in x for x in got)
+        assert [x["OUT_REGS"] for x in got] == ([L.GL_WS_QSIDE_OUT_REGS] if got else [])
     got = ws_metas(T=8192 // 32, H=16, HV=32)
     if not L._gluon_ws_supported():
         assert got == []
         return
-    assert [m.get("OUT2") for m in got] == [True] and got[0].get("QSIDE") is True
+    assert [(x.get("OUT2"), x.get("QSIDE"), x["OUT_REGS"]) for x in got] == [(True, True, L.GL_WS_OUT2_REGS)]
     with monkeypatch.context() as m:
         m.setattr(L, "GL_WS_QSIDE", False)
-        assert [(x.get("OUT2"), x.get("QSIDE", False)) for x in ws_metas(T=8192 // 32, H=16, HV=32)] == [(True, False)]
+        assert [(x.get("OUT2"), x.get("QSIDE", False), x["OUT_REGS"]) for x in ws_metas(T=8192 // 32, H=16, HV=32)] == [
+            (True, False, L.GL_WS_OUT_REGS - 16)]
         m.setattr(L, "GL_WS_FAC_SMEM", False)
         assert [x.get("OUT2", False) for x in ws_metas(T=8192 // 32, H=16, HV=32)] == [False]
     with monkeypatch.context() as m:

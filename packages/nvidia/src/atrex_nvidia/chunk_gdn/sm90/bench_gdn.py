@@ -351,8 +351,11 @@ VARIANTS = [
     ("rc26_o216", dict(rc_two_chains=False, rc_out_regs=216)),
     # round 32: gl_ws with two output partitions (GL_WS_OUT2; T=8192 and T=32768 at H = 16, HV = 32), with the
     # QSIDE output partition's registers (152: the chain gets 160; 136: 192) and without the QSIDE form
-    ("ws_out2", dict(ws_out2=True)),
-    ("ws_out2_o136", dict(ws_out2=True, ws_qside_out_regs=136)),
+    ("ws_out1", dict(ws_out2=False)),  # (round 31's gl_ws)
+    ("ws_out2", dict(ws_out2=True)),  # (GL_WS_OUT2_REGS: 136 since r114)
+    ("ws_out2_o152", dict(ws_out2=True, ws_out2_regs=152)),
+    ("ws_out2_o128", dict(ws_out2=True, ws_out2_regs=128)),
+    ("ws_out2_o120", dict(ws_out2=True, ws_out2_regs=120)),
     ("ws_out2_noqside", dict(ws_out2=True, ws_qside=False)),
 ]
 
@@ -375,6 +378,7 @@ _HOOKS = dict(state="STATE_CFG_OVERRIDE", intra="INTRA_CFG_OVERRIDE", wy="USE_WY
               rc_late_factors="GL_RC_LATE_FACTORS", rc_two_chains="GL_RC_TWO_CHAINS",
               rc2_out_regs="GL_RC2_OUT_REGS", rc2_chain_regs="GL_RC2_CHAIN_REGS", rc_l2_prefetch="GL_RC_L2_PREFETCH",
               rc_ht_remat="GL_RC_HT_REMAT", pdl="PDL", gates_book="INTRA_GATES_BOOK", ws_out2="GL_WS_OUT2",
+              ws_out2_regs="GL_WS_OUT2_REGS",
               rc_h0_prefetch="GL_RC_H0_PREFETCH")
 
 

@@ -489,7 +489,15 @@ GL_WS_QSIDE_OUT_REGS = 152
 #   chain waiting for it to free the hand-off buffer (9% of the chain's); r112 timed the same launch with an idle
 #   output partition at 394.8 us against 662-665 (scripts/diag/gl_ws_output_idle.patch). The output partition's
 #   chunk (the q norms, Q K^T, Aqk, Q S, Aqk U, the stores) takes longer than a chain step, so two of them alternate.
-GL_WS_OUT2 = False
+# r114 (one H100, commit 6b9534f): its 18 GPU cases bit for bit the one-partition call (and test_ws_qscale's 14
+#   passed). bench_gdn sweep by graph replay, whole call, ms: T=32768/16/32 default 0.926, OUT2 0.917 (152 registers
+#   per output partition, chain 160), 0.892 (136, chain 192), without the QSIDE form 0.951; T=8192/16/32 0.241, 0.236,
+#   0.231, 0.255. gl_ws alone (Nsight Compute, T=32768): 661.5 -> 614.3 us (152). Less than r112's idle output
+#   partition (394.8 us): the two partitions still share the SM's tensor pipe and shared memory with the chain, and
+#   the serialisation was only part of the cost (the chain's wait for the hand-off buffer: 9% of its samples in r111).
+GL_WS_OUT2 = True
+# GL_WS_OUT2_REGS: each QSIDE output partition's registers under GL_WS_OUT2 (the chain gets 512 - 2 x this - 48)
+GL_WS_OUT2_REGS = 136
 # PDL (round 28): programmatic dependent launch between the kernels of a call (and into the next call's first kernel).
 #   Each kernel of ``_PDL_KERNELS`` is launched with Triton's ``launch_pdl`` (the launch attribute
 #   PROGRAMMATIC_STREAM_SERIALIZATION; under stream capture a programmatic edge of the graph) and its PDL constexpr,
@@ -1024,6 +1032,8 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
                         opts["QNORM_MMA"] = True
             if GL_WS_OUT2 and GL_WS_FAC_SMEM and not opts.get("QNORM_MMA"):
                 opts["OUT2"] = True
+                if opts.get("QSIDE"):
+                    opts["OUT_REGS"] = int(GL_WS_OUT2_REGS)
         else:
             kern = _state_kernel(_k.atrex_sm90_gdn_state_output_tma, T)
             opts = dict(num_warps=sw, num_stages=sst)
@@ -1271,7 +1281,7 @@ def _knobs():
             GL_WS_QSIDE_OUT_REGS, INTRA_V3_QSIDE_MAXNREG, GL_RC_QSCALE, GL_RC_EARLY_FREE, GL_RC_OUT_TMA,
             GL_RC_QNORM_MMA, GL_WS_QSCALE, GL_RC_LATE_FACTORS, GL_RC_TWO_CHAINS, GL_RC2_CHAIN_REGS, GL_RC2_OUT_REGS,
             GL_RC_L2_PREFETCH, GL_WS_QNORM_MMA, GL_RC_HT_REMAT, PDL, INTRA_GATES_BOOK, GL_RC_H0_PREFETCH,
-            GL_WS_OUT2)
+            GL_WS_OUT2, GL_WS_OUT2_REGS)
 
 
 def _call_signature(dev, tensors, flags):
