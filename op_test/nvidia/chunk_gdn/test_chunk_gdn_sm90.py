@@ -81,6 +81,46 @@ def test_default_inverse_form_is_diag16_at_the_goal_shapes():
         launch._launch_all = orig
 
 
+def test_default_gl_ws_has_two_output_partitions_at_the_fixed_length_goal_shape(monkeypatch):
+    """Round 32 made ``GL_WS_OUT2`` the default (r114-r116, on an H100). At the fixed-length goal shapes' form (H = 16,
+    HV = 32, K = V = 128, one sequence: few programs, so gl_ws with its QSIDE output partitions), shortened to 1100
+    tokens with an fp32 initial state, the shipped call launches gl_ws with OUT2 and GL_WS_OUT2_REGS registers per
+    output partition; its output and final state equal the one-partition call bit for bit, and are within the
+    contract's bound of the float64 recurrence."""
+    from atrex_nvidia.chunk_gdn.sm90 import launch
+    if not launch._gluon_ws_supported():
+        _t.pytest.skip("gl_ws runs with Gluon's warp specialisation only")
+    assert launch.GL_WS_OUT2 is True
+    seen, orig = [], launch._launch_all
+
+    def spy(dev, launches, *a, **kw):
+        seen.extend((kern.__name__, meta) for kern, _g, _a, meta in launches)
+        return orig(dev, launches, *a, **kw)
+
+    kw = dict(T=1100, H=16, HV=32, K=128, h0=_t.torch.float32)
+    x = _t.make_inputs(device="cuda", **kw)
+
+    def call():
+        seen.clear()
+        return launch.gdn_fwd(x["q"], x["k"], x["v"], x["g"], x["beta"], scale=x["scale"],
+                              initial_state=x["initial_state"], output_final_state=True,
+                              use_qk_l2norm_in_kernel=True, state_v_first=False, cu_seqlens=None)
+
+    monkeypatch.setattr(launch, "_launch_all", spy)
+    o, ht = call()
+    name, meta = seen[-1]
+    assert name == "atrex_sm90_gdn_state_output_gl_ws", [n for n, _ in seen]
+    assert meta.get("OUT2") is True and meta.get("QSIDE") is True and meta["OUT_REGS"] == launch.GL_WS_OUT2_REGS, meta
+    monkeypatch.setattr(launch, "GL_WS_OUT2", False)
+    o1, ht1 = call()
+    assert seen[-1][0] == name and "OUT2" not in seen[-1][1], seen[-1]
+    assert _t.torch.equal(o, o1) and _t.torch.equal(ht, ht1)
+    ro, rh = _t.ref_recurrence(x["q"], x["k"], x["v"], x["g"], x["beta"], scale=x["scale"],
+                               initial_state=x["initial_state"], use_qk_l2norm_in_kernel=True)
+    err = max(_t.rrmse(ro, o), _t.rrmse(rh, ht))
+    assert err <= _t.bound_for(kw), err
+
+
 def test_default_prefetches_the_initial_state_at_the_varlen_goal_shape(monkeypatch):
     """Round 30 made ``GL_RC_H0_PREFETCH = 1`` the default (r102, on an H100). At the varlen goal shape's form (one-head
     programs, H = HV = 32; the perf case's fp32 initial state in the state_v_first layout), shortened to 8 sequences
