@@ -482,9 +482,9 @@ GL_WS_QSCALE = True
 GL_WS_QNORM_MMA = False
 GL_WS_QSIDE_OUT_REGS = 152
 # GL_WS_OUT2 (round 32): gl_ws with two output partitions of 4 warps (kernels_gluon._ws_output's NOUT = 2), one taking
-#   the even chunks and one the odd, each with the output partition's registers (a 512-thread CTA: the chain keeps
-#   512 - 2 x OUT_REGS - the loader's per thread, 160 with the defaults). Needs GL_WS_FAC_SMEM; not with
-#   GL_WS_QNORM_MMA. Why: r111 (one H100, Nsight Compute of gl_ws at T=32768/16/32, main's defaults, 651.7 us) had the
+#   the even chunks and one the odd, each with GL_WS_OUT2_REGS registers with the QSIDE output partition, else the
+#   one-partition count (a 512-thread CTA: the chain keeps 512 - 2 x that - the loader's 48 per thread, 192 with the
+#   defaults). Needs GL_WS_FAC_SMEM; not with GL_WS_QNORM_MMA. Why: r111 (one H100, Nsight Compute of gl_ws at T=32768/16/32, main's defaults, 651.7 us) had the
 #   output partition busy every chunk (its wait for the chain's S_c / U_c: 19 of its 24012 stall samples) and the
 #   chain waiting for it to free the hand-off buffer (9% of the chain's); r112 timed the same launch with an idle
 #   output partition at 394.8 us against 662-665 (scripts/diag/gl_ws_output_idle.patch). The output partition's
@@ -495,6 +495,10 @@ GL_WS_QSIDE_OUT_REGS = 152
 #   0.231, 0.255. gl_ws alone (Nsight Compute, T=32768): 661.5 -> 614.3 us (152). Less than r112's idle output
 #   partition (394.8 us): the two partitions still share the SM's tensor pipe and shared memory with the chain, and
 #   the serialisation was only part of the cost (the chain's wait for the hand-off buffer: 9% of its samples in r111).
+# r115 (H100, commit 5859263, on by default at 136): sweep T=32768 one partition 0.926, two at 136 0.913, 152 0.928,
+#   128 0.899, 120 0.904 (the same call varies by up to 4% within a process: 128 and 136 are not told apart);
+#   T=8192 0.242, 0.233, 0.237, 0.232, 0.232. Graph benches with fla-core 0.6: T=32768 0.9068 ms (2.54x; round 31's
+#   r108 0.9216, 2.50x), T=8192 0.2305 (2.44x; 0.2408, 2.33x). r116: the whole target file at this default passed (534).
 GL_WS_OUT2 = True
 # GL_WS_OUT2_REGS: each QSIDE output partition's registers under GL_WS_OUT2 (the chain gets 512 - 2 x this - 48)
 GL_WS_OUT2_REGS = 136
