@@ -2,6 +2,8 @@
 # no work (scripts/diag/gl_ws_output_idle.patch: only the hand-off protocol left; timing only, the output is not
 # written), against the same kernel unpatched, one Nsight Compute duration each (SpeedOfLight section only).
 #   (carry [".gpuhost/tcache.tgz"]) bash scripts/gdn-r112.sh
+#   (r112 ran at 4bc19f8, one output partition; the patch was regenerated for GL_WS_OUT2's loop bounds since, and
+#   idles both output partitions of the current default)
 . scripts/gdn-call.sh
 nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader | tee "$OUT/smi.txt"
 ws_duration() {  # NAME: one gl_ws launch of T32768_H16_HV32
