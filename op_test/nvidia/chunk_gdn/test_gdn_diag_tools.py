@@ -98,3 +98,28 @@ def test_probe_trace_names_the_waits(probe):
     assert lines[0].startswith("PROBE trace CTAs [0, 1] (2): chain chunk 5: waits iready (aux) | output chunk 3: "
                                "waits su_ready (chain) | aux chunk 6: chunk done"), lines
     assert "CTAs [2] (1): chain not started" in lines[1]
+
+
+def test_pair_step_algebra():
+    """scripts/gdn_pair_step.py (round 32): its float64 forward with 128-row steps, the pair's inverse built from the
+    chunk-64 inverses (off-diagonal block -A2 L21 A1), equals the chunk-64 forward and the contract's token-by-token
+    recurrence, output and final state, over an odd number of chunks (a last, unpaired chunk) and a short last chunk;
+    its bf16-rounding emulation stays within the contract bound of that recurrence for both step sizes."""
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    import _gdn_cases as C
+    import gdn_pair_step as P
+
+    x = C.make_inputs(T=300, H=1, HV=1, K=64, seed=3)
+    nrm = lambda t: (t.float() * torch.rsqrt((t.float() ** 2).sum(-1, keepdim=True) + 1e-6)).to(t.dtype)
+    q, k = nrm(x["q"])[0, :, 0], nrm(x["k"])[0, :, 0]
+    v, g, beta = x["v"][0, :, 0], x["g"][0, :, 0], x["beta"][0, :, 0]
+    ro, rs = C.ref_recurrence(x["q"], x["k"], x["v"], x["g"], x["beta"], scale=x["scale"],
+                              use_qk_l2norm_in_kernel=True)
+    ro, rs = ro[0, :, 0], rs[0, 0]
+    o64, s64 = P._forward(q, k, v, g, beta, x["scale"], pair=False, rnd=False)
+    o128, s128 = P._forward(q, k, v, g, beta, x["scale"], pair=True, rnd=False)
+    for o, s in ((o64, s64), (o128, s128)):
+        assert (o - ro).abs().max() < 1e-9 and (s - rs).abs().max() < 1e-9
+    for pair in (False, True):
+        o, s = P._forward(q, k, v, g, beta, x["scale"], pair=pair, rnd=True)
+        assert 0 < C.rrmse(ro, o) <= C.RRMSE_BOUND and 0 < C.rrmse(rs, s) <= C.RRMSE_BOUND
