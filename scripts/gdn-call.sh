@@ -109,6 +109,15 @@ gdn_graph_bench() {
   echo "bench graph exit $?"; grep -h "^| perf" "$OUT"/graph/bench_*.md | cut -c1-140
 }
 
+# gdn_ncu_duration NAME CASE [LAUNCH_HOOK=VALUE ...]: Nsight Compute's duration (SpeedOfLight section only) of one
+# state-pass launch in a bench_gdn CASE, log $OUT/ncu_NAME.log, a one-line summary printed
+gdn_ncu_duration() {
+  local name=$1 case=$2; shift 2
+  timeout 150 ncu --clock-control none --kernel-name regex:atrex_sm90_gdn_state --launch-skip 1 --launch-count 1 \
+    --section SpeedOfLight python3 scripts/gdn_ncu.py "$case" "$@" > "$OUT/ncu_$name.log" 2>&1
+  echo "$name: ncu rc $? $(grep -E 'Duration' "$OUT/ncu_$name.log" | tr -s ' ')"
+}
+
 # gdn_ncu TIMEOUT NAME KERNEL_REGEX CASE [LAUNCH_HOOK=VALUE ...]: Nsight Compute source-level profile (SASS, warp-stall
 # samples) of one launch of the kernel matching KERNEL_REGEX in a bench_gdn CASE (scripts/gdn_ncu.py): $OUT/NAME_sass.csv.gz
 # and $OUT/NAME_details.txt (the report itself is not kept)

@@ -6,12 +6,7 @@
 #   idles both output partitions of the current default)
 . scripts/gdn-call.sh
 nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader | tee "$OUT/smi.txt"
-ws_duration() {  # NAME: one gl_ws launch of T32768_H16_HV32
-  timeout 150 ncu --clock-control none --kernel-name regex:atrex_sm90_gdn_state --launch-skip 1 --launch-count 1 \
-    --section SpeedOfLight python3 scripts/gdn_ncu.py T32768_H16_HV32 > "$OUT/ncu_$1.log" 2>&1
-  echo "$1: ncu rc $? $(grep -E 'Duration' "$OUT/ncu_$1.log" | tr -s ' ')"
-}
-ws_duration default
-ws_duration default_again
-git apply scripts/diag/gl_ws_output_idle.patch && ws_duration output_idle
+gdn_ncu_duration default T32768_H16_HV32
+gdn_ncu_duration default_again T32768_H16_HV32
+git apply scripts/diag/gl_ws_output_idle.patch && gdn_ncu_duration output_idle T32768_H16_HV32
 git apply -R scripts/diag/gl_ws_output_idle.patch

@@ -5,17 +5,14 @@
 #      ws_out2_o136 and ws_out2_noqside;
 #   3. one gl_ws launch at T=32768 under Nsight Compute (durations), default and GL_WS_OUT2.
 #   (carry [".gpuhost/tcache.tgz"]) ATREX_BENCH_COMMIT=<sha> bash scripts/gdn-r114.sh
+#   (r114 ran at 6b9534f, where GL_WS_OUT2 was off and took the QSIDE output registers, 152: its variants were named
+#   default, ws_out2, ws_out2_o136, ws_out2_noqside; since the default changed they are spelled with today's names, and
+#   the Nsight Compute launches set both knobs, so that the script still measures what r114 did)
 . scripts/gdn-call.sh
 nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader | tee "$OUT/smi.txt"
 gdn_tests_k 170 "out2 or test_ws_qscale" tests_out2.log
 GDN_CASES=T32768_H16_HV32,T8192_H16_HV32 GDN_SWEEP_ARGS="--no-fla --graph" gdn_sweep 200 \
-  default,ws_out2,ws_out2_o136,ws_out2_noqside
-ws_duration() {  # NAME [HOOK=VALUE]: one gl_ws launch of T32768_H16_HV32
-  local name=$1; shift
-  timeout 120 ncu --clock-control none --kernel-name regex:atrex_sm90_gdn_state --launch-skip 1 --launch-count 1 \
-    --section SpeedOfLight python3 scripts/gdn_ncu.py T32768_H16_HV32 "$@" > "$OUT/ncu_$name.log" 2>&1
-  echo "$name: ncu rc $? $(grep -E 'Duration' "$OUT/ncu_$name.log" | tr -s ' ')"
-}
-ws_duration default
-ws_duration out2 GL_WS_OUT2=True
+  ws_out1,ws_out2_o152,ws_out2,ws_out2_noqside
+gdn_ncu_duration default T32768_H16_HV32 GL_WS_OUT2=False
+gdn_ncu_duration out2 T32768_H16_HV32 GL_WS_OUT2=True GL_WS_OUT2_REGS=152
 gdn_archive r114

@@ -91,34 +91,16 @@ def test_default_gl_ws_has_two_output_partitions_at_the_fixed_length_goal_shape(
     if not launch._gluon_ws_supported():
         _t.pytest.skip("gl_ws runs with Gluon's warp specialisation only")
     assert launch.GL_WS_OUT2 is True
-    seen, orig = [], launch._launch_all
-
-    def spy(dev, launches, *a, **kw):
-        seen.extend((kern.__name__, meta) for kern, _g, _a, meta in launches)
-        return orig(dev, launches, *a, **kw)
-
+    monkeypatch.setattr(launch, "GL_WS_OUT2", True)  # (so that teardown restores it: the pair below sets it)
+    metas = _t._state_launch_metas(monkeypatch, launch, "atrex_sm90_gdn_state_output_gl_ws")
     kw = dict(T=1100, H=16, HV=32, K=128, h0=_t.torch.float32)
     x = _t.make_inputs(device="cuda", **kw)
-
-    def call():
-        seen.clear()
-        return launch.gdn_fwd(x["q"], x["k"], x["v"], x["g"], x["beta"], scale=x["scale"],
-                              initial_state=x["initial_state"], output_final_state=True,
-                              use_qk_l2norm_in_kernel=True, state_v_first=False, cu_seqlens=None)
-
-    monkeypatch.setattr(launch, "_launch_all", spy)
-    o, ht = call()
-    name, meta = seen[-1]
-    assert name == "atrex_sm90_gdn_state_output_gl_ws", [n for n, _ in seen]
-    assert meta.get("OUT2") is True and meta.get("QSIDE") is True and meta["OUT_REGS"] == launch.GL_WS_OUT2_REGS, meta
-    monkeypatch.setattr(launch, "GL_WS_OUT2", False)
-    o1, ht1 = call()
-    assert seen[-1][0] == name and "OUT2" not in seen[-1][1], seen[-1]
-    assert _t.torch.equal(o, o1) and _t.torch.equal(ht, ht1)
-    ro, rh = _t.ref_recurrence(x["q"], x["k"], x["v"], x["g"], x["beta"], scale=x["scale"],
-                               initial_state=x["initial_state"], use_qk_l2norm_in_kernel=True)
-    err = max(_t.rrmse(ro, o), _t.rrmse(rh, ht))
-    assert err <= _t.bound_for(kw), err
+    assert _t._knob_pair_error(launch, x, "cuda", {"GL_WS_OUT2": True}, {"GL_WS_OUT2": False}, exact=True) == 0.0
+    assert [(m.get("OUT2", False), m.get("QSIDE"), m["OUT_REGS"]) for m in metas] == [
+        (True, True, launch.GL_WS_OUT2_REGS), (False, True, launch.GL_WS_QSIDE_OUT_REGS)], metas
+    monkeypatch.setattr(launch, "GL_WS_OUT2", True)
+    eo, eh, bound = _t.run_case(_t.fwd(), "default_out2", kw, "cuda")
+    assert eo <= bound and eh <= bound, (eo, eh, bound)
 
 
 def test_default_prefetches_the_initial_state_at_the_varlen_goal_shape(monkeypatch):

@@ -652,8 +652,9 @@ def test_ws_qside_moves_the_q_side_into_gl_ws(plan, monkeypatch):
     """GL_WS_QSIDE (round 25): where the state pass is gl_ws (few programs) with its factor rows in the load slots and
     q, k are L2-normalised in the kernel, the intra kernel takes QSIDE and gl_ws takes QSIDE (raw q as its q operand,
     FAST_EXP as the intra kernel's decay tile, GL_WS_QSIDE_OUT_REGS output registers, GL_WS_OUT2_REGS with GL_WS_OUT2);
-    its Aqk operand is then the A workspace (never read). Not where the state pass is gl_rc (many programs), without in-kernel L2 norm, without
-    GL_WS_FAC_SMEM, with FOLD_QK_NORM, or with the knob off; gl_rc's own QSIDE is independent of it."""
+    its Aqk operand is then the A workspace (never read). Not where the state pass is gl_rc (many programs), without
+    in-kernel L2 norm, without GL_WS_FAC_SMEM, with FOLD_QK_NORM, or with the knob off; gl_rc's own QSIDE is
+    independent of it."""
     monkeypatch.setattr(L, "GL_WS_QSIDE", True)
     monkeypatch.setattr(L, "GL_RC_TWO_CHAINS", False)  # (gl_rc with one chain per CTA: its QSIDE launch is planned)
     seen = plan(T=8192 // 32, H=16, HV=32)  # few programs: gl_ws
