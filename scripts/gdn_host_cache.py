@@ -129,7 +129,7 @@ def main(argv=None):
             x = bg.with_h0(x)
         for name in filter(None, a.variants.split(",")):
             call(x, variants[name])
-    if a.latency:  # scripts/gdn-r72.sh's three configurations of scripts/gdn_intra_latency.py
+    if a.latency:  # scripts/calls/gdn-r72.sh's three configurations of scripts/gdn_intra_latency.py
         for variant in ({}, dict(diag16=True), dict(diag16=True, mask_out=True, maxnreg=128)):
             for m in (1, 2, 4, 8):
                 call(bg.make((f"lat{m}", [64] * (132 * m), 1, 1), device="cpu"), variant)

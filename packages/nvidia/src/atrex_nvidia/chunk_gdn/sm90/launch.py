@@ -368,8 +368,8 @@ GL_RC_OUT_REGS = 200
 # default since round 25.
 GL_RC_QREG = True
 # Round 26: gl_rc's output partition was the step's bound. r90 (one H100, commit fdc8344, varlen 16x1024, timing-only
-# patches, scripts/gdn-r90.sh): gl_rc 0.274 ms; without the output tile store 0.244; without Q K^T and the decay tile
-# 0.247; without any output dot 0.242; without dots and store (the chain alone) 0.191. Nsight Compute (same call): the
+# patches, scripts/calls/gdn-r90.sh): gl_rc 0.274 ms; without the output tile store 0.244; without Q K^T and the decay
+# tile 0.247; without any output dot 0.242; without dots and store (the chain alone) 0.191. Nsight Compute (same call): the
 # output partition issues ~816 instructions a chunk against the chain's ~450 and never waits for the chain (its
 # su_ready wait: 2 of 10,023 samples); its loop's back edge waits 12% of its samples for its 16 global stores to
 # drain, and the chain waits a quarter of its samples for load slots the output partition has not yet released.

@@ -1,0 +1,23 @@
+# Round 9 (H200), call 5: the per-tile guard of the fp16 UT inverse (positive g -> bf16 merges + Newton). The whole sm90
+# target file; a bench_gdn sweep (default = guarded fp16, fb1 = bf16-merges fallback, fb0 = unguarded, i3_newton) on
+# T=8192/16/32, T=32768/16/32, varlen 16x1024; `atrex bench run chunk_gdn --size perf` eager and with --graph (fla-core
+# 0.6 in the same runs; history). Needs the fla bundle: bash .gpuhost/g/install.sh first.
+# ATREX_BENCH_COMMIT=<sha> bash scripts/calls/gdn-r19.sh
+set -uo pipefail
+OUT="${OUT:-/tmp/atrex-out}"; mkdir -p "$OUT"
+export PYTHONPATH="$PWD/packages/core/python:$PWD/packages/nvidia/src:$PWD/packages/ppu/src"
+export ATREX_EXTRA_PLUGINS=atrex_nvidia._plugin:plugin ATREX_STRICT_PLUGINS=1 PYTHONUNBUFFERED=1
+timeout 150 python3 -m pytest op_test/nvidia/chunk_gdn/test_chunk_gdn_sm90.py -v -p no:cacheprovider -n 8 > "$OUT/tests.log" 2>&1
+echo "tests: rc $? $(tail -n 1 "$OUT/tests.log")"; grep -E "^\[gw.*(FAILED|ERROR)" "$OUT/tests.log" | sed 's/.*:://' | head -8
+grep -m 4 -E "^E  " "$OUT/tests.log" | cut -c1-200
+C=T8192_H16_HV32,T32768_H16_HV32,varlen16x1024_H32_HV32
+timeout 120 python3 -m atrex_nvidia.chunk_gdn.sm90.bench_gdn --out "$OUT/gdnv" --sweep --ref-heads "" --deadline 100 \
+  --cases $C --sweep-cases $C --variants default,i3_fp16_fb1,i3_fp16_fb0,i3_newton > "$OUT/sweep.log" 2>&1
+echo "sweep exit $?"; grep "^| [Tv]" "$OUT/gdnv/gdn_bench.md" | tail -n 12 | cut -c1-200
+timeout 200 python3 -m atrex bench run chunk_gdn --size perf --out "$OUT/eager" --history "$OUT/history.jsonl" --no-progress \
+  > "$OUT/chunk_gdn_bench.log" 2>&1; echo "bench exit $?"
+grep -h "^| perf" "$OUT"/eager/bench_*.md | cut -c1-170
+timeout 150 python3 -m atrex bench run chunk_gdn --size perf --graph --out "$OUT/graph" --history "$OUT/history.jsonl" \
+  --no-progress > "$OUT/chunk_gdn_bench_graph.log" 2>&1; echo "bench --graph exit $?"
+grep -h "^| perf" "$OUT"/graph/bench_*.md | cut -c1-170; tail -n 3 "$OUT/chunk_gdn_bench_graph.log" | cut -c1-200
+tar czf "$OUT/r19.tgz" -C "$OUT" --exclude r19.tgz . 2>/dev/null
