@@ -123,3 +123,15 @@ def test_pair_step_algebra():
     for pair in (False, True):
         o, s = P._forward(q, k, v, g, beta, x["scale"], pair=pair, rnd=True)
         assert 0 < C.rrmse(ro, o) <= C.RRMSE_BOUND and 0 < C.rrmse(rs, s) <= C.RRMSE_BOUND
+
+
+def test_bench_gdn_rejects_unknown_variants():
+    """bench_gdn's --variants: an exact name or a prefix selects, and a name that matches nothing is an error at parse
+    time, before any device work (round 32: a renamed variant dropped silently out of a recorded sweep)."""
+    bench = pytest.importorskip("atrex_nvidia.chunk_gdn.sm90.bench_gdn")
+    names = [n for n, _ in bench._select_variants("default,ws_out2*")]
+    assert names[0] == "default" and "ws_out2_o152" in names and "ws_out1" not in names
+    with pytest.raises(ValueError, match="ws_out2_o136"):
+        bench._select_variants("default,ws_out2_o136")
+    with pytest.raises(SystemExit):
+        bench.main(["--out", os.devnull, "--variants", "no_such_variant*"])
