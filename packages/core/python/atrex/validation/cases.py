@@ -150,6 +150,16 @@ CHUNK_GDN_CASES: tuple[Case, ...] = (
     # fp16 inputs at the Qwen3-Next shape (the same kernels as bf16 since round 16 of the sm90 GDN issue)
     _gdn("perf/T8192-H16-HV32-fp16", "perf", batch=1, seq_len=8192, num_heads=16, num_v_heads=32, head_k_dim=128,
          head_v_dim=128, initial_state=None, state_v_first=True, dtype=torch.float16),
+    # serving shapes (no goal attached): Qwen3-Next's linear-attention layers as one GPU sees them under tensor
+    # parallelism (TP 2 and 4 split the 16 q/k and 32 value heads), and chunked-prefill batches of mixed lengths (not
+    # multiples of 64, a 1-token sequence) that continue cached fp32 states
+    _gdn("perf/serve-tp4-T8192-H4-HV8", "perf", batch=1, seq_len=8192, num_heads=4, num_v_heads=8, head_k_dim=128,
+         head_v_dim=128, initial_state=None, state_v_first=True),
+    _gdn("perf/serve-tp2-mixed8-H8-HV16", "perf", seq_lens=[3500, 2048, 1000, 777, 513, 200, 63, 1], num_heads=8,
+         num_v_heads=16, head_k_dim=128, head_v_dim=128, initial_state="fp32", state_v_first=True),
+    _gdn("perf/serve-tp1-mixed20-H16-HV32", "perf",
+         seq_lens=[1, 7, 33, 64, 65, 100, 130, 255, 300, 480, 512, 640, 777, 900, 1024, 1100, 1500, 2048, 3000, 3500],
+         num_heads=16, num_v_heads=32, head_k_dim=128, head_v_dim=128, initial_state="fp32", state_v_first=True),
 )
 
 TABLES = {"flash_attn": FLASH_ATTN_CASES, "chunk_gdn": CHUNK_GDN_CASES}
