@@ -35,6 +35,11 @@ CASES = [
     # fp16 inputs (round 16: the bf16 kernels; before, the round-1 pair, which the "slow_path" variant forces)
     ("T8192_H16_HV32_fp16", 8192, 16, 32, torch.float16),
     ("varlen16x1024_H32_HV32_fp16", [1024] * 16, 32, 32, torch.float16),
+    # round 33: serving shapes (the perf table's serve-* rows): Qwen3-Next at TP 4, one 8k prompt, fixed-length and as
+    # vLLM passes it (cu_seqlens of one sequence); TP 2, a mixed-length batch
+    ("T8192_H4_HV8", 8192, 4, 8),
+    ("varlen1x8192_H4_HV8", [8192], 4, 8),
+    ("mixed8_H8_HV16", [3500, 2048, 1000, 777, 513, 200, 63, 1], 8, 16),
 ]
 K = V = 128
 
@@ -357,6 +362,11 @@ VARIANTS = [
     ("ws_out2_o128", dict(ws_out2=True, ws_out2_regs=128)),
     ("ws_out2_o120", dict(ws_out2=True, ws_out2_regs=120)),
     ("ws_out2_noqside", dict(ws_out2=True, ws_qside=False)),
+    # round 33 (serving shapes: few (sequence, head) programs, most SMs idle in the state pass): the split state pass
+    # (fixed length only: pieces pipelined over two streams, so that the next piece's intra kernel runs beside this
+    # piece's state pass) with the default state kernel choice
+    ("split4", dict(split=True, pieces=4, split_min_t=128)),
+    ("split8", dict(split=True, pieces=8, split_min_t=128)),
 ]
 
 # launch-module attributes a variant may set (key in VARIANTS -> attribute of launch.py)
