@@ -15,6 +15,6 @@ for i in 1 2; do
   OUT="$root/sweep$i"; mkdir -p "$OUT"
   GDN_CASES=mixed8_H8_HV16,varlen8x1024_H8_HV16,varlen4x2048_H8_HV16,mixed20_H16_HV32,varlen16x1024_H32_HV32 \
     GDN_SWEEP_ARGS="--no-fla --graph --h0" gdn_sweep 150 default,rc1,gl_ws > /dev/null
-  grep -E "^\| [a-z0-9_]+ \| (default|rc1|gl_ws) \|" "$OUT/gdnv/gdn_bench.md" | cut -c1-60
+  grep -E "^\| [A-Za-z0-9_]+ \| (default|rc1|gl_ws) \|" "$OUT/gdnv/gdn_bench.md" | cut -c1-60
 done
 OUT="$root"; gdn_archive r121
