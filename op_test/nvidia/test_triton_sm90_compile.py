@@ -178,6 +178,12 @@ _SCRIPT = textwrap.dedent(r'''
     gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl, h0=torch.float32), GL_RC_H0_PREFETCH=1)
     gdn(dict(T=256, H=16, HV=32, K=128, h0=torch.bfloat16), GL_RC_H0_PREFETCH=2, STATE_IMPL="gl_rc")
     gdn(dict(T=256, H=4, HV=8, K=64, V=128, h0=torch.float32), GL_RC_H0_PREFETCH=1, STATE_IMPL="gl_rc2")
+    # round 33: the default's many-program state pass with fewer (sequence, value head) items than SMs
+    # (GL_RC2_ITEMS_PER_SM): gl_rc with one chain per CTA and today's options, at Qwen3-Next's TP 2 heads, bf16 and fp16
+    tp2 = dict(T=1612, H=8, HV=16, K=128, cu_seqlens=[0, 700, 1100, 1300, 1455, 1558, 1598, 1611, 1612],
+               h0=torch.float32, state_v_first=True)
+    gdn(tp2)
+    gdn(dict(tp2, dtype=torch.float16))
     # ... and the same q side in gl_ws's QSIDE output partition (GL_WS_QSCALE): 32 columns, fp16, K = 64, 64 columns
     gdn(dict(T=256, H=16, HV=32, K=128), GL_WS_QSIDE=True, GL_WS_QSCALE=True)
     gdn(dict(T=256, H=16, HV=32, K=128), GL_WS_QSIDE=True, GL_WS_QSCALE=True, GL_WS_QNORM_MMA=True)

@@ -103,6 +103,49 @@ def test_default_gl_ws_has_two_output_partitions_at_the_fixed_length_goal_shape(
     assert eo <= bound and eh <= bound, (eo, eh, bound)
 
 
+def test_default_takes_one_chain_per_cta_with_fewer_items_than_sms(monkeypatch):
+    """Round 33 (``GL_RC2_ITEMS_PER_SM = 1``; r120 / r121, on an H100): a varlen call at Qwen3-Next's TP 2 heads (H = 8,
+    HV = 16, K = V = 128) with 8 sequences of mixed lengths (128 (sequence, value head) items) and an fp32 initial state
+    in the state_v_first layout launches gl_rc, one chain per CTA, on 132 SMs, where rounds 27-32 launched gl_rc2.
+    Its output and final state equal gl_rc2's bit for bit (both run the QSCALE q side, r91) and are within the
+    contract's bound of the float64 recurrence. With fewer SMs than items (``sm_count`` 127) the call keeps gl_rc2."""
+    from atrex_nvidia.chunk_gdn.sm90 import launch
+    if not launch._gluon_ws_supported():
+        _t.pytest.skip("gl_rc / gl_rc2 run with Gluon's warp specialisation only")
+    assert launch.GL_RC2_ITEMS_PER_SM == 1
+    monkeypatch.setattr(launch, "GL_RC2_ITEMS_PER_SM", 1)  # (so that teardown restores it: the pair below sets it)
+    names, orig = [], launch._launch_all
+
+    def spy(dev, launches, *a, **kw):
+        names.extend(kern.__name__ for kern, *_ in launches if "state_output" in kern.__name__)
+        return orig(dev, launches, *a, **kw)
+
+    monkeypatch.setattr(launch, "_launch_all", spy)
+    kw = dict(T=1612, H=8, HV=16, K=128, cu_seqlens=[0, 700, 1100, 1300, 1455, 1558, 1598, 1611, 1612],
+              h0=_t.torch.float32, state_v_first=True)
+    x = _t.make_inputs(device="cuda", **kw)
+    err = _t._knob_pair_error(launch, x, "cuda", {"GL_RC2_ITEMS_PER_SM": 1}, {"GL_RC2_ITEMS_PER_SM": 0}, exact=True,
+                              sm_count=132)
+    rc, rc2 = "atrex_sm90_gdn_state_output_gl_rc", "atrex_sm90_gdn_state_output_gl_rc2"
+    assert names == [rc, rc2] and err == 0.0, (names, err)
+    launch.GL_RC2_ITEMS_PER_SM = 1
+    names.clear()
+    o, ht = launch.gdn_fwd(x["q"], x["k"], x["v"], x["g"], x["beta"], scale=x["scale"],
+                           initial_state=x["initial_state"], output_final_state=True, use_qk_l2norm_in_kernel=True,
+                           state_v_first=True, cu_seqlens=x["cu_seqlens"], sm_count=127)
+    assert names == [rc2], names
+    names.clear()
+    o, ht = launch.gdn_fwd(x["q"], x["k"], x["v"], x["g"], x["beta"], scale=x["scale"],
+                           initial_state=x["initial_state"], output_final_state=True, use_qk_l2norm_in_kernel=True,
+                           state_v_first=True, cu_seqlens=x["cu_seqlens"], sm_count=132)
+    assert names == [rc], names
+    ro, rh = _t.ref_recurrence(x["q"], x["k"], x["v"], x["g"], x["beta"], scale=x["scale"],
+                               initial_state=x["initial_state"], state_v_first=True, use_qk_l2norm_in_kernel=True,
+                               cu_seqlens=x["cu_seqlens"])
+    eo, eh, bound = _t.rrmse(ro, o), _t.rrmse(rh, ht), _t.bound_for(kw)
+    assert eo <= bound and eh <= bound, (eo, eh, bound)
+
+
 def test_default_prefetches_the_initial_state_at_the_varlen_goal_shape(monkeypatch):
     """Round 30 made ``GL_RC_H0_PREFETCH = 1`` the default (r102, on an H100). At the varlen goal shape's form (one-head
     programs, H = HV = 32; the perf case's fp32 initial state in the state_v_first layout), shortened to 8 sequences

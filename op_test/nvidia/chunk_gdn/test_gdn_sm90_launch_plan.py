@@ -854,6 +854,36 @@ def test_rc_two_chains_takes_whole_heads_where_gl_rc_has_qside_and_v128(plan, mo
         assert state(T=cu[-1], H=32, HV=32, K=64, cu_seqlens=cu)[0] == GL_RC  # (V = 64: gl_rc)
 
 
+def test_rc2_only_with_more_items_than_sms(plan, monkeypatch):
+    """GL_RC2_ITEMS_PER_SM (round 33): "auto" takes gl_rc2 only where the call has more (sequence, value head) items
+    than SMs x the knob; with fewer (Qwen3-Next at TP 2 and 4: 16 and 8 value heads) the many-program state pass is
+    gl_rc with one chain per CTA, on a grid of up to one CTA per SM over its twice as many items. The SM count is the
+    call's (the dispatcher's ``sm_count``). 0 restores gl_rc2 for every item count; STATE_IMPL "gl_rc2" forces it."""
+    if not L._gluon_ws_supported():
+        pytest.skip("gl_rc / gl_rc2 are planned where Gluon's warp specialisation is available")
+    assert L.GL_RC2_ITEMS_PER_SM == 1
+
+    def state(cu, HV, sm_count=132, H=None):
+        launches = plan(T=cu[-1], H=H or HV // 2, HV=HV, cu_seqlens=cu, sm_count=sm_count)["launches"]
+        name, grid, _a, meta = next(x for x in launches if "state_output" in x[0])
+        return name, grid
+    mixed8 = [0, 3500, 5548, 6548, 7325, 7838, 8038, 8101, 8102]  # (r119's serve-tp2-mixed8 lengths)
+    assert state(mixed8, 16) == (GL_RC, (132,))  # 8 x 16 = 128 items <= 132 SMs: 256 one-chain items
+    assert state(mixed8, 16, sm_count=127) == (GL_RC2, (127,))  # 128 > 127
+    assert state([1024 * i for i in range(5)], 16) == (GL_RC, (128,))  # 64 items: 128 one-chain items
+    assert state([0, 1, 64, 129, 700, 1000, 1024, 2000, 2100], 32, H=32) == (GL_RC2, (132,))  # 256 items
+    assert state([0, 2048, 4096, 6144, 8192], 8) == (GL_WS, (4, 32))  # (4 x 8 x 4 BV-32 programs: few, gl_ws)
+    with monkeypatch.context() as m:
+        m.setattr(L, "GL_RC2_ITEMS_PER_SM", 0)
+        assert state(mixed8, 16) == (GL_RC2, (128,))
+    with monkeypatch.context() as m:
+        m.setattr(L, "GL_RC2_ITEMS_PER_SM", 2)
+        assert state([0, 1, 64, 129, 700, 1000, 1024, 2000, 2100], 32, H=32) == (GL_RC, (132,))  # 256 <= 264
+    with monkeypatch.context() as m:
+        m.setattr(L, "STATE_IMPL", "gl_rc2")
+        assert state(mixed8, 16)[0] == GL_RC2
+
+
 @pytest.mark.parametrize("knob,opt", [("GL_RC_L2_PREFETCH", "L2PF"), ("GL_RC_HT_REMAT", "HT_REMAT")])
 def test_rc_round27_options_are_gl_rc_options(plan, monkeypatch, knob, opt):
     """GL_RC_L2_PREFETCH and GL_RC_HT_REMAT (round 27; HT_REMAT on since r98) add L2PF / HT_REMAT to the gl_rc2 and gl_rc launches (with

@@ -372,6 +372,8 @@ VARIANTS = [
     # piece's state pass) with the default state kernel choice
     ("split4", dict(split=True, pieces=4, split_min_t=128)),
     ("split8", dict(split=True, pieces=8, split_min_t=128)),
+    # ... and gl_rc2 for every many-program call whatever its (sequence, value head) item count (rounds 27-32)
+    ("rc2_any_items", dict(rc2_items_per_sm=0)),
 ]
 
 # launch-module attributes a variant may set (key in VARIANTS -> attribute of launch.py)
@@ -393,7 +395,7 @@ _HOOKS = dict(state="STATE_CFG_OVERRIDE", intra="INTRA_CFG_OVERRIDE", wy="USE_WY
               rc_late_factors="GL_RC_LATE_FACTORS", rc_two_chains="GL_RC_TWO_CHAINS",
               rc2_out_regs="GL_RC2_OUT_REGS", rc2_chain_regs="GL_RC2_CHAIN_REGS", rc_l2_prefetch="GL_RC_L2_PREFETCH",
               rc_ht_remat="GL_RC_HT_REMAT", pdl="PDL", gates_book="INTRA_GATES_BOOK", ws_out2="GL_WS_OUT2",
-              ws_out2_regs="GL_WS_OUT2_REGS",
+              ws_out2_regs="GL_WS_OUT2_REGS", rc2_items_per_sm="GL_RC2_ITEMS_PER_SM",
               rc_h0_prefetch="GL_RC_H0_PREFETCH")
 
 

@@ -422,6 +422,20 @@ GL_RC_LATE_FACTORS = False
 # for bit gl_rc's (QSCALE), its variant hook passed 7 cases against float64. On by default since r91.
 GL_RC_TWO_CHAINS = True
 GL_RC2_CHAIN_REGS = 168
+# GL_RC2_ITEMS_PER_SM (round 33): "auto" takes gl_rc2 only where the call has more (sequence, value head) items than
+#   this many per SM (``N * HV > GL_RC2_ITEMS_PER_SM * SMs``); with fewer, gl_rc2 leaves SMs idle while gl_rc's
+#   one-chain items, twice as many, spread each long sequence's heads over more SMs. 0: gl_rc2 wherever
+#   GL_RC_TWO_CHAINS applies (rounds 27-32). r120 / r121 (one H100, bench_gdn graph sweeps without fla, fp32 initial
+#   states, two processes each; gl_rc2 -> gl_rc, ms):
+#   - 8 sequences of 1 to 3500 tokens at H = 8, HV = 16 (Qwen3-Next at TP 2; 128 items): 0.199 / 0.198 -> 0.160 / 0.159;
+#   - 4 x 2048 at HV = 16 (64 items): 0.136 / 0.135 -> 0.107 / 0.106;
+#   - 8 x 1024 at HV = 16 (128 items, all of one length, the one loss): 0.106 / 0.105 -> 0.109 / 0.109;
+#   - unchanged, since they keep gl_rc2: 16 x 1024 at HV = 32 (512 items; gl_rc 0.421 / 0.420 against 0.411 / 0.411),
+#     20 sequences of 1 to 3500 tokens at HV = 32 (640 items; 0.423 / 0.421 against 0.419 / 0.419).
+#   gl_rc2 gains ~3% where every item has the same length and the items just fill the SMs; it loses 20% where one long
+#   sequence sets the time (the usual chunked-prefill batch). The host does not know the lengths (cu_seqlens stays on
+#   the device), so the rule goes by the item count alone.
+GL_RC2_ITEMS_PER_SM = 1
 # GL_RC_L2_PREFETCH (round 27): gl_rc's / gl_rc2's loader prefetches the item's next chunk into L2 once a chunk's loads
 #   are issued (kernels_gluon._rc_loader's L2PF). r97 (one H100, Nsight Compute of gl_rc2, varlen 16x1024): DRAM 84%
 #   busy (2.80 TB/s), and each chain waited about half its samples on its load slot's ready barrier, so the 2-stage
@@ -1011,7 +1025,8 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
                         opts["QNORM_MMA"] = True  # (fp16 squares could overflow)
             if GL_RC_OUT_TMA and rc_qside and T > 1 and _rows_view(o, B, T, HV, V) is not None:
                 opts["OUT_TMA"] = True  # (row stride o.stride(1): T > 1; without QSIDE the Aqk ring leaves no room)
-            two = STATE_IMPL == "gl_rc2" or (STATE_IMPL == "auto" and GL_RC_TWO_CHAINS)
+            two = STATE_IMPL == "gl_rc2" or (STATE_IMPL == "auto" and GL_RC_TWO_CHAINS
+                                              and N * HV > GL_RC2_ITEMS_PER_SM * n_sm)
             if two and rc_qside and V == 2 * BV:  # a whole value head per item (kernels_gluon gl_rc2)
                 kern = _gluon_state_kernel("atrex_sm90_gdn_state_output_gl_rc2")
                 grid = (min(N * HV, n_sm) if GL_RC_PERSISTENT else N * HV,)
@@ -1285,7 +1300,7 @@ def _knobs():
             GL_WS_QSIDE_OUT_REGS, INTRA_V3_QSIDE_MAXNREG, GL_RC_QSCALE, GL_RC_EARLY_FREE, GL_RC_OUT_TMA,
             GL_RC_QNORM_MMA, GL_WS_QSCALE, GL_RC_LATE_FACTORS, GL_RC_TWO_CHAINS, GL_RC2_CHAIN_REGS, GL_RC2_OUT_REGS,
             GL_RC_L2_PREFETCH, GL_WS_QNORM_MMA, GL_RC_HT_REMAT, PDL, INTRA_GATES_BOOK, GL_RC_H0_PREFETCH,
-            GL_WS_OUT2, GL_WS_OUT2_REGS)
+            GL_WS_OUT2, GL_WS_OUT2_REGS, GL_RC2_ITEMS_PER_SM)
 
 
 def _call_signature(dev, tensors, flags):
