@@ -1177,6 +1177,44 @@ def _api_kwargs(inp):
                 cu_seqlens=inp["cu_seqlens"])
 
 
+@pytest.mark.parametrize("kw", [dict(T=2000, H=4, HV=8, K=128, h0=torch.float32, state_v_first=True),
+                                dict(T=130, H=2, HV=2, K=64, h0=torch.bfloat16),
+                                dict(T=1, H=16, HV=32, K=128, h0=torch.float32, state_v_first=True)],
+                         ids=["tp4_vfirst", "mha_k64", "T1_qwen"])
+def test_one_sequence_varlen_takes_the_fixed_length_kernels(kw, monkeypatch):
+    """Round 33 (``ONE_SEQUENCE_FIXED``): through the public operator, a varlen call of one sequence (cu_seqlens =
+    [0, T], as vLLM passes a lone prompt) launches neither the chunk-offsets nor the slot-map kernel, and its output
+    and final state equal the fixed-length call's on the same tensors bit for bit. The varlen plan it replaces (the
+    knob off) launched them, and both are within the contract's bound of the float64 recurrence."""
+    import atrex
+    from atrex_nvidia.chunk_gdn.sm90 import launch
+    assert launch.ONE_SEQUENCE_FIXED is True
+    ran, orig = [], launch._launch
+
+    def spy(kern, grid, args, meta, slot=None):
+        ran.append(kern.__name__)
+        orig(kern, grid, args, meta, slot)
+
+    monkeypatch.setattr(launch, "_launch", spy)
+    inp = make_inputs(device="cuda", cu_seqlens=[0, kw["T"]], **kw)
+    ro, rh = ref_recurrence(inp["q"], inp["k"], inp["v"], inp["g"], inp["beta"], scale=inp["scale"],
+                               initial_state=inp["initial_state"], state_v_first=inp["state_v_first"],
+                               use_qk_l2norm_in_kernel=True, cu_seqlens=inp["cu_seqlens"])
+    bound = bound_for(kw)
+    o1, h1 = atrex.chunk_gated_delta_rule(**_api_kwargs(inp))
+    one = list(ran)
+    ran.clear()
+    o0, h0 = atrex.chunk_gated_delta_rule(**_api_kwargs(dict(inp, cu_seqlens=None)))
+    assert one == ran and not any(n in ("atrex_sm90_gdn_chunk_offsets", "atrex_sm90_gdn_slot_seq") for n in one), one
+    assert torch.equal(o1, o0) and torch.equal(h1, h0)
+    assert rrmse(ro, o1) <= bound and rrmse(rh, h1) <= bound, (rrmse(ro, o1), rrmse(rh, h1), bound)
+    monkeypatch.setattr(launch, "ONE_SEQUENCE_FIXED", False)
+    ran.clear()
+    ov, hv = atrex.chunk_gated_delta_rule(**_api_kwargs(inp))
+    assert "atrex_sm90_gdn_chunk_offsets" in ran, ran
+    assert rrmse(ro, ov) <= bound and rrmse(rh, hv) <= bound, (rrmse(ro, ov), rrmse(rh, hv), bound)
+
+
 def test_dispatch_selects_gdn_sm90_and_matches_launcher():
     """The public operator picks nvidia.gdn_sm90 on this device and returns the launcher's bits."""
     import atrex

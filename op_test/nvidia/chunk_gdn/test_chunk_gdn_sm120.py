@@ -21,6 +21,7 @@ from _gdn_cases import (  # noqa: E402,F401
                          test_intra_mask_out_matches_default,
                          test_intra_slot_map,
                          test_kernel_names_in_profiler,
+                         test_one_sequence_varlen_takes_the_fixed_length_kernels,
                          test_split_and_carry,
                          test_split_state_pass_graph_capture,
                          test_state_split_xu_decay0_probe,

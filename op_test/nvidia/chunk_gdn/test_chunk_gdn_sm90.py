@@ -29,6 +29,7 @@ from _gdn_cases import (  # noqa: E402,F401
     test_intra_mask_out_matches_default,
     test_intra_slot_map,
     test_kernel_names_in_profiler,
+    test_one_sequence_varlen_takes_the_fixed_length_kernels,
     test_pdl_same_bits_eager_and_in_chained_graphs,
     test_rc_h0_prefetch_same_bits,
     test_rc_late_factors_same_bits,

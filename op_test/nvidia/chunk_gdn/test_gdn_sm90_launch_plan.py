@@ -194,7 +194,8 @@ def test_split_state_pass_off_by_default_and_four_pieces_from_16384_when_on(plan
     seen = plan(T=16384, H=1, HV=1, K=16)
     assert seen["split"] == [3] * 4 and len(seen["all"]) == 12  # (gates, intra, state) per piece
     monkeypatch.setattr(L, "INTRA_V3_GATES", "varlen1")
-    assert not plan(T=16384, H=1, HV=1, K=16, cu_seqlens=[0, 16384])["split"]  # varlen is not split
+    assert not plan(T=16384, H=1, HV=1, K=16, cu_seqlens=[0, 8192, 16384])["split"]  # varlen is not split (one
+    # sequence is: it is the fixed-length call, ONE_SEQUENCE_FIXED)
     monkeypatch.setattr(L, "SPLIT_STATE_PASS", False)
     assert not plan(T=16384, H=1, HV=1, K=16)["split"]
 
@@ -882,6 +883,26 @@ def test_rc2_only_with_more_items_than_sms(plan, monkeypatch):
     with monkeypatch.context() as m:
         m.setattr(L, "STATE_IMPL", "gl_rc2")
         assert state(mixed8, 16)[0] == GL_RC2
+
+
+@pytest.mark.parametrize("kw", [dict(T=8192 // 32, H=4, HV=8), dict(T=1, H=2, HV=4), dict(T=200, H=16, HV=32, K=64)],
+                         ids=["tp4_gva", "T1", "K64"])
+def test_one_sequence_varlen_plans_the_fixed_length_call(plan, monkeypatch, kw):
+    """ONE_SEQUENCE_FIXED (round 33): varlen with one sequence (cu_seqlens = [0, T], which the contract fixes for N = 1)
+    plans exactly the fixed-length call's launches (kernels, grids, options): no chunk-offsets or slot-map kernel.
+    With the knob off it plans the varlen launches."""
+    def launches(**k):
+        return [(n, g, meta) for n, g, _a, meta in plan(**kw, **k)["all"]]
+    fixed = launches()
+    one = launches(cu_seqlens=[0, kw["T"]])
+    assert one == fixed and not any("chunk_offsets" in n or "slot_seq" in n for n, *_ in one), one
+    assert all(meta.get("IS_VARLEN") in (None, False) for *_, meta in one)
+    with monkeypatch.context() as m:
+        m.setattr(L, "ONE_SEQUENCE_FIXED", False)
+        varlen = launches(cu_seqlens=[0, kw["T"]])
+    assert varlen[0][0] == "atrex_sm90_gdn_chunk_offsets" and any(meta.get("IS_VARLEN") for *_, meta in varlen)
+    if kw["T"] > 1:  # (two sequences stay varlen)
+        assert launches(cu_seqlens=[0, 1, kw["T"]])[0][0] == "atrex_sm90_gdn_chunk_offsets"
 
 
 @pytest.mark.parametrize("knob,opt", [("GL_RC_L2_PREFETCH", "L2PF"), ("GL_RC_HT_REMAT", "HT_REMAT")])

@@ -436,6 +436,13 @@ GL_RC2_CHAIN_REGS = 168
 #   sequence sets the time (the usual chunked-prefill batch). The host does not know the lengths (cu_seqlens stays on
 #   the device), so the rule goes by the item count alone.
 GL_RC2_ITEMS_PER_SM = 1
+# ONE_SEQUENCE_FIXED (round 33): a varlen call of one sequence takes the fixed-length plan. CONTRACTS.md §2 fixes
+#   cu_seqlens[0] = 0 and cu_seqlens[N] = T, so with N = 1 (and B = 1, which varlen requires) the call is the
+#   fixed-length call B = 1, T, on the same tensors: no chunk-offsets or slot-map kernel, and the fixed-length intra
+#   programs (two value heads per program under GVA). vLLM passes cu_seqlens for every prefill, also for one prompt.
+#   r120 (one H100, bench_gdn graph replay, Qwen3-Next at TP 4, 8192 tokens): 0.187 ms as one varlen sequence
+#   against 0.173 fixed-length.
+ONE_SEQUENCE_FIXED = True
 # GL_RC_L2_PREFETCH (round 27): gl_rc's / gl_rc2's loader prefetches the item's next chunk into L2 once a chunk's loads
 #   are issued (kernels_gluon._rc_loader's L2PF). r97 (one H100, Nsight Compute of gl_rc2, varlen 16x1024): DRAM 84%
 #   busy (2.80 TB/s), and each chain waited about half its samples on its load slot's ready barrier, so the 2-stage
@@ -816,6 +823,8 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     HV, V = v.shape[2], v.shape[3]
     G = HV // H
     dev = q.device
+    if cu_seqlens is not None and cu_seqlens.shape[0] == 2 and B == 1 and ONE_SEQUENCE_FIXED:
+        cu_seqlens = None  # (ONE_SEQUENCE_FIXED: the contract's cu = [0, T] is the fixed-length call)
     if q.stride(-1) != 1:
         q = q.contiguous()
     if k.stride(-1) != 1:
@@ -1300,7 +1309,7 @@ def _knobs():
             GL_WS_QSIDE_OUT_REGS, INTRA_V3_QSIDE_MAXNREG, GL_RC_QSCALE, GL_RC_EARLY_FREE, GL_RC_OUT_TMA,
             GL_RC_QNORM_MMA, GL_WS_QSCALE, GL_RC_LATE_FACTORS, GL_RC_TWO_CHAINS, GL_RC2_CHAIN_REGS, GL_RC2_OUT_REGS,
             GL_RC_L2_PREFETCH, GL_WS_QNORM_MMA, GL_RC_HT_REMAT, PDL, INTRA_GATES_BOOK, GL_RC_H0_PREFETCH,
-            GL_WS_OUT2, GL_WS_OUT2_REGS, GL_RC2_ITEMS_PER_SM)
+            GL_WS_OUT2, GL_WS_OUT2_REGS, GL_RC2_ITEMS_PER_SM, ONE_SEQUENCE_FIXED)
 
 
 def _call_signature(dev, tensors, flags):
