@@ -39,6 +39,7 @@ CASES = [
     # vLLM passes it (cu_seqlens of one sequence); TP 2, a mixed-length batch
     ("T8192_H4_HV8", 8192, 4, 8),
     ("varlen1x8192_H4_HV8", [8192], 4, 8),
+    ("varlen1x8192_H16_HV32", [8192], 16, 32),  # (the T=8192 goal shape as vLLM passes one prompt)
     ("mixed8_H8_HV16", [3500, 2048, 1000, 777, 513, 200, 63, 1], 8, 16),
     # ... and (r121) balanced batches at TP 2 with N x HV at and below the SM count, and the TP 1 mixed batch
     ("varlen8x1024_H8_HV16", [1024] * 8, 8, 16),
@@ -374,6 +375,8 @@ VARIANTS = [
     ("split8", dict(split=True, pieces=8, split_min_t=128)),
     # ... and gl_rc2 for every many-program call whatever its (sequence, value head) item count (rounds 27-32)
     ("rc2_any_items", dict(rc2_items_per_sm=0)),
+    # ... and a one-sequence varlen call on the varlen plan (ONE_SEQUENCE_FIXED off: rounds 1-32)
+    ("one_seq_varlen", dict(one_seq_fixed=False)),
 ]
 
 # launch-module attributes a variant may set (key in VARIANTS -> attribute of launch.py)
@@ -396,6 +399,7 @@ _HOOKS = dict(state="STATE_CFG_OVERRIDE", intra="INTRA_CFG_OVERRIDE", wy="USE_WY
               rc2_out_regs="GL_RC2_OUT_REGS", rc2_chain_regs="GL_RC2_CHAIN_REGS", rc_l2_prefetch="GL_RC_L2_PREFETCH",
               rc_ht_remat="GL_RC_HT_REMAT", pdl="PDL", gates_book="INTRA_GATES_BOOK", ws_out2="GL_WS_OUT2",
               ws_out2_regs="GL_WS_OUT2_REGS", rc2_items_per_sm="GL_RC2_ITEMS_PER_SM",
+              one_seq_fixed="ONE_SEQUENCE_FIXED",
               rc_h0_prefetch="GL_RC_H0_PREFETCH")
 
 
