@@ -48,15 +48,16 @@ def _chunk_ops(kn, g, beta, rnd, dt):
     return A
 
 
-def _forward(q, k, v, g, beta, scale, pair, rnd):
+def _forward(q, k, v, g, beta, scale, pair, rnd, S0=None):
     """One head, one sequence. q, k [T, K] (already normalised and rounded as the contract says), v [T, V], g [T] log
     decays, beta [T]. ``pair``: 128-row chain steps from chunk-64 products. ``rnd``: the kernels' bf16 rounding
-    points (S, X, U, A, A21, Aqk), fp32 work; else float64 throughout. Returns (o [T, V], final S [K, V])."""
+    points (S, X, U, A, A21, Aqk), fp32 work; else float64 throughout. ``S0``: the initial state [K, V] (zeros if
+    None). Returns (o [T, V], final S [K, V])."""
     dt = torch.float32 if rnd else torch.float64
     q, k, v, g, beta = (x.to(dt) for x in (q, k, v, g, beta))
     T, K = k.shape
     V = v.shape[1]
-    S = torch.zeros(K, V, dtype=dt)
+    S = torch.zeros(K, V, dtype=dt) if S0 is None else S0.to(dt).clone()
     o = torch.zeros(T, V, dtype=dt)
     C = 64
     starts = list(range(0, T, C))

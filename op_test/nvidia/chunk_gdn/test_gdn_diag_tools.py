@@ -135,3 +135,22 @@ def test_bench_gdn_rejects_unknown_variants():
         bench._select_variants("default,ws_out2_o136")
     with pytest.raises(SystemExit):
         bench.main(["--out", os.devnull, "--variants", "no_such_variant*"])
+
+
+@pytest.mark.parametrize("segments", [2, 3])
+def test_segment_scan_algebra(segments):
+    """scripts/gdn_segment_scan.py (round 33): a sequence-parallel state pass's three phases (every segment's end state
+    from zero and its K x K transition in one chain on [v | 0] from [S0 | I], an fp32 scan over the segments, every
+    segment rerun from its true initial state) equal the contract's token-by-token recurrence in float64, output and
+    final state, with a short last segment; the transitions carry the state across segments (slow decay), so a wrong
+    scan would show; with the kernels' bf16 rounding points it stays within the contract bound."""
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    import _gdn_cases as C
+    import gdn_segment_scan as G
+
+    x, ro, rs = G.head_inputs(300, K=64, seed=5)
+    assert G.bounds(300, segments)[-1][1] == 300 and G.segment_transition_norm(x, segments) > 0.3
+    o, s = G.segmented(**x, segments=segments, rnd=False)
+    assert (o - ro).abs().max() < 1e-9 and (s - rs).abs().max() < 1e-9
+    o, s = G.segmented(**x, segments=segments, rnd=True)
+    assert 0 < C.rrmse(ro, o) <= C.RRMSE_BOUND and 0 < C.rrmse(rs, s) <= C.RRMSE_BOUND
