@@ -25,9 +25,8 @@ import sys
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 sys.path[:0] = [os.path.join(ROOT, "op_test", "nvidia", "chunk_gdn"), os.path.dirname(os.path.abspath(__file__))]
 
-import torch  # noqa: E402
-
 import gdn_pair_step as P  # noqa: E402
+import torch  # noqa: E402
 
 
 def bounds(T, segments, C=64):
