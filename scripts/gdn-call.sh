@@ -53,7 +53,7 @@ gdn_target_tests_left() {
 gdn_sweep() {
   timeout "$1" python3 -m atrex_nvidia.chunk_gdn.sm90.bench_gdn --out "$OUT/gdnv" --sweep --ref-heads "" ${GDN_SWEEP_ARGS:-} \
     --deadline $(($1 - 20)) --cases $GDN_CASES --sweep-cases $GDN_CASES --variants "$2" > "$OUT/sweep.log" 2>&1
-  echo "sweep exit $?"; grep "^| [Tv]" "$OUT/gdnv/gdn_bench.md" | tail -n 30 | cut -c1-200
+  echo "sweep exit $?"; grep -E "^\| [A-Za-z0-9_]+ \|" "$OUT/gdnv/gdn_bench.md" | grep -v "^| case |" | tail -n 30 | cut -c1-200
 }
 
 # gdn_bench_cases CAP TIMEOUT NAME MATCH...: gdn_bench_case CAP TIMEOUT for each MATCH in turn (one process each),
