@@ -95,24 +95,31 @@ def _forward(q, k, v, g, beta, scale, pair, rnd, S0=None):
     return o, S
 
 
+def head_inputs(T, K=128, seed=1, g_mode="logsigmoid", h0=None):
+    """One head of the target tests' random inputs (``make_inputs``), q and k L2-normalised and rounded as the
+    contract says, and the float64 token-by-token recurrence on them: (dict of q, k, v, g, beta, scale and S0, the
+    initial state [K, V] or None; reference output [T, V]; reference final state [K, V])."""
+    import _gdn_cases as C
+    x = C.make_inputs(T=T, H=1, HV=1, K=K, seed=seed, h0=h0, g_mode=g_mode)
+
+    def nrm(t):
+        tf = t.float()
+        return (tf * torch.rsqrt((tf * tf).sum(-1, keepdim=True) + 1e-6)).to(t.dtype)
+    ro, rS = C.ref_recurrence(x["q"], x["k"], x["v"], x["g"], x["beta"], scale=x["scale"],
+                              initial_state=x["initial_state"], use_qk_l2norm_in_kernel=True)
+    S0 = None if x["initial_state"] is None else x["initial_state"][0, 0]
+    return (dict(q=nrm(x["q"])[0, :, 0], k=nrm(x["k"])[0, :, 0], v=x["v"][0, :, 0], g=x["g"][0, :, 0],
+                 beta=x["beta"][0, :, 0], scale=x["scale"], S0=S0), ro[0, :, 0], rS[0, 0])
+
+
 def algebra(args):
     import _gdn_cases as C
-    torch.manual_seed(0)
     for T in args.T:
-        x = C.make_inputs(T=T, H=1, HV=1, K=128, seed=1)
-
-        def nrm(t):
-            tf = t.float()
-            return (tf * torch.rsqrt((tf * tf).sum(-1, keepdim=True) + 1e-6)).to(t.dtype)
-        q, k = nrm(x["q"])[0, :, 0], nrm(x["k"])[0, :, 0]
-        v, g, beta = x["v"][0, :, 0], x["g"][0, :, 0], x["beta"][0, :, 0]
-        ro, rS = C.ref_recurrence(x["q"], x["k"], x["v"], x["g"], x["beta"], scale=x["scale"],
-                                  use_qk_l2norm_in_kernel=True)
-        ro, rS = ro[0, :, 0], rS[0, 0]
+        x, ro, rS = head_inputs(T)
         res = {}
         for name, pair, rnd in (("chunk64 f64", False, False), ("pair f64", True, False),
                                 ("chunk64 bf16-points", False, True), ("pair bf16-points", True, True)):
-            o, S = _forward(q, k, v, g, beta, x["scale"], pair, rnd)
+            o, S = _forward(x["q"], x["k"], x["v"], x["g"], x["beta"], x["scale"], pair, rnd)
             res[name] = (C.rrmse(ro, o), C.rrmse(rS, S))
         for name, (eo, es) in res.items():
             print(f"T={T:5d} {name:20s} o rrmse {eo:.3e}  S rrmse {es:.3e}")

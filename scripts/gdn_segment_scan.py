@@ -62,20 +62,9 @@ def segmented(q, k, v, g, beta, scale, S0, segments, rnd):
 
 
 def head_inputs(T, K=128, seed=1, g_mode="tiny"):
-    """One head of the target tests' random inputs, q and k L2-normalised and rounded as the contract says, with a
-    random fp32 initial state. ``g_mode`` as in the target tests; the default, "tiny" (slow decay), keeps a state
+    """``gdn_pair_step.head_inputs`` with a random fp32 initial state. The default decays, "tiny" (slow), keep a state
     alive across segments (with logsigmoid decays a 128-token segment forgets its initial state: M ~ 0)."""
-    import _gdn_cases as C
-    x = C.make_inputs(T=T, H=1, HV=1, K=K, seed=seed, h0=torch.float32, g_mode=g_mode)
-
-    def nrm(t):
-        tf = t.float()
-        return (tf * torch.rsqrt((tf * tf).sum(-1, keepdim=True) + 1e-6)).to(t.dtype)
-    q, k = nrm(x["q"])[0, :, 0], nrm(x["k"])[0, :, 0]
-    v, g, beta = x["v"][0, :, 0], x["g"][0, :, 0], x["beta"][0, :, 0]
-    ro, rS = C.ref_recurrence(x["q"], x["k"], x["v"], x["g"], x["beta"], scale=x["scale"],
-                              initial_state=x["initial_state"], use_qk_l2norm_in_kernel=True)
-    return dict(q=q, k=k, v=v, g=g, beta=beta, scale=x["scale"], S0=x["initial_state"][0, 0]), ro[0, :, 0], rS[0, 0]
+    return P.head_inputs(T, K=K, seed=seed, g_mode=g_mode, h0=torch.float32)
 
 
 def algebra(args):

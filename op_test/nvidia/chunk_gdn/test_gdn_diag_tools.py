@@ -109,19 +109,14 @@ def test_pair_step_algebra():
     import _gdn_cases as C
     import gdn_pair_step as P
 
-    x = C.make_inputs(T=300, H=1, HV=1, K=64, seed=3)
-    nrm = lambda t: (t.float() * torch.rsqrt((t.float() ** 2).sum(-1, keepdim=True) + 1e-6)).to(t.dtype)
-    q, k = nrm(x["q"])[0, :, 0], nrm(x["k"])[0, :, 0]
-    v, g, beta = x["v"][0, :, 0], x["g"][0, :, 0], x["beta"][0, :, 0]
-    ro, rs = C.ref_recurrence(x["q"], x["k"], x["v"], x["g"], x["beta"], scale=x["scale"],
-                              use_qk_l2norm_in_kernel=True)
-    ro, rs = ro[0, :, 0], rs[0, 0]
-    o64, s64 = P._forward(q, k, v, g, beta, x["scale"], pair=False, rnd=False)
-    o128, s128 = P._forward(q, k, v, g, beta, x["scale"], pair=True, rnd=False)
+    x, ro, rs = P.head_inputs(300, K=64, seed=3)
+    args = (x["q"], x["k"], x["v"], x["g"], x["beta"], x["scale"])
+    o64, s64 = P._forward(*args, pair=False, rnd=False)
+    o128, s128 = P._forward(*args, pair=True, rnd=False)
     for o, s in ((o64, s64), (o128, s128)):
         assert (o - ro).abs().max() < 1e-9 and (s - rs).abs().max() < 1e-9
     for pair in (False, True):
-        o, s = P._forward(q, k, v, g, beta, x["scale"], pair=pair, rnd=True)
+        o, s = P._forward(*args, pair=pair, rnd=True)
         assert 0 < C.rrmse(ro, o) <= C.RRMSE_BOUND and 0 < C.rrmse(rs, s) <= C.RRMSE_BOUND
 
 
