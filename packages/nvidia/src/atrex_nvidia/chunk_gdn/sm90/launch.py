@@ -505,8 +505,8 @@ GL_WS_QSIDE_OUT_REGS = 152
 # GL_WS_OUT2 (round 32): gl_ws with two output partitions of 4 warps (kernels_gluon._ws_output's NOUT = 2), one taking
 #   the even chunks and one the odd, each with GL_WS_OUT2_REGS registers with the QSIDE output partition, else the
 #   one-partition count (a 512-thread CTA: the chain keeps 512 - 2 x that - the loader's 48 per thread, 192 with the
-#   defaults). Needs GL_WS_FAC_SMEM; not with GL_WS_QNORM_MMA. Why: r111 (one H100, Nsight Compute of gl_ws at T=32768/16/32, main's defaults, 651.7 us) had the
-#   output partition busy every chunk (its wait for the chain's S_c / U_c: 19 of its 24012 stall samples) and the
+#   defaults). Needs GL_WS_FAC_SMEM; not with GL_WS_QNORM_MMA. Why: r111 (one H100, Nsight Compute of gl_ws at
+#   T=32768/16/32, main's defaults, 651.7 us) had the output partition busy every chunk (its wait for the chain's S_c / U_c: 19 of its 24012 stall samples) and the
 #   chain waiting for it to free the hand-off buffer (9% of the chain's); r112 timed the same launch with an idle
 #   output partition at 394.8 us against 662-665 (scripts/diag/gl_ws_output_idle.patch). The output partition's
 #   chunk (the q norms, Q K^T, Aqk, Q S, Aqk U, the stores) takes longer than a chain step, so two of them alternate.
