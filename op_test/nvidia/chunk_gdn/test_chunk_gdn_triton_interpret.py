@@ -186,6 +186,7 @@ _SCRIPT = textwrap.dedent(r'''
     res.update(C.slot_map_check(launch))
     res.update(C.split_xu_check(launch))
     res.update(C.qside_intra_check(launch))
+    res.update(C.segment_scan_check())
     print("RESULT " + json.dumps(res))
 ''').replace("HERE", repr(HERE)).replace("SRC", repr(SRC)).replace("OPTEST", repr(OPTEST))
 

@@ -185,6 +185,7 @@ def test_fast_path_not_for_other_dtypes():
 
 
 def test_split_state_pass_off_by_default_and_four_pieces_from_16384_when_on(plan, monkeypatch):
+    monkeypatch.setattr(L, "SEQ_PARALLEL", False)  # (these few-head calls would take the sequence-parallel plan)
     assert not plan(T=16384, H=1, HV=1, K=16)["split"]  # off by default (round 6: not reproducibly faster)
     monkeypatch.setattr(L, "SPLIT_STATE_PASS", True)
     assert not plan(T=16383)["split"] and len(plan(T=16383)["launches"]) == 2
@@ -201,6 +202,7 @@ def test_split_state_pass_off_by_default_and_four_pieces_from_16384_when_on(plan
 
 
 def test_split_state_pass_plans_two_halves_only_when_enabled_and_not_varlen(plan, monkeypatch):
+    monkeypatch.setattr(L, "SEQ_PARALLEL", False)  # (as above)
     monkeypatch.setattr(L, "SPLIT_STATE_PASS", False)
     assert not plan(T=4096)["split"] and len(plan(T=4096)["launches"]) == 2
     monkeypatch.setattr(L, "SPLIT_STATE_PASS", True)

@@ -189,16 +189,19 @@ def _descriptors(kd, qd, vd, ad, aqd, ROWS, QW, VW, s_qr, s_kr, s_vr, HV, TOTAL_
 
 @gluon.jit
 def _load_chunk(descs, bar, slot, k_s, q_s, a_s, aq_s, v_s, row, arow, l0, qcol, vcol, BK: gl.constexpr,
-                BV: gl.constexpr, NO_AQK: gl.constexpr = False, v1_s=None, V2: gl.constexpr = False):
+                BV: gl.constexpr, NO_AQK: gl.constexpr = False, v1_s=None, V2: gl.constexpr = False,
+                NO_Q: gl.constexpr = False):
     """Chunk rows [row + l0, row + l0 + 64) of k, q, v and rows [arow + l0, arow + l0 + 64) of A, Aqk into ring slot
     ``slot`` by TMA; ``bar`` expects their bytes. ``NO_AQK`` (gl_rc's QSIDE): no Aqk tile. ``V2`` (gl_rc2): also the
-    next BV columns of v into ``v1_s``."""
+    next BV columns of v into ``v1_s``. ``NO_Q`` (the segment kernel, which forms no output): no q tile."""
     kdesc, qdesc, vdesc, adesc, aqdesc = descs
-    mbarrier.expect(bar, (2 * 64 * BK + (1 if NO_AQK else 2) * 64 * 64 + (2 if V2 else 1) * 64 * BV) * 2)
+    mbarrier.expect(bar, ((1 if NO_Q else 2) * 64 * BK + (1 if NO_AQK else 2) * 64 * 64 + (2 if V2 else 1) * 64 * BV)
+                    * 2)
     if V2:
         _tma_load(vdesc, [row + l0, vcol + BV], bar, v1_s.index(slot))
     _tma_load(kdesc, [row + l0, qcol], bar, k_s.index(slot))
-    _tma_load(qdesc, [row + l0, qcol], bar, q_s.index(slot))
+    if not NO_Q:
+        _tma_load(qdesc, [row + l0, qcol], bar, q_s.index(slot))
     _tma_load(adesc, [arow + l0, 0], bar, a_s.index(slot))
     if not NO_AQK:
         _tma_load(aqdesc, [arow + l0, 0], bar, aq_s.index(slot))
@@ -209,7 +212,7 @@ def _load_chunk(descs, bar, slot, k_s, q_s, a_s, aq_s, v_s, row, arow, l0, qcol,
 def _ws_loader(kd, qd, vd, ad, aqd, k_s, q_s, a_s, aq_s, v_s, f_s, el_s, gm_s, ready, empty, NT, row, arow, qcol,
                vcol, ROWS, QW, VW, s_qr, s_kr, s_vr, HV, TOTAL_T, f_base, L,
                BK: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr, FAC_SMEM: gl.constexpr,
-               QSIDE: gl.constexpr = False):
+               QSIDE: gl.constexpr = False, NO_Q: gl.constexpr = False):
     """Loader partition (1 warp): chunk c's k, q, A, Aqk and v tiles into slot c % STAGES by TMA, after both
     consumers released the slot's previous chunk (empty barriers start 'phase 1 complete': the first round passes).
     The descriptors are built here, by the only partition that uses them. With ``FAC_SMEM`` the warp also stores the
@@ -217,8 +220,10 @@ def _ws_loader(kd, qd, vd, ad, aqd, k_s, q_s, a_s, aq_s, v_s, f_s, el_s, gm_s, r
     all BK entries) into ``el_s`` row slot, before the slot's ready arrive (which releases them to the consumers). It
     loads them from global memory one chunk ahead, while it waits for the next free slot, so that their latency
     falls on this warp, not on the chain. ``QSIDE`` (needs ``FAC_SMEM``): no Aqk tile; the chunk-local gamma (plane 0,
-    0 past the sequence end) into ``gm_s`` row slot instead, for the output partition's decay tile."""
+    0 past the sequence end) into ``gm_s`` row slot instead, for the output partition's decay tile. ``NO_Q`` (the
+    segment kernel; without QSIDE): neither the q nor the Aqk tile."""
     gl.static_assert(FAC_SMEM or not QSIDE)
+    gl.static_assert(not (NO_Q and QSIDE))
     descs = _descriptors(kd, qd, vd, ad, aqd, ROWS, QW, VW, s_qr, s_kr, s_vr, HV, TOTAL_T, BK, BV)
     if FAC_SMEM:
         FL: gl.constexpr = gl.BlockedLayout([2], [32], [1], [0])
@@ -248,7 +253,7 @@ def _ws_loader(kd, qd, vd, ad, aqd, k_s, q_s, a_s, aq_s, v_s, f_s, el_s, gm_s, r
                 gm_s.index(slot).store(f0)
             _cta_barrier()  # every lane's stores precede the (one-thread) ready arrive in _load_chunk's expect
         _load_chunk(descs, ready.index(slot), slot, k_s, q_s, a_s, aq_s, v_s, row, arow, c * 64, qcol, vcol, BK, BV,
-                    QSIDE)
+                    QSIDE or NO_Q, None, False, NO_Q)
         if FAC_SMEM:  # chunk c + 1's factors (masked past the sequence end: nothing is read beyond it)
             l1 = c * 64 + 64
             fm = (l1 + fr) < L
@@ -497,6 +502,127 @@ def atrex_sm90_gdn_state_output_gl_ws(
 
     if STORE_HT:
         _store_state(ht, S, n64, hv, HV, K, V, rs, cs, ms, STATE_V_FIRST)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Segment pass (round 34, launch.SEQ_PARALLEL): the first phase of the sequence-parallel state pass, for calls with
+# too few (sequence, value head) pairs to fill the SMs (one long prompt at tensor-parallel 4 or 8). Each sequence is
+# cut into NSEG segments of LSEG tokens (a multiple of 64, so that the intra kernel's chunks are the segments' chunks).
+# The recurrence is linear in the state, S_end = M S_start + R, with M (K x K) the product of the segment's per-token
+# transitions and R the state the segment reaches from zero. One launch forms both for every segment at once: the
+# chain runs on V + K columns, the first V from a zero state with the segment's v, the last K from the identity with
+# v = 0 (the columns of M). No output is formed. ``kernels.atrex_sm90_gdn_segment_scan`` then composes the segments'
+# initial states in fp32, and the usual state pass runs the segments as sequences from them, forming the outputs.
+# Partitions: the chain (gl_ws's, without the output hand-off) and gl_ws's loader without the q and Aqk tiles.
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@gluon.jit
+def _seg_chain(k_s, a_s, v_s, sb_s, x_s, ud_s, f_s, el_s, ready, empty, S, NT, vmask, BV: gl.constexpr,
+               STAGES: gl.constexpr):
+    """Chain partition of the segment kernel (4 warps): ``_ws_chain``'s step without the S_c / U_c hand-off; the v
+    term only where ``vmask`` ([1, BV]) holds (the value columns). Returns ``(final state,)``."""
+    MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BV, 16])
+    ROW: gl.constexpr = gl.SliceLayout(1, MMA)
+    dt: gl.constexpr = sb_s.dtype
+    zero = gl.zeros([64, BV], gl.float32, MMA)
+    for c in range(NT):
+        slot = c % STAGES
+        sb_s.store(S.to(dt))
+        fence_async_shared()
+        _cta_barrier()
+        # every warp is past chunk c - 1 (its wgmmas and its v loads): release that slot
+        mbarrier.arrive(empty.index((c + STAGES - 1) % STAGES), count=1, pred=c > 0)
+        mbarrier.wait(ready.index(slot), (c // STAGES) & 1)
+        kb = k_s.index(slot)
+        ks = warpgroup_mma(kb, sb_s, zero, use_acc=False, is_async=True)
+        vt = v_s.index(slot).load(MMA).to(gl.float32)
+        c_bt = f_s.index(slot * 4).load(ROW)
+        c_be = f_s.index(slot * 4 + 1).load(ROW)
+        c_dk = f_s.index(slot * 4 + 3).load(ROW)
+        c_egl = gl.expand_dims(el_s.index(slot).load(ROW), 1)
+        ks = warpgroup_mma_wait(0, deps=[ks])
+        X = gl.where(vmask, gl.expand_dims(c_bt, 1) * vt, 0.0) - gl.expand_dims(c_be, 1) * ks
+        x_s.store(X.to(dt))
+        fence_async_shared()
+        _cta_barrier()
+        u = warpgroup_mma(a_s.index(slot), x_s, zero, use_acc=False, is_async=True)
+        u = warpgroup_mma_wait(0, deps=[u])
+        ud_s.store((u * gl.expand_dims(c_dk, 1)).to(dt))
+        fence_async_shared()
+        _cta_barrier()
+        st = warpgroup_mma(kb.permute((1, 0)), ud_s, S * c_egl, is_async=True)
+        S = warpgroup_mma_wait(0, deps=[st])
+    return (S,)  # (a tuple: see _ws_chain)
+
+
+@gluon.jit(do_not_specialize=["T", "TOTAL_T", "LSEG"])
+def atrex_sm90_gdn_state_segments_gl(
+    kd, vd, ad, fac, R, cu_out,
+    T, LSEG, NSEG, NA, HV, K, V, N_CU,
+    TOTAL_T, ROWS, QW, VW, s_kr, s_vr,
+    G: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr,
+):
+    """Program (i_v, (b * NA + s) * HV + hv): columns [i_v BV, i_v BV + BV) of segment s (the first NA of a
+    sequence's NSEG) of batch row b, value head hv, over the ``V + K`` columns of ``R`` ``[B, NA, HV, K, V + K]``
+    (fp32): R's value columns from a zero state, M's columns from the identity (the block comment above). The segment
+    is rows [b T + s LSEG, + min(LSEG, T - s LSEG)) of the token-indexed operands (k ``[B*T, H*K]``, v ``[B*T, HV*V]``,
+    A, the factor planes). Program (0, 0) also writes the ``N_CU`` = B NSEG + 1 segment bounds ``cu_out`` (int32),
+    the cu_seqlens of the state pass that runs the segments as sequences. K == BK (64 or 128), BV 32 or 64 dividing V,
+    num_warps 4."""
+    MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BV, 16])
+    ROW: gl.constexpr = gl.SliceLayout(1, MMA)
+    COL: gl.constexpr = gl.SliceLayout(0, MMA)
+    SH_V: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, BV], gl.bfloat16)
+    SH_K: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, BK], gl.bfloat16)
+    SH_A: gl.constexpr = gl.NVMMASharedLayout.get_default_for([64, 64], gl.bfloat16)
+    SH_S: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BK, BV], gl.bfloat16)
+    dt: gl.constexpr = kd.dtype.element_ty
+
+    i_v = gl.program_id(0)
+    i_sh = gl.program_id(1)
+    if (i_v == 0) & (i_sh == 0):
+        CL: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
+        for j0 in range(0, N_CU, 128):
+            j = j0 + gl.arange(0, 128, layout=CL)
+            gl.store(cu_out + j, (j // NSEG) * T + gl.minimum((j % NSEG) * LSEG, T), mask=j < N_CU)
+    hv = i_sh % HV
+    i_seg = i_sh // HV
+    b = i_seg // NA
+    s0 = (i_seg % NA) * LSEG
+    L = gl.minimum(LSEG, T - s0)
+    NT = gl.cdiv(L, 64)
+    row = b * T + s0
+    arow = hv * TOTAL_T + row
+    qcol = (hv // G) * K
+    vcol = hv * V + (i_v % (V // BV)) * BV  # (M's columns load a v tile they do not use)
+    f_base = fac + hv.to(gl.int64) * TOTAL_T + row.to(gl.int64)
+
+    VP = V + K
+    rs = gl.arange(0, BK, layout=ROW)
+    cs = i_v * BV + gl.arange(0, BV, layout=COL)
+    S = gl.where(gl.expand_dims(rs + V, 1) == gl.expand_dims(cs, 0), 1.0, 0.0)  # zero on the value columns
+    vmask = gl.expand_dims(cs < V, 0)
+
+    a_s = gl.allocate_shared_memory(dt, [STAGES, 64, 64], SH_A)
+    k_s = gl.allocate_shared_memory(dt, [STAGES, 64, BK], SH_K)
+    v_s = gl.allocate_shared_memory(dt, [STAGES, 64, BV], SH_V)
+    sb_s = gl.allocate_shared_memory(dt, [BK, BV], SH_S)
+    x_s = gl.allocate_shared_memory(dt, [64, BV], SH_V)
+    ud_s = gl.allocate_shared_memory(dt, [64, BV], SH_V)
+    f_s = gl.allocate_shared_memory(gl.float32, [STAGES * 4, 64], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+    el_s = gl.allocate_shared_memory(gl.float32, [STAGES, BK], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+    ready, empty, _su_ready, _su_empty = _ring_barriers(STAGES, 1)
+    res = gl.warp_specialize([
+        (_seg_chain, (k_s, a_s, v_s, sb_s, x_s, ud_s, f_s, el_s, ready, empty, S, NT, vmask, BV, STAGES)),
+        (_ws_loader, (kd, kd, vd, ad, ad, k_s, k_s, a_s, a_s, v_s, f_s, el_s, el_s, ready, empty, NT, row,
+                      arow, qcol, vcol, ROWS, QW, VW, s_kr, s_kr, s_vr, HV, TOTAL_T, f_base, L, BK, BV, STAGES,
+                      True, False, True)),
+    ], [1], [40])
+    S = res[0]
+    ms = gl.expand_dims(rs < K, 1) & gl.expand_dims(cs < VP, 0)
+    p_r = R + i_sh.to(gl.int64) * K * VP + gl.expand_dims(rs * VP, 1) + gl.expand_dims(cs, 0)
+    gl.store(p_r, S, mask=ms)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -443,6 +443,21 @@ GL_RC2_ITEMS_PER_SM = 1
 #   r120 (one H100, bench_gdn graph replay, Qwen3-Next at TP 4, 8192 tokens): 0.187 ms as one varlen sequence
 #   against 0.173 fixed-length.
 ONE_SEQUENCE_FIXED = True
+# SEQ_PARALLEL (round 34): the sequence-parallel state pass, for a fixed-length call (B = 1: one prompt, also one
+#   varlen sequence under ONE_SEQUENCE_FIXED) whose (value head x 32 columns) blocks fill at most a quarter of the SMs
+#   (Qwen3-Next at tensor-parallel 4 or 8). There the state pass runs one chain of T / 64 dependent steps per block on
+#   a few SMs: at TP 4 with 8192 tokens, 128 steps on 32 CTAs took 0.154 of the call's 0.174 ms (r120, an H100). Cut
+#   into NSEG segments (``_seq_segments``), the call runs: the intra kernel as before; the segment pass
+#   (kernels_gluon.atrex_sm90_gdn_state_segments_gl), every segment's zero-start state R_s and transition M_s at once,
+#   T / (64 NSEG) steps on NSEG times the CTAs; the fp32 composition (kernels.atrex_sm90_gdn_segment_scan), each
+#   segment's initial state and the final state; and the usual state pass with the segments as sequences from those
+#   states, which forms the outputs in T / (64 NSEG) steps. CPU probe of the arithmetic with the kernels' bf16
+#   rounding points: scripts/gdn_segment_scan.py (errors 0.97-1.01x the single chain's).
+SEQ_PARALLEL = True
+SEQ_PAR_MIN_SEGS = 4     # fewer segments cannot pay for the second pass (two passes of T / NSEG steps)
+SEQ_PAR_MAX_SEGS = 16
+SEQ_PAR_MIN_CHUNKS = 4   # chunks per segment at the least
+SEQ_PAR_BV = 32          # the segment pass's column block
 # GL_RC_L2_PREFETCH (round 27): gl_rc's / gl_rc2's loader prefetches the item's next chunk into L2 once a chunk's loads
 #   are issued (kernels_gluon._rc_loader's L2PF). r97 (one H100, Nsight Compute of gl_rc2, varlen 16x1024): DRAM 84%
 #   busy (2.80 TB/s), and each chain waited about half its samples on its load slot's ready barrier, so the 2-stage
@@ -794,6 +809,53 @@ def _h0_args(initial_state, state_v_first, q):
     return True, h0, (h0.stride(0), h0.stride(1), s_k, s_v)
 
 
+def _seq_segments(B, T, HV, K, V, BK, n_sm, fast_state, sm90):
+    """(NSEG, LSEG) of the sequence-parallel state pass (``SEQ_PARALLEL``) for a fixed-length call, or None where it
+    does not apply: B == 1, the fast state kernels (``fast_state``) on sm90 with Gluon, K == BK in (64, 128), V a
+    multiple of SEQ_PAR_BV, and HV x V / 32 state blocks filling at most a quarter of the ``n_sm`` SMs. NSEG fills the
+    SMs with the segments' blocks (at most SEQ_PAR_MAX_SEGS), LSEG is a multiple of 64 with at least
+    SEQ_PAR_MIN_CHUNKS chunks, and at least SEQ_PAR_MIN_SEGS segments remain."""
+    if not (SEQ_PARALLEL and fast_state and sm90 and B == 1 and K == BK and BK in (64, 128) and V % SEQ_PAR_BV == 0
+            and STATE_IMPL == "auto" and not FOLD_QK_NORM and not FUSED_RC and not _interpreting()
+            and _gluon_ws_supported() and TMA_DEVICE_DESC):
+        return None
+    blocks = HV * _cdiv(V, 32)
+    want = min(SEQ_PAR_MAX_SEGS, n_sm // blocks)
+    if want < SEQ_PAR_MIN_SEGS:
+        return None
+    lseg = max(SEQ_PAR_MIN_CHUNKS, _cdiv(_cdiv(T, 64), want)) * 64
+    nseg = _cdiv(T, lseg)
+    return (nseg, lseg) if nseg >= SEQ_PAR_MIN_SEGS else None
+
+
+def _segment_launches(launches, segs, kn, v, A, fac, initial_state, state_v_first, ht, hs, B, T, H, HV, K, V, BK, G,
+                      total_t):
+    """Appends the segment pass and the composition of ``SEQ_PARALLEL`` (after the intra kernel, whose ``kn``, ``A``
+    and ``fac`` they read) for ``segs`` = (NSEG, LSEG); the composition writes the segments' initial states into
+    ``hs`` ``[NSEG, HV, K, V]`` and the final state into ``ht`` (if any). Returns the segments' bounds, the
+    cu_seqlens of the state pass that forms the outputs (written by the segment pass)."""
+    nseg, lseg = segs
+    dev = v.device
+    na = nseg if ht is not None else nseg - 1  # (the last segment's transition serves the final state only)
+    cu_seg = torch.empty((nseg + 1,), dtype=torch.int32, device=dev)
+    r = torch.empty((B, na, HV, K, V + K), dtype=torch.float32, device=dev)
+    _ops, rows_args, _dd = _tma_operands(kn, kn, v, A, A, B, T, H, HV, K, V, BK, SEQ_PAR_BV)
+    rows, qw, vw, _s_qr, s_kr, s_vr = rows_args
+    launches.append((_gluon_state_kernel("atrex_sm90_gdn_state_segments_gl"), (_cdiv(V + K, SEQ_PAR_BV), B * na * HV), (
+        kn, v, A, fac, r, cu_seg, T, lseg, nseg, na, HV, K, V, B * nseg + 1, total_t, rows, qw, vw, s_kr, s_vr),
+        dict(G=G, BK=BK, BV=SEQ_PAR_BV, STAGES=2, num_warps=4)))
+    use_h0, h0, h0_strides = _h0_args(initial_state, state_v_first, hs)
+    if ht is not None:
+        ht_strides = ((ht.stride(0), ht.stride(1), ht.stride(3), ht.stride(2)) if state_v_first
+                      else (ht.stride(0), ht.stride(1), ht.stride(2), ht.stride(3)))
+    else:
+        ht_strides = (0, 0, 0, 0)
+    launches.append((_k.atrex_sm90_gdn_segment_scan, (_cdiv(V, 32), B * HV), (
+        r, h0, hs, ht if ht is not None else hs, nseg, na, HV, K, V, *h0_strides, *ht_strides),
+        dict(BK=BK, BVS=32, BKK=32, USE_H0=use_h0, STORE_HT=ht is not None, num_warps=4)))
+    return cu_seg
+
+
 def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_qk_l2norm_in_kernel,
             state_v_first, cu_seqlens, cu_seqlens_cpu=None, use_beta_sigmoid_in_kernel=False,
             allow_neg_eigval=False, sm_count=None, _outputs=None, _plan_only=False):
@@ -880,9 +942,20 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     state_v2 = v2_ok and STATE_IMPL in ("v2", "tma", "auto", "gl_ws", "gl_rc", "gl_rc2")
     intra_per_hv = v2_ok and INTRA_IMPL in ("v2", "v3")  # the per-value-head intra kernels
     n_sm = sm_count or _sm_count(dev)
-    rc_wanted = _gl_rc_wanted(state_v2, BK, V, dev, N * HV, n_sm)
-    BV, sw, sst = _state_cfg(N * HV, V, v2=state_v2, sm_count=n_sm)
     sm90 = dev.type != "cuda" or _capability(dev) == (9, 0)
+    # SEQ_PARALLEL: the state pass runs the segments as sequences (sN of them, from the composed states s_h0)
+    # (not within a piece of the split state pass, SPLIT_STATE_PASS: its plan is one state launch per piece)
+    segs = None if is_varlen or fold or _outputs is not None else _seq_segments(B, T, HV, K, V, BK, n_sm, state_v2,
+                                                                                sm90)
+    if segs is not None and _tma_operands(q, k, v, q, q, B, T, H, HV, K, V, BK, SEQ_PAR_BV) is None:
+        segs = None
+    if segs is None:
+        sN, s_varlen, s_h0, s_vfirst, s_ht = N, is_varlen, initial_state, state_v_first, ht
+    else:
+        sN, s_varlen, s_vfirst, s_ht = segs[0], True, False, None
+        s_h0 = torch.empty((segs[0], HV, K, V), dtype=torch.float32, device=dev)
+    rc_wanted = _gl_rc_wanted(state_v2, BK, V, dev, sN * HV, n_sm)
+    BV, sw, sst = _state_cfg(sN * HV, V, v2=state_v2, sm_count=n_sm)
     ws_wanted = _gl_ws_wanted(state_v2, fold, rc_wanted, BK, (BV, sw, sst), sm90)
     # GL_RC_QSIDE / GL_WS_QSIDE: gl_rc / gl_ws on the raw q (TMA-describable: the operand check the state launch makes
     # below)
@@ -977,6 +1050,11 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
             n_slots, H, q, k, v, g, beta, A, Aqk, gam, qn, kn, W, U, cu, co, fac, T, N, HV, K, V, n_search,
             total_t, is_varlen, G, BK, use_qk_l2norm_in_kernel, use_beta_sigmoid_in_kernel, allow_neg_eigval,
             inv_product, use_wy, fast, state_v2, iw, ist))
+    if segs is None:
+        s_cu = cu
+    else:
+        s_cu = _segment_launches(launches, segs, kn, v, A, fac, initial_state, state_v_first, ht, s_h0, B, T, H, HV,
+                                 K, V, BK, G, total_t)
 
     tma = _tma_operands(qn, kn, v, A, Aqk, B, T, H, HV, K, V, BK, 64) if rc_wanted else None
     rc = tma is not None
@@ -984,11 +1062,11 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
         raise RuntimeError("nvidia.gdn_sm90 internal error: GL_RC_QSIDE planned without gl_rc's operands")
     if rc:
         BV, sw, sst = 64, 4, int(GL_RC_STAGES)
-    use_h0, h0, h0_strides = _h0_args(initial_state, state_v_first, q)
+    use_h0, h0, h0_strides = _h0_args(s_h0, s_vfirst, q)
     split_xu = (STATE_SPLIT_XU == "always" or (STATE_SPLIT_XU == "small" and BK <= 32)
                 or (not use_qk_l2norm_in_kernel and (
                     STATE_SPLIT_XU == "no_l2norm" or (STATE_SPLIT_XU == "small_no_l2norm" and BK <= 32))))
-    grid = (_cdiv(V, BV), N * HV)
+    grid = (_cdiv(V, BV), sN * HV)
     want_tma = (STATE_IMPL in ("tma", "gl_ws", "gl_rc", "gl_rc2")
                 or (STATE_IMPL == "auto" and (BV, sw, sst) == _STATE_V2_FEW_CFG))
     if not rc:  # (FOLD_QK_NORM outside gl_rc: state v2, the other kernel that reads the folded factors)
@@ -996,14 +1074,14 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
                else None)
     # the Gluon kernel's domain (wgmma: sm90 only)
     gl_ok = BK in (64, 128) and BV in (32, 64) and sw == 4 and sm90
-    v2_args = (qn, kn, v, fac, A, Aqk, h0, o, ht if ht is not None else o, cu, float(scale),
+    v2_args = (qn, kn, v, fac, A, Aqk, h0, o, s_ht if s_ht is not None else o, s_cu, float(scale),
                T, HV, K, V,
                qn.stride(0), qn.stride(1), qn.stride(2), kn.stride(0), kn.stride(1), kn.stride(2),
                v.stride(0), v.stride(1), v.stride(2), o.stride(0), o.stride(1), o.stride(2),
                *h0_strides,
                total_t)
-    v2_meta = dict(IS_VARLEN=is_varlen, G=G, BK=BK, BV=BV,
-                   USE_H0=use_h0, STORE_HT=ht is not None, STATE_V_FIRST=bool(state_v_first))
+    v2_meta = dict(IS_VARLEN=s_varlen, G=G, BK=BK, BV=BV,
+                   USE_H0=use_h0, STORE_HT=s_ht is not None, STATE_V_FIRST=bool(s_vfirst))
     if tma is not None:
         operands, rows_args, device_desc = tma
         persistent = bool(STATE_TMA_PERSISTENT)
@@ -1035,10 +1113,10 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
             if GL_RC_OUT_TMA and rc_qside and T > 1 and _rows_view(o, B, T, HV, V) is not None:
                 opts["OUT_TMA"] = True  # (row stride o.stride(1): T > 1; without QSIDE the Aqk ring leaves no room)
             two = STATE_IMPL == "gl_rc2" or (STATE_IMPL == "auto" and GL_RC_TWO_CHAINS
-                                              and N * HV > GL_RC2_ITEMS_PER_SM * n_sm)
+                                              and sN * HV > GL_RC2_ITEMS_PER_SM * n_sm)
             if two and rc_qside and V == 2 * BV:  # a whole value head per item (kernels_gluon gl_rc2)
                 kern = _gluon_state_kernel("atrex_sm90_gdn_state_output_gl_rc2")
-                grid = (min(N * HV, n_sm) if GL_RC_PERSISTENT else N * HV,)
+                grid = (min(sN * HV, n_sm) if GL_RC_PERSISTENT else sN * HV,)
                 opts = dict(num_warps=4, STAGES=2, OUT_REGS=int(GL_RC2_OUT_REGS), CHAIN_REGS=int(GL_RC2_CHAIN_REGS),
                             FAST_EXP=bool(INTRA_V3_FAST_EXP), OUT_TMA=bool(opts.get("OUT_TMA", False)),
                             QNORM_MMA=bool(GL_RC_QNORM_MMA) and q.dtype == torch.bfloat16)
@@ -1068,13 +1146,13 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
             if split_xu:
                 opts["SPLIT_XU"] = True
         launches.append((kern, grid, (
-            *operands, fac, h0, o, ht if ht is not None else o, cu, float(scale),
+            *operands, fac, h0, o, s_ht if s_ht is not None else o, s_cu, float(scale),
             T, HV, K, V,
             o.stride(0), o.stride(1), o.stride(2),
             *h0_strides,
-            total_t, *rows_args, N * HV), dict(
-            IS_VARLEN=is_varlen, G=G, BK=BK, BV=BV,
-            USE_H0=use_h0, STORE_HT=ht is not None, STATE_V_FIRST=bool(state_v_first), DEVICE_DESC=device_desc,
+            total_t, *rows_args, sN * HV), dict(
+            IS_VARLEN=s_varlen, G=G, BK=BK, BV=BV,
+            USE_H0=use_h0, STORE_HT=s_ht is not None, STATE_V_FIRST=bool(s_vfirst), DEVICE_DESC=device_desc,
             PERSISTENT=persistent, **opts,
         )))
     elif state_v2:
@@ -1309,7 +1387,8 @@ def _knobs():
             GL_WS_QSIDE_OUT_REGS, INTRA_V3_QSIDE_MAXNREG, GL_RC_QSCALE, GL_RC_EARLY_FREE, GL_RC_OUT_TMA,
             GL_RC_QNORM_MMA, GL_WS_QSCALE, GL_RC_LATE_FACTORS, GL_RC_TWO_CHAINS, GL_RC2_CHAIN_REGS, GL_RC2_OUT_REGS,
             GL_RC_L2_PREFETCH, GL_WS_QNORM_MMA, GL_RC_HT_REMAT, PDL, INTRA_GATES_BOOK, GL_RC_H0_PREFETCH,
-            GL_WS_OUT2, GL_WS_OUT2_REGS, GL_RC2_ITEMS_PER_SM, ONE_SEQUENCE_FIXED)
+            GL_WS_OUT2, GL_WS_OUT2_REGS, GL_RC2_ITEMS_PER_SM, ONE_SEQUENCE_FIXED, SEQ_PARALLEL,
+            SEQ_PAR_MIN_SEGS, SEQ_PAR_MAX_SEGS, SEQ_PAR_MIN_CHUNKS, SEQ_PAR_BV)
 
 
 def _call_signature(dev, tensors, flags):
@@ -1317,6 +1396,9 @@ def _call_signature(dev, tensors, flags):
     dtype and 16-byte alignment (the launcher's own buffers are always aligned and shaped from these), the
     flags and the module knobs. Cheaper to form than the ~60 argument specialisations of the keys."""
     return dev, tuple(_tensor_sig(t) for t in tensors), flags, _knobs()
+
+
+_IN_KERNEL_DESC = ("atrex_sm90_gdn_fused_rc", "atrex_sm90_gdn_state_segments_gl")
 
 
 def _launch_all(dev, launches, o, ht, sig=None, split=()):
@@ -1338,7 +1420,7 @@ def _launch_all(dev, launches, o, ht, sig=None, split=()):
             if len(_COMPILED) < _COMPILED_MAX:
                 _COMPILED[sig] = record
     slot = (lambda i: (record, i)) if record is not None else (lambda i: None)
-    scratch = any(meta.get("DEVICE_DESC") or kern.__name__ == "atrex_sm90_gdn_fused_rc"  # (in-kernel descriptors)
+    scratch = any(meta.get("DEVICE_DESC") or kern.__name__ in _IN_KERNEL_DESC  # (in-kernel descriptors)
                   for kern, _, _, meta in launches)
     if scratch:  # Triton asks the context's allocator for descriptor scratch at launch; ours for these launches only
         from triton.runtime import _allocation
