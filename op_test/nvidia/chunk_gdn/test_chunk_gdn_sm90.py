@@ -184,3 +184,105 @@ def test_default_prefetches_the_initial_state_at_the_varlen_goal_shape(monkeypat
                                cu_seqlens=x["cu_seqlens"])
     err = max(_t.rrmse(ro, o), _t.rrmse(rh, ht))
     assert err <= _t.bound_for(kw), err
+
+
+SEQ_PAR_CASES = [  # (id, make_inputs kwargs): Qwen3-Next's heads at TP 4 (H = 4, HV = 8) and TP 8 (2 / 4), and MHA
+    ("tp4_T8192", dict(T=8192, H=4, HV=8, K=128)),
+    ("tp4_T5000_h0_vfirst", dict(T=5000, H=4, HV=8, K=128, h0=_t.torch.float32, state_v_first=True)),
+    ("tp8_T3000_fp16_bf16h0", dict(T=3000, H=2, HV=4, K=128, dtype=_t.torch.float16, h0=_t.torch.bfloat16)),
+    ("mha_T4100_K64", dict(T=4100, H=8, HV=8, K=64, V=128, h0=_t.torch.float32)),
+    ("tp4_T2000_strong", dict(T=2000, H=4, HV=8, K=128, g_mode="strong", h0=_t.torch.float32)),
+    ("tp4_T3000_tiny", dict(T=3000, H=4, HV=8, K=128, g_mode="tiny", h0=_t.torch.float32)),
+]
+
+
+def _plan_spy(monkeypatch, launch):
+    seen, orig = [], launch._launch_all
+
+    def spy(dev, launches, *a, **kw):
+        seen.append([(kern.__name__, meta) for kern, _g, _a, meta in launches])
+        return orig(dev, launches, *a, **kw)
+
+    monkeypatch.setattr(launch, "_launch_all", spy)
+    return seen
+
+
+@_t.pytest.mark.parametrize("case_id,kw", SEQ_PAR_CASES, ids=[c for c, _ in SEQ_PAR_CASES])
+def test_seq_parallel_state_pass(case_id, kw, monkeypatch):
+    """Round 34 (``SEQ_PARALLEL``): a fixed-length call with few value heads runs the segment pass, the fp32
+    composition and the usual state pass over the segments as sequences (varlen, from the composed initial states, no
+    final-state store). Its output and final state are within the contract's bound of the float64 recurrence, as
+    close to it as the single-chain plan's (the knob off) to within 25% (+2e-4), and within the bound of that plan's.
+    Without the final state the output is the same bit for bit (the composition then stops a segment earlier). Covers
+    a partial last segment and chunk, both initial-state layouts and a bf16 one, fp16, GVA and MHA, K = 64, strong and
+    slow decay (a state that carries across every segment)."""
+    from atrex_nvidia.chunk_gdn.sm90 import launch
+    if not launch._gluon_ws_supported():
+        _t.pytest.skip("the segment pass is a Gluon kernel")
+    seen = _plan_spy(monkeypatch, launch)
+    x = _t.make_inputs(device="cuda", **kw)
+
+    def call(final=True):
+        return launch.gdn_fwd(x["q"], x["k"], x["v"], x["g"], x["beta"], scale=x["scale"],
+                              initial_state=x["initial_state"], output_final_state=final,
+                              use_qk_l2norm_in_kernel=True, state_v_first=x["state_v_first"], cu_seqlens=None)
+
+    o, ht = call()
+    names = [n for n, _ in seen[-1]]
+    assert names[-3:-1] == ["atrex_sm90_gdn_state_segments_gl", "atrex_sm90_gdn_segment_scan"], names
+    smeta = seen[-1][-1][1]
+    assert "state_output" in names[-1] and smeta["IS_VARLEN"] and smeta["USE_H0"] and not smeta["STORE_HT"], seen[-1]
+    o2, h2 = call(final=False)
+    assert h2 is None and _t.torch.equal(o, o2)
+    ro, rh = _t.ref_recurrence(x["q"], x["k"], x["v"], x["g"], x["beta"], scale=x["scale"],
+                               initial_state=x["initial_state"], state_v_first=x["state_v_first"],
+                               use_qk_l2norm_in_kernel=True)
+    monkeypatch.setattr(launch, "SEQ_PARALLEL", False)
+    o1, h1 = call()
+    assert not any("segment" in n for n, _ in seen[-1]), seen[-1]
+    bound = _t.bound_for(kw)
+    e, e1 = (_t.rrmse(ro, o), _t.rrmse(rh, ht)), (_t.rrmse(ro, o1), _t.rrmse(rh, h1))
+    apart = (_t.rrmse(o1, o), _t.rrmse(h1, ht))
+    assert max(e) <= bound and max(apart) <= bound, (e, e1, apart, bound)
+    assert all(a <= 1.25 * b + 2e-4 for a, b in zip(e, e1)), (e, e1)
+
+
+def test_seq_parallel_graph_capture(monkeypatch):
+    """The sequence-parallel plan under CUDA-graph capture after one eager call: the replay equals the eager call bit
+    for bit, also after new input values are copied into the captured tensors (the segment bounds are formed on the
+    device, by the segment pass, so nothing host-side is baked into the graph)."""
+    from atrex_nvidia.chunk_gdn.sm90 import launch
+    if not launch._gluon_ws_supported():
+        _t.pytest.skip("the segment pass is a Gluon kernel")
+    seen = _plan_spy(monkeypatch, launch)
+    kw = dict(T=4096, H=4, HV=8, K=128, h0=_t.torch.float32)
+    x = _t.make_inputs(device="cuda", **kw)
+
+    def call():
+        return launch.gdn_fwd(x["q"], x["k"], x["v"], x["g"], x["beta"], scale=x["scale"],
+                              initial_state=x["initial_state"], output_final_state=True,
+                              use_qk_l2norm_in_kernel=True, state_v_first=False, cu_seqlens=None)
+
+    oe, he = call()
+    _t.torch.cuda.synchronize()
+    assert "atrex_sm90_gdn_state_segments_gl" in [n for n, _ in seen[-1]], seen[-1]
+    graph = _t.torch.cuda.CUDAGraph()
+    with _t.torch.cuda.graph(graph):
+        og, hg = call()
+    graph.replay()
+    _t.torch.cuda.synchronize()
+    assert _t.torch.equal(og, oe) and _t.torch.equal(hg, he)
+    y = _t.make_inputs(device="cuda", seed=1, **kw)
+    for n in ("q", "k", "v", "g", "beta", "initial_state"):
+        x[n].copy_(y[n])
+    graph.replay()
+    _t.torch.cuda.synchronize()
+    oe2, he2 = call()
+    assert _t.torch.equal(og, oe2) and _t.torch.equal(hg, he2) and not _t.torch.equal(oe2, oe)
+
+
+def test_segment_scan_composes_in_fp32():
+    """The composition kernel of the sequence-parallel plan alone, against float64 (``_gdn_cases.segment_scan_check``;
+    the CPU tier runs the same check under the interpreter)."""
+    bad = {k: v for k, v in _t.segment_scan_check("cuda").items() if not (v[0] <= v[2] and v[1] <= v[2])}
+    assert not bad, bad

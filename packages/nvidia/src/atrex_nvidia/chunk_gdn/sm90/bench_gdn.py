@@ -44,6 +44,12 @@ CASES = [
     # ... and (r121) balanced batches at TP 2 with N x HV at and below the SM count, and the TP 1 mixed batch
     ("varlen8x1024_H8_HV16", [1024] * 8, 8, 16),
     ("varlen4x2048_H8_HV16", [2048] * 4, 8, 16),
+    # round 34: the sequence-parallel plan's shapes: TP 4 prompts of 1k-32k tokens, TP 8 (H = 2, HV = 4)
+    ("T1024_H4_HV8", 1024, 4, 8),
+    ("T2048_H4_HV8", 2048, 4, 8),
+    ("T4096_H4_HV8", 4096, 4, 8),
+    ("T32768_H4_HV8", 32768, 4, 8),
+    ("T8192_H2_HV4", 8192, 2, 4),
     ("mixed20_H16_HV32", [1, 7, 33, 64, 65, 100, 130, 255, 300, 480, 512, 640, 777, 900, 1024, 1100, 1500, 2048, 3000,
                           3500], 16, 32),
 ]
@@ -377,6 +383,11 @@ VARIANTS = [
     ("rc2_any_items", dict(rc2_items_per_sm=0)),
     # ... and a one-sequence varlen call on the varlen plan (ONE_SEQUENCE_FIXED off: rounds 1-32)
     ("one_seq_varlen", dict(one_seq_fixed=False)),
+    # round 34: the single-chain state pass where the default takes the sequence-parallel one (SEQ_PARALLEL off), and
+    # the sequence-parallel plan with at least 8 chunks a segment, or with the segment pass's column block at 64
+    ("no_seqpar", dict(seq_parallel=False)),
+    ("seqpar_c8", dict(seq_par_min_chunks=8)),
+    ("seqpar_bv64", dict(seq_par_bv=64)),
 ]
 
 # launch-module attributes a variant may set (key in VARIANTS -> attribute of launch.py)
@@ -399,7 +410,8 @@ _HOOKS = dict(state="STATE_CFG_OVERRIDE", intra="INTRA_CFG_OVERRIDE", wy="USE_WY
               rc2_out_regs="GL_RC2_OUT_REGS", rc2_chain_regs="GL_RC2_CHAIN_REGS", rc_l2_prefetch="GL_RC_L2_PREFETCH",
               rc_ht_remat="GL_RC_HT_REMAT", pdl="PDL", gates_book="INTRA_GATES_BOOK", ws_out2="GL_WS_OUT2",
               ws_out2_regs="GL_WS_OUT2_REGS", rc2_items_per_sm="GL_RC2_ITEMS_PER_SM",
-              one_seq_fixed="ONE_SEQUENCE_FIXED",
+              one_seq_fixed="ONE_SEQUENCE_FIXED", seq_parallel="SEQ_PARALLEL", seq_par_min_chunks="SEQ_PAR_MIN_CHUNKS",
+              seq_par_bv="SEQ_PAR_BV",
               rc_h0_prefetch="GL_RC_H0_PREFETCH")
 
 
