@@ -1982,8 +1982,11 @@ def fused_check(launch, device, cases, sm_count=None, diag16=False):
         orig(kern, grid, args, meta, slot)
 
     saved = (launch.FUSED_RC, launch.FUSED_DIAG16, launch.INTRA_V3_DIAG16, launch._launch, launch.GL_RC_QSCALE,
-             launch.GL_RC_TWO_CHAINS, launch.GL_WS_QSIDE)
+             launch.GL_RC_TWO_CHAINS, launch.GL_WS_QSIDE, launch.SEQ_PARALLEL)
     launch._launch = spy
+    # and the single-chain state pass the fused kernel runs (SEQ_PARALLEL off: r127 saw 4.5e-3 between the fused call
+    # and the sequence-parallel plan on g_tiny_long, T = 2048 at HV = 4, whose segments compose in another order)
+    launch.SEQ_PARALLEL = False
     # the two-kernel side with the fused kernel's q rounding: gl_rc with the normalised q rounded to the input dtype
     # (GL_RC_QSCALE off, one chain per CTA: gl_rc2 has QSCALE's q side only; r91 saw 3.5e-3 between the two otherwise),
     # and gl_ws in its pre-r98 form (GL_WS_QSIDE off; r98 saw 2.6-3.2e-3 with its QSCALE form)
@@ -2025,7 +2028,7 @@ def fused_check(launch, device, cases, sm_count=None, diag16=False):
             rows[f"fused_{cid}_vs_float64"] = [max(rrmse(ro, o1), rrmse(rh, h1)), 0.0, bound_for(kw)]
     finally:
         (launch.FUSED_RC, launch.FUSED_DIAG16, launch.INTRA_V3_DIAG16, launch._launch, launch.GL_RC_QSCALE,
-         launch.GL_RC_TWO_CHAINS, launch.GL_WS_QSIDE) = saved
+         launch.GL_RC_TWO_CHAINS, launch.GL_WS_QSIDE, launch.SEQ_PARALLEL) = saved
     return rows
 
 

@@ -388,6 +388,9 @@ VARIANTS = [
     ("no_seqpar", dict(seq_parallel=False)),
     ("seqpar_c8", dict(seq_par_min_chunks=8)),
     ("seqpar_bv64", dict(seq_par_bv=64)),
+    ("scan_tf32x3", dict(seq_par_scan_prec="tf32x3")),
+    ("scan_bv16", dict(seq_par_scan_bv=16)),
+    ("seqpar_bv64_tf32x3_s16", dict(seq_par_bv=64, seq_par_scan_prec="tf32x3", seq_par_scan_bv=16)),
 ]
 
 # launch-module attributes a variant may set (key in VARIANTS -> attribute of launch.py)
@@ -411,7 +414,7 @@ _HOOKS = dict(state="STATE_CFG_OVERRIDE", intra="INTRA_CFG_OVERRIDE", wy="USE_WY
               rc_ht_remat="GL_RC_HT_REMAT", pdl="PDL", gates_book="INTRA_GATES_BOOK", ws_out2="GL_WS_OUT2",
               ws_out2_regs="GL_WS_OUT2_REGS", rc2_items_per_sm="GL_RC2_ITEMS_PER_SM",
               one_seq_fixed="ONE_SEQUENCE_FIXED", seq_parallel="SEQ_PARALLEL", seq_par_min_chunks="SEQ_PAR_MIN_CHUNKS",
-              seq_par_bv="SEQ_PAR_BV",
+              seq_par_bv="SEQ_PAR_BV", seq_par_scan_prec="SEQ_PAR_SCAN_PREC", seq_par_scan_bv="SEQ_PAR_SCAN_BV",
               rc_h0_prefetch="GL_RC_H0_PREFETCH")
 
 

@@ -1490,14 +1490,14 @@ def atrex_sm90_gdn_state_output_tma(
 def atrex_sm90_gdn_segment_scan(R, h0, Hs, ht, NSEG, NA, HV, K, V,
                                 s_h0n, s_h0h, s_h0k, s_h0v, s_htn, s_hth, s_htk, s_htv,
                                 BK: tl.constexpr, BVS: tl.constexpr, BKK: tl.constexpr,
-                                USE_H0: tl.constexpr, STORE_HT: tl.constexpr):
+                                USE_H0: tl.constexpr, STORE_HT: tl.constexpr, PREC: tl.constexpr = "ieee"):
     """The sequence-parallel state pass's composition (``launch.SEQ_PARALLEL``; ``kernels_gluon``'s segment pass):
     program (i_v, b * HV + hv) takes columns [i_v BVS, + BVS) of batch row b, value head hv. With S_0 the initial
     state (``h0`` through its strides, or zero), S_{s+1} = M_s S_s + R_s for the segments s < NA, where ``R``
     ``[B, NA, HV, K, V + K]`` holds R_s in its first V columns and M_s in its last K. Writes S_s for s < NSEG into
     ``Hs`` ``[B, NSEG, HV, K, V]`` (the segments' initial states) and, with ``STORE_HT`` (NA == NSEG), S_NSEG, the
     final state, into ``ht`` through its strides. All in fp32 (IEEE products): S_s is read back from ``Hs`` in BKK-row
-    slices after a barrier."""
+    slices after a barrier. ``PREC``: the products' ``input_precision``, "ieee" or "tf32x3"."""
     i_v = tl.program_id(0)
     i_bh = tl.program_id(1)
     b = i_bh // HV
@@ -1521,7 +1521,7 @@ def atrex_sm90_gdn_segment_scan(R, h0, Hs, ht, NSEG, NA, HV, K, V,
             rj = kk + tl.arange(0, BKK)
             mt = tl.load(r + rk[:, None] * VP + V + rj[None, :], mask=(rk < K)[:, None] & (rj < K)[None, :], other=0.0)
             sj = tl.load(hs + rj[:, None] * V + cv[None, :], mask=(rj < K)[:, None] & (cv < V)[None, :], other=0.0)
-            acc = tl.dot(mt, sj, acc, input_precision="ieee")
+            acc = tl.dot(mt, sj, acc, input_precision=PREC)
         hs += HV * K * V
         if s + 1 < NSEG:
             tl.store(hs + rk[:, None] * V + cv[None, :], acc, mask=m)

@@ -458,6 +458,8 @@ SEQ_PAR_MIN_SEGS = 4     # fewer segments cannot pay for the second pass (two pa
 SEQ_PAR_MAX_SEGS = 16
 SEQ_PAR_MIN_CHUNKS = 4   # chunks per segment at the least
 SEQ_PAR_BV = 32          # the segment pass's column block
+SEQ_PAR_SCAN_PREC = "ieee"  # the composition's fp32 products: "ieee" (FMA) or "tf32x3" (three tf32 tensor-core passes)
+SEQ_PAR_SCAN_BV = 32     # the composition's column block (its programs: HV x V / SEQ_PAR_SCAN_BV)
 # GL_RC_L2_PREFETCH (round 27): gl_rc's / gl_rc2's loader prefetches the item's next chunk into L2 once a chunk's loads
 #   are issued (kernels_gluon._rc_loader's L2PF). r97 (one H100, Nsight Compute of gl_rc2, varlen 16x1024): DRAM 84%
 #   busy (2.80 TB/s), and each chain waited about half its samples on its load slot's ready barrier, so the 2-stage
@@ -850,9 +852,11 @@ def _segment_launches(launches, segs, kn, v, A, fac, initial_state, state_v_firs
                       else (ht.stride(0), ht.stride(1), ht.stride(2), ht.stride(3)))
     else:
         ht_strides = (0, 0, 0, 0)
-    launches.append((_k.atrex_sm90_gdn_segment_scan, (_cdiv(V, 32), B * HV), (
+    bvs = int(SEQ_PAR_SCAN_BV)
+    launches.append((_k.atrex_sm90_gdn_segment_scan, (_cdiv(V, bvs), B * HV), (
         r, h0, hs, ht if ht is not None else hs, nseg, na, HV, K, V, *h0_strides, *ht_strides),
-        dict(BK=BK, BVS=32, BKK=32, USE_H0=use_h0, STORE_HT=ht is not None, num_warps=4)))
+        dict(BK=BK, BVS=bvs, BKK=32, USE_H0=use_h0, STORE_HT=ht is not None, PREC=str(SEQ_PAR_SCAN_PREC),
+             num_warps=4)))
     return cu_seg
 
 
@@ -1388,7 +1392,7 @@ def _knobs():
             GL_RC_QNORM_MMA, GL_WS_QSCALE, GL_RC_LATE_FACTORS, GL_RC_TWO_CHAINS, GL_RC2_CHAIN_REGS, GL_RC2_OUT_REGS,
             GL_RC_L2_PREFETCH, GL_WS_QNORM_MMA, GL_RC_HT_REMAT, PDL, INTRA_GATES_BOOK, GL_RC_H0_PREFETCH,
             GL_WS_OUT2, GL_WS_OUT2_REGS, GL_RC2_ITEMS_PER_SM, ONE_SEQUENCE_FIXED, SEQ_PARALLEL,
-            SEQ_PAR_MIN_SEGS, SEQ_PAR_MAX_SEGS, SEQ_PAR_MIN_CHUNKS, SEQ_PAR_BV)
+            SEQ_PAR_MIN_SEGS, SEQ_PAR_MAX_SEGS, SEQ_PAR_MIN_CHUNKS, SEQ_PAR_BV, SEQ_PAR_SCAN_PREC, SEQ_PAR_SCAN_BV)
 
 
 def _call_signature(dev, tensors, flags):
