@@ -2071,12 +2071,13 @@ def test_fused_rc_graph_capture(monkeypatch):
     assert ("atrex_sm90_gdn_fused_rc" in names) == sm90, names
 
 
-def segment_scan_check(device="cpu"):
+def segment_scan_check(device="cpu", prec="tf32x3", bvs=16):
     """``kernels.atrex_sm90_gdn_segment_scan`` (round 34, launch.SEQ_PARALLEL) launched on its own, against the same
     composition in float64: random segment results R_s and transitions M_s ``[B, NA, HV, K, V + K]`` (M near the
     identity, as a decaying segment's is), an initial state in either layout or none, with and without the final
-    state. Rows ``[error of the segments' initial states, error of the final state, bound]`` (rrmse; fp32 with IEEE
-    products: 1e-5). The interpreter runs it on the CPU; the sm90 target file on the GPU."""
+    state, with the products in ``prec`` over column blocks of ``bvs`` (the launcher's SEQ_PAR_SCAN_PREC and
+    SEQ_PAR_SCAN_BV). Rows ``[error of the segments' initial states, error of the final state, bound]`` (rrmse; fp32,
+    or tf32x3's three passes: 1e-5). The interpreter runs it on the CPU; the sm90 target file on the GPU."""
     from atrex_nvidia.chunk_gdn.sm90 import kernels as K_
     rows = {}
     gen = torch.Generator().manual_seed(3)
@@ -2104,10 +2105,10 @@ def segment_scan_check(device="cpu"):
                else (h0d.stride(0), h0d.stride(1), h0d.stride(2), h0d.stride(3)) if init is not None else (0, 0, 0, 0))
         hts = ((ht.stride(0), ht.stride(1), ht.stride(3), ht.stride(2)) if vfirst
                else (ht.stride(0), ht.stride(1), ht.stride(2), ht.stride(3)))
-        K_.atrex_sm90_gdn_segment_scan[(-(-V // 32), B * HV)](
+        K_.atrex_sm90_gdn_segment_scan[(-(-V // bvs), B * HV)](
             r.to(device), h0d, hs, ht, nseg, na, HV, K, V, *h0s, *hts,
-            BK=K, BVS=32, BKK=32, USE_H0=init is not None, STORE_HT=final, num_warps=4)
+            BK=K, BVS=bvs, USE_H0=init is not None, STORE_HT=final, PREC=prec, num_warps=8)
         e_hs = rrmse(want, hs.view(B, nseg, HV, K, V))
         e_ht = rrmse(s.transpose(-1, -2) if vfirst else s, ht) if final else 0.0
-        rows[f"segment_scan_{tag}"] = [e_hs, e_ht, 1e-5]
+        rows[f"segment_scan_{tag}_{prec}_{bvs}"] = [e_hs, e_ht, 1e-5]
     return rows

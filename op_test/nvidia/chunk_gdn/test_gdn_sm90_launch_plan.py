@@ -1059,9 +1059,10 @@ SCAN = "atrex_sm90_gdn_segment_scan"
 @pytest.mark.parametrize("kw,nseg,lseg", [
     (dict(T=8192, H=4, HV=8), 4, 2048),                       # Qwen3-Next at TP 4, an 8k prompt: 32 blocks of 32
     (dict(T=5000, H=4, HV=8, initial_state=torch.zeros(1, 8, 128, 128)), 4, 1280),  # a partial last segment
-    (dict(T=3000, H=2, HV=4), 8, 384),                        # TP 8: 16 blocks
+    (dict(T=8192, H=2, HV=4), 8, 1024),                       # TP 8: 16 blocks
+    (dict(T=3000, H=2, HV=4), 6, 512),                        # ... fewer: SEQ_PAR_MIN_CHUNKS chunks a segment
     (dict(T=100000, H=1, HV=1), 16, 6272),                    # capped at SEQ_PAR_MAX_SEGS
-    (dict(T=1024, H=4, HV=8), 4, 256),                        # the shortest: SEQ_PAR_MIN_CHUNKS chunks a segment
+    (dict(T=2048, H=4, HV=8), 4, 512),                        # the shortest at TP 4
 ])
 def test_seq_parallel_plans_segments_for_few_heads(plan, kw, nseg, lseg):
     """SEQ_PARALLEL (round 34): a fixed-length B = 1 call whose HV x V / 32 state blocks fill at most a quarter of the
@@ -1073,8 +1074,9 @@ def test_seq_parallel_plans_segments_for_few_heads(plan, kw, nseg, lseg):
     assert names == ["atrex_sm90_gdn_intra_chunk_v3", SEGMENTS, SCAN, GL_WS], names
     (_, sg, sa, sm), (_, cg, ca, cm), (_, wg, wa, wm) = seen["launches"][1:]
     HV, T = kw["HV"], kw["T"]
-    assert sa[6:10] == (T, lseg, nseg, nseg) and sg == (8, nseg * HV) and sm["BV"] == 32  # (final state: NA = NSEG)
-    assert cg == (4, HV) and ca[4:6] == (nseg, nseg) and cm["STORE_HT"]
+    bv, bvs = L.SEQ_PAR_BV, L.SEQ_PAR_SCAN_BV
+    assert sa[6:10] == (T, lseg, nseg, nseg) and sg == (256 // bv, nseg * HV) and sm["BV"] == bv  # (NA = NSEG)
+    assert cg == (128 // bvs, HV) and ca[4:6] == (nseg, nseg) and cm["STORE_HT"]
     assert wm["IS_VARLEN"] and wm["USE_H0"] and not wm["STORE_HT"] and wg == (4, nseg * HV)
     assert wa[9] is sa[5] and tuple(wa[6].shape) == (nseg, HV, 128, 128) and wa[6] is ca[2]  # (cu_seqlens, h0)
     assert wa[-1] == nseg * HV
@@ -1083,7 +1085,7 @@ def test_seq_parallel_plans_segments_for_few_heads(plan, kw, nseg, lseg):
 @pytest.mark.skipif(not L._gluon_ws_supported(), reason="the segment pass is a Gluon kernel")
 def test_seq_parallel_only_where_it_applies(plan, monkeypatch):
     """Not for: the goal shapes' 32 value heads (128 blocks already), B = 2, two varlen sequences, fewer than
-    SEQ_PAR_MIN_SEGS segments (T = 768, or 64 SMs), K = 256, the knob off. One varlen sequence takes it
+    SEQ_PAR_MIN_SEGS segments of SEQ_PAR_MIN_CHUNKS chunks (T = 1024 at TP 4, or 64 SMs), K = 256, the knob off. One varlen sequence takes it
     (ONE_SEQUENCE_FIXED)."""
     def segmented(**kw):
         return SEGMENTS in [n for n, *_ in plan(**kw)["launches"]]
@@ -1091,7 +1093,7 @@ def test_seq_parallel_only_where_it_applies(plan, monkeypatch):
     assert not segmented(T=8192, H=16, HV=32)
     assert not segmented(T=4096, B=2, H=4, HV=8)
     assert not segmented(T=8192, H=4, HV=8, cu_seqlens=[0, 4096, 8192])
-    assert not segmented(T=768, H=4, HV=8) and not segmented(T=8192, H=4, HV=8, sm_count=64)
+    assert not segmented(T=1024, H=4, HV=8) and not segmented(T=8192, H=4, HV=8, sm_count=64)
     assert not segmented(T=8192, H=1, HV=2, K=256)
     monkeypatch.setattr(L, "SEQ_PARALLEL", False)
     assert not segmented(T=8192, H=4, HV=8)
@@ -1111,5 +1113,5 @@ def test_seq_parallel_without_final_state_stops_a_segment_earlier(monkeypatch):
                       use_qk_l2norm_in_kernel=True, state_v_first=False, cu_seqlens=None, sm_count=132)
     assert ht is None
     (sk, sg, sa, _), (ck, cg, ca, cm) = seen["l"][1:3]
-    assert sk.__name__ == SEGMENTS and sa[8:10] == (4, 3) and sg == (8, 3 * 8)
+    assert sk.__name__ == SEGMENTS and sa[8:10] == (4, 3) and sg == (256 // L.SEQ_PAR_BV, 3 * 8)
     assert ck.__name__ == SCAN and ca[4:6] == (4, 3) and not cm["STORE_HT"]

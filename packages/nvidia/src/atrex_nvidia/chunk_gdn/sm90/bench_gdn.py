@@ -386,11 +386,11 @@ VARIANTS = [
     # round 34: the single-chain state pass where the default takes the sequence-parallel one (SEQ_PARALLEL off), and
     # the sequence-parallel plan with at least 8 chunks a segment, or with the segment pass's column block at 64
     ("no_seqpar", dict(seq_parallel=False)),
-    ("seqpar_c8", dict(seq_par_min_chunks=8)),
-    ("seqpar_bv64", dict(seq_par_bv=64)),
-    ("scan_tf32x3", dict(seq_par_scan_prec="tf32x3")),
-    ("scan_bv16", dict(seq_par_scan_bv=16)),
-    ("seqpar_bv64_tf32x3_s16", dict(seq_par_bv=64, seq_par_scan_prec="tf32x3", seq_par_scan_bv=16)),
+    ("seqpar_c4", dict(seq_par_min_chunks=4)),  # (segments of 256 tokens and more: T >= 1024 at TP 4)
+    ("seqpar_bv32", dict(seq_par_bv=32)),  # (r127's segment pass: 256 CTAs at TP 4, two per SM)
+    ("scan_ieee", dict(seq_par_scan_prec="ieee")),
+    ("scan_bv32", dict(seq_par_scan_bv=32)),
+    ("seqpar_max8", dict(seq_par_max_segs=8)),
 ]
 
 # launch-module attributes a variant may set (key in VARIANTS -> attribute of launch.py)
@@ -413,7 +413,7 @@ _HOOKS = dict(state="STATE_CFG_OVERRIDE", intra="INTRA_CFG_OVERRIDE", wy="USE_WY
               rc2_out_regs="GL_RC2_OUT_REGS", rc2_chain_regs="GL_RC2_CHAIN_REGS", rc_l2_prefetch="GL_RC_L2_PREFETCH",
               rc_ht_remat="GL_RC_HT_REMAT", pdl="PDL", gates_book="INTRA_GATES_BOOK", ws_out2="GL_WS_OUT2",
               ws_out2_regs="GL_WS_OUT2_REGS", rc2_items_per_sm="GL_RC2_ITEMS_PER_SM",
-              one_seq_fixed="ONE_SEQUENCE_FIXED", seq_parallel="SEQ_PARALLEL", seq_par_min_chunks="SEQ_PAR_MIN_CHUNKS",
+              one_seq_fixed="ONE_SEQUENCE_FIXED", seq_parallel="SEQ_PARALLEL", seq_par_min_chunks="SEQ_PAR_MIN_CHUNKS", seq_par_max_segs="SEQ_PAR_MAX_SEGS",
               seq_par_bv="SEQ_PAR_BV", seq_par_scan_prec="SEQ_PAR_SCAN_PREC", seq_par_scan_bv="SEQ_PAR_SCAN_BV",
               rc_h0_prefetch="GL_RC_H0_PREFETCH")
 

@@ -456,10 +456,10 @@ ONE_SEQUENCE_FIXED = True
 SEQ_PARALLEL = True
 SEQ_PAR_MIN_SEGS = 4     # fewer segments cannot pay for the second pass (two passes of T / NSEG steps)
 SEQ_PAR_MAX_SEGS = 16
-SEQ_PAR_MIN_CHUNKS = 4   # chunks per segment at the least
-SEQ_PAR_BV = 32          # the segment pass's column block
-SEQ_PAR_SCAN_PREC = "ieee"  # the composition's fp32 products: "ieee" (FMA) or "tf32x3" (three tf32 tensor-core passes)
-SEQ_PAR_SCAN_BV = 32     # the composition's column block (its programs: HV x V / SEQ_PAR_SCAN_BV)
+SEQ_PAR_MIN_CHUNKS = 8   # chunks per segment at the least
+SEQ_PAR_BV = 64          # the segment pass's column block
+SEQ_PAR_SCAN_PREC = "tf32x3"  # the composition's fp32 products: "tf32x3" (three tf32 tensor-core passes) or "ieee"
+SEQ_PAR_SCAN_BV = 16     # the composition's column block (its programs: HV x V / SEQ_PAR_SCAN_BV)
 # GL_RC_L2_PREFETCH (round 27): gl_rc's / gl_rc2's loader prefetches the item's next chunk into L2 once a chunk's loads
 #   are issued (kernels_gluon._rc_loader's L2PF). r97 (one H100, Nsight Compute of gl_rc2, varlen 16x1024): DRAM 84%
 #   busy (2.80 TB/s), and each chain waited about half its samples on its load slot's ready barrier, so the 2-stage
@@ -855,8 +855,7 @@ def _segment_launches(launches, segs, kn, v, A, fac, initial_state, state_v_firs
     bvs = int(SEQ_PAR_SCAN_BV)
     launches.append((_k.atrex_sm90_gdn_segment_scan, (_cdiv(V, bvs), B * HV), (
         r, h0, hs, ht if ht is not None else hs, nseg, na, HV, K, V, *h0_strides, *ht_strides),
-        dict(BK=BK, BVS=bvs, BKK=32, USE_H0=use_h0, STORE_HT=ht is not None, PREC=str(SEQ_PAR_SCAN_PREC),
-             num_warps=4)))
+        dict(BK=BK, BVS=bvs, USE_H0=use_h0, STORE_HT=ht is not None, PREC=str(SEQ_PAR_SCAN_PREC), num_warps=8)))
     return cu_seg
 
 
