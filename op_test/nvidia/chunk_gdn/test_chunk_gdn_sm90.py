@@ -189,10 +189,10 @@ def test_default_prefetches_the_initial_state_at_the_varlen_goal_shape(monkeypat
 SEQ_PAR_CASES = [  # (id, make_inputs kwargs): Qwen3-Next's heads at TP 4 (H = 4, HV = 8) and TP 8 (2 / 4), and MHA
     ("tp4_T8192", dict(T=8192, H=4, HV=8, K=128)),
     ("tp4_T5000_h0_vfirst", dict(T=5000, H=4, HV=8, K=128, h0=_t.torch.float32, state_v_first=True)),
-    ("tp8_T3000_fp16_bf16h0", dict(T=3000, H=2, HV=4, K=128, dtype=_t.torch.float16, h0=_t.torch.bfloat16)),
+    ("tp8_T5000_fp16_bf16h0", dict(T=5000, H=2, HV=4, K=128, dtype=_t.torch.float16, h0=_t.torch.bfloat16)),
     ("mha_T4100_K64", dict(T=4100, H=8, HV=8, K=64, V=128, h0=_t.torch.float32)),
-    ("tp4_T2000_strong", dict(T=2000, H=4, HV=8, K=128, g_mode="strong", h0=_t.torch.float32)),
-    ("tp4_T3000_tiny", dict(T=3000, H=4, HV=8, K=128, g_mode="tiny", h0=_t.torch.float32)),
+    ("tp4_T4500_strong", dict(T=4500, H=4, HV=8, K=128, g_mode="strong", h0=_t.torch.float32)),
+    ("tp4_T4200_tiny", dict(T=4200, H=4, HV=8, K=128, g_mode="tiny", h0=_t.torch.float32)),
 ]
 
 

@@ -1059,10 +1059,10 @@ SCAN = "atrex_sm90_gdn_segment_scan"
 @pytest.mark.parametrize("kw,nseg,lseg", [
     (dict(T=8192, H=4, HV=8), 4, 2048),                       # Qwen3-Next at TP 4, an 8k prompt: 32 blocks of 32
     (dict(T=5000, H=4, HV=8, initial_state=torch.zeros(1, 8, 128, 128)), 4, 1280),  # a partial last segment
-    (dict(T=8192, H=2, HV=4), 8, 1024),                       # TP 8: 16 blocks
-    (dict(T=3000, H=2, HV=4), 6, 512),                        # ... fewer: SEQ_PAR_MIN_CHUNKS chunks a segment
+    (dict(T=16384, H=2, HV=4), 8, 2048),                      # TP 8: 16 blocks
+    (dict(T=5000, H=2, HV=4), 5, 1024),                       # ... fewer: SEQ_PAR_MIN_CHUNKS chunks a segment
     (dict(T=100000, H=1, HV=1), 16, 6272),                    # capped at SEQ_PAR_MAX_SEGS
-    (dict(T=2048, H=4, HV=8), 4, 512),                        # the shortest at TP 4
+    (dict(T=4096, H=4, HV=8), 4, 1024),                       # the shortest at TP 4
 ])
 def test_seq_parallel_plans_segments_for_few_heads(plan, kw, nseg, lseg):
     """SEQ_PARALLEL (round 34): a fixed-length B = 1 call whose HV x V / 32 state blocks fill at most a quarter of the
@@ -1085,15 +1085,15 @@ def test_seq_parallel_plans_segments_for_few_heads(plan, kw, nseg, lseg):
 @pytest.mark.skipif(not L._gluon_ws_supported(), reason="the segment pass is a Gluon kernel")
 def test_seq_parallel_only_where_it_applies(plan, monkeypatch):
     """Not for: the goal shapes' 32 value heads (128 blocks already), B = 2, two varlen sequences, fewer than
-    SEQ_PAR_MIN_SEGS segments of SEQ_PAR_MIN_CHUNKS chunks (T = 1024 at TP 4, or 64 SMs), K = 256, the knob off. One varlen sequence takes it
-    (ONE_SEQUENCE_FIXED)."""
+    SEQ_PAR_MIN_SEGS segments of SEQ_PAR_MIN_CHUNKS chunks (T = 3072 at TP 4, where 3073 takes it; or 64 SMs),
+    K = 256, the knob off. One varlen sequence takes it (ONE_SEQUENCE_FIXED)."""
     def segmented(**kw):
         return SEGMENTS in [n for n, *_ in plan(**kw)["launches"]]
     assert segmented(T=8192, H=4, HV=8) and segmented(T=8192, H=4, HV=8, cu_seqlens=[0, 8192])
     assert not segmented(T=8192, H=16, HV=32)
     assert not segmented(T=4096, B=2, H=4, HV=8)
     assert not segmented(T=8192, H=4, HV=8, cu_seqlens=[0, 4096, 8192])
-    assert not segmented(T=1024, H=4, HV=8) and not segmented(T=8192, H=4, HV=8, sm_count=64)
+    assert segmented(T=3073, H=4, HV=8) and not segmented(T=3072, H=4, HV=8) and not segmented(T=8192, H=4, HV=8, sm_count=64)
     assert not segmented(T=8192, H=1, HV=2, K=256)
     monkeypatch.setattr(L, "SEQ_PARALLEL", False)
     assert not segmented(T=8192, H=4, HV=8)

@@ -155,6 +155,10 @@ CHUNK_GDN_CASES: tuple[Case, ...] = (
     # multiples of 64, a 1-token sequence) that continue cached fp32 states
     _gdn("perf/serve-tp4-T8192-H4-HV8", "perf", batch=1, seq_len=8192, num_heads=4, num_v_heads=8, head_k_dim=128,
          head_v_dim=128, initial_state=None, state_v_first=True),
+    _gdn("perf/serve-tp4-T32768-H4-HV8", "perf", batch=1, seq_len=32768, num_heads=4, num_v_heads=8, head_k_dim=128,
+         head_v_dim=128, initial_state=None, state_v_first=True),
+    _gdn("perf/serve-tp8-T8192-H2-HV4", "perf", batch=1, seq_len=8192, num_heads=2, num_v_heads=4, head_k_dim=128,
+         head_v_dim=128, initial_state=None, state_v_first=True),
     _gdn("perf/serve-tp2-mixed8-H8-HV16", "perf", seq_lens=[3500, 2048, 1000, 777, 513, 200, 63, 1], num_heads=8,
          num_v_heads=16, head_k_dim=128, head_v_dim=128, initial_state="fp32", state_v_first=True),
     _gdn("perf/serve-tp1-mixed20-H16-HV32", "perf",

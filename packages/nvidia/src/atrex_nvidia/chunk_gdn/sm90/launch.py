@@ -456,7 +456,8 @@ ONE_SEQUENCE_FIXED = True
 SEQ_PARALLEL = True
 SEQ_PAR_MIN_SEGS = 4     # fewer segments cannot pay for the second pass (two passes of T / NSEG steps)
 SEQ_PAR_MAX_SEGS = 16
-SEQ_PAR_MIN_CHUNKS = 8   # chunks per segment at the least
+SEQ_PAR_MIN_CHUNKS = 16  # chunks per segment at the least (r129, TP 4: T = 2048 0.054 ms against the single chain's
+#                          0.051, T = 4096 0.077 against 0.093; so no segment shorter than 1024 tokens)
 SEQ_PAR_BV = 64          # the segment pass's column block
 SEQ_PAR_SCAN_PREC = "tf32x3"  # the composition's fp32 products: "tf32x3" (three tf32 tensor-core passes) or "ieee"
 SEQ_PAR_SCAN_BV = 16     # the composition's column block (its programs: HV x V / SEQ_PAR_SCAN_BV)
