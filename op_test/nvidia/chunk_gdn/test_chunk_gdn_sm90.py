@@ -193,6 +193,7 @@ SEQ_PAR_CASES = [  # (id, make_inputs kwargs): Qwen3-Next's heads at TP 4 (H = 4
     ("mha_T4100_K64", dict(T=4100, H=8, HV=8, K=64, V=128, h0=_t.torch.float32)),
     ("tp4_T4500_strong", dict(T=4500, H=4, HV=8, K=128, g_mode="strong", h0=_t.torch.float32)),
     ("tp4_T4200_tiny", dict(T=4200, H=4, HV=8, K=128, g_mode="tiny", h0=_t.torch.float32)),
+    ("tp4_T6000_noL2", dict(T=6000, H=4, HV=8, K=128, l2norm=False, h0=_t.torch.float32)),
 ]
 
 
@@ -215,7 +216,8 @@ def test_seq_parallel_state_pass(case_id, kw, monkeypatch):
     close to it as the single-chain plan's (the knob off) to within 25% (+2e-4), and within the bound of that plan's.
     Without the final state the output is the same bit for bit (the composition then stops a segment earlier). Covers
     a partial last segment and chunk, both initial-state layouts and a bf16 one, fp16, GVA and MHA, K = 64, strong and
-    slow decay (a state that carries across every segment)."""
+    slow decay (a state that carries across every segment), and q, k normalised by the caller (the state pass then
+    reads the intra kernel's Aqk instead of forming it from q)."""
     from atrex_nvidia.chunk_gdn.sm90 import launch
     if not launch._gluon_ws_supported():
         _t.pytest.skip("the segment pass is a Gluon kernel")
@@ -225,7 +227,8 @@ def test_seq_parallel_state_pass(case_id, kw, monkeypatch):
     def call(final=True):
         return launch.gdn_fwd(x["q"], x["k"], x["v"], x["g"], x["beta"], scale=x["scale"],
                               initial_state=x["initial_state"], output_final_state=final,
-                              use_qk_l2norm_in_kernel=True, state_v_first=x["state_v_first"], cu_seqlens=None)
+                              use_qk_l2norm_in_kernel=x["use_qk_l2norm_in_kernel"], state_v_first=x["state_v_first"],
+                              cu_seqlens=None)
 
     o, ht = call()
     names = [n for n, _ in seen[-1]]
@@ -236,7 +239,7 @@ def test_seq_parallel_state_pass(case_id, kw, monkeypatch):
     assert h2 is None and _t.torch.equal(o, o2)
     ro, rh = _t.ref_recurrence(x["q"], x["k"], x["v"], x["g"], x["beta"], scale=x["scale"],
                                initial_state=x["initial_state"], state_v_first=x["state_v_first"],
-                               use_qk_l2norm_in_kernel=True)
+                               use_qk_l2norm_in_kernel=x["use_qk_l2norm_in_kernel"])
     monkeypatch.setattr(launch, "SEQ_PARALLEL", False)
     o1, h1 = call()
     assert not any("segment" in n for n, _ in seen[-1]), seen[-1]
