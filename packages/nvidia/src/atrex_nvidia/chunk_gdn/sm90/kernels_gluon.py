@@ -353,9 +353,13 @@ def _ws_output(q_s, aq_s, k_s, gm_s, sb_s, u_s, f_s, ready, empty, su_ready, su_
 
 @gluon.jit
 def _ws_chain(k_s, a_s, v_s, sb_s, x_s, u_s, ud_s, f_s, el_s, ready, empty, su_ready, su_empty, S, f_base, plane, NT,
-              L, BV: gl.constexpr, STAGES: gl.constexpr, FAC_SMEM: gl.constexpr):
+              L, BV: gl.constexpr, STAGES: gl.constexpr, FAC_SMEM: gl.constexpr, HANDOFF: gl.constexpr = True,
+              vmask=None):
     """Chain partition (default, 4 warps): the state recurrence; returns ``(final state,)``. The row factors come
-    from the slot's factor rows with ``FAC_SMEM`` (no global load in the loop), else from ``fac`` one chunk ahead."""
+    from the slot's factor rows with ``FAC_SMEM`` (no global load in the loop), else from ``fac`` one chunk ahead.
+    Without ``HANDOFF`` (the segment kernel, which has no output partition; ``sb_s`` one [BK, BV] buffer, ``u_s``,
+    ``su_ready`` and ``su_empty`` unused) no S_c / U_c hand-off; ``vmask`` ([1, BV], or None for all): the columns
+    whose v term counts (the segment kernel's value columns; its transition columns run with v = 0)."""
     MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BV, 16])
     ROW: gl.constexpr = gl.SliceLayout(1, MMA)
     dt: gl.constexpr = sb_s.dtype
@@ -368,8 +372,11 @@ def _ws_chain(k_s, a_s, v_s, sb_s, x_s, u_s, ud_s, f_s, el_s, ready, empty, su_r
         b = c % 2
         if not FAC_SMEM:
             bt_n, be_n, _eg_n, dk_n, egl_n = _row_factors(f_base, plane, l0 + 64, L, ROW)
-        sb = sb_s.index(b)
-        mbarrier.wait(su_empty.index(b), ((c // 2) & 1) ^ 1)  # the output partition is done with chunk c - 2
+        if HANDOFF:
+            sb = sb_s.index(b)
+            mbarrier.wait(su_empty.index(b), ((c // 2) & 1) ^ 1)  # the output partition is done with chunk c - 2
+        else:
+            sb = sb_s
         sb.store(S.to(dt))
         fence_async_shared()
         _cta_barrier()
@@ -387,17 +394,22 @@ def _ws_chain(k_s, a_s, v_s, sb_s, x_s, u_s, ud_s, f_s, el_s, ready, empty, su_r
         else:
             c_bt, c_be, c_dk, c_egl = bt, be, dk, egl
         ks = warpgroup_mma_wait(0, deps=[ks])
-        X = gl.expand_dims(c_bt, 1) * vt - gl.expand_dims(c_be, 1) * ks
+        if vmask is None:
+            X = gl.expand_dims(c_bt, 1) * vt - gl.expand_dims(c_be, 1) * ks
+        else:
+            X = gl.where(vmask, gl.expand_dims(c_bt, 1) * vt, 0.0) - gl.expand_dims(c_be, 1) * ks
         x_s.store(X.to(dt))
         fence_async_shared()
         _cta_barrier()
         u = warpgroup_mma(a_s.index(slot), x_s, zero, use_acc=False, is_async=True)
         u = warpgroup_mma_wait(0, deps=[u])
-        u_s.index(b).store(u.to(dt))
+        if HANDOFF:
+            u_s.index(b).store(u.to(dt))
         ud_s.store((u * gl.expand_dims(c_dk, 1)).to(dt))
         fence_async_shared()
         _cta_barrier()
-        mbarrier.arrive(su_ready.index(b), count=1)
+        if HANDOFF:
+            mbarrier.arrive(su_ready.index(b), count=1)
         st = warpgroup_mma(kb.permute((1, 0)), ud_s, S * c_egl, is_async=True)
         S = warpgroup_mma_wait(0, deps=[st])
         if not FAC_SMEM:
@@ -513,47 +525,8 @@ def atrex_sm90_gdn_state_output_gl_ws(
 # chain runs on V + K columns, the first V from a zero state with the segment's v, the last K from the identity with
 # v = 0 (the columns of M). No output is formed. ``kernels.atrex_sm90_gdn_segment_scan`` then composes the segments'
 # initial states in fp32, and the usual state pass runs the segments as sequences from them, forming the outputs.
-# Partitions: the chain (gl_ws's, without the output hand-off) and gl_ws's loader without the q and Aqk tiles.
+# Partitions: gl_ws's chain without the output hand-off (HANDOFF off) and gl_ws's loader without the q and Aqk tiles.
 # ---------------------------------------------------------------------------------------------------------------
-
-
-@gluon.jit
-def _seg_chain(k_s, a_s, v_s, sb_s, x_s, ud_s, f_s, el_s, ready, empty, S, NT, vmask, BV: gl.constexpr,
-               STAGES: gl.constexpr):
-    """Chain partition of the segment kernel (4 warps): ``_ws_chain``'s step without the S_c / U_c hand-off; the v
-    term only where ``vmask`` ([1, BV]) holds (the value columns). Returns ``(final state,)``."""
-    MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BV, 16])
-    ROW: gl.constexpr = gl.SliceLayout(1, MMA)
-    dt: gl.constexpr = sb_s.dtype
-    zero = gl.zeros([64, BV], gl.float32, MMA)
-    for c in range(NT):
-        slot = c % STAGES
-        sb_s.store(S.to(dt))
-        fence_async_shared()
-        _cta_barrier()
-        # every warp is past chunk c - 1 (its wgmmas and its v loads): release that slot
-        mbarrier.arrive(empty.index((c + STAGES - 1) % STAGES), count=1, pred=c > 0)
-        mbarrier.wait(ready.index(slot), (c // STAGES) & 1)
-        kb = k_s.index(slot)
-        ks = warpgroup_mma(kb, sb_s, zero, use_acc=False, is_async=True)
-        vt = v_s.index(slot).load(MMA).to(gl.float32)
-        c_bt = f_s.index(slot * 4).load(ROW)
-        c_be = f_s.index(slot * 4 + 1).load(ROW)
-        c_dk = f_s.index(slot * 4 + 3).load(ROW)
-        c_egl = gl.expand_dims(el_s.index(slot).load(ROW), 1)
-        ks = warpgroup_mma_wait(0, deps=[ks])
-        X = gl.where(vmask, gl.expand_dims(c_bt, 1) * vt, 0.0) - gl.expand_dims(c_be, 1) * ks
-        x_s.store(X.to(dt))
-        fence_async_shared()
-        _cta_barrier()
-        u = warpgroup_mma(a_s.index(slot), x_s, zero, use_acc=False, is_async=True)
-        u = warpgroup_mma_wait(0, deps=[u])
-        ud_s.store((u * gl.expand_dims(c_dk, 1)).to(dt))
-        fence_async_shared()
-        _cta_barrier()
-        st = warpgroup_mma(kb.permute((1, 0)), ud_s, S * c_egl, is_async=True)
-        S = warpgroup_mma_wait(0, deps=[st])
-    return (S,)  # (a tuple: see _ws_chain)
 
 
 @gluon.jit(do_not_specialize=["T", "TOTAL_T", "LSEG"])
@@ -614,7 +587,8 @@ def atrex_sm90_gdn_state_segments_gl(
     el_s = gl.allocate_shared_memory(gl.float32, [STAGES, BK], gl.SwizzledSharedLayout(1, 1, 1, [0]))
     ready, empty, _su_ready, _su_empty = _ring_barriers(STAGES, 1)
     res = gl.warp_specialize([
-        (_seg_chain, (k_s, a_s, v_s, sb_s, x_s, ud_s, f_s, el_s, ready, empty, S, NT, vmask, BV, STAGES)),
+        (_ws_chain, (k_s, a_s, v_s, sb_s, x_s, ud_s, ud_s, f_s, el_s, ready, empty, ready, empty, S, f_base, 0, NT,
+                     L, BV, STAGES, True, False, vmask)),
         (_ws_loader, (kd, kd, vd, ad, ad, k_s, k_s, a_s, a_s, v_s, f_s, el_s, el_s, ready, empty, NT, row,
                       arow, qcol, vcol, ROWS, QW, VW, s_kr, s_kr, s_vr, HV, TOTAL_T, f_base, L, BK, BV, STAGES,
                       True, False, True)),
