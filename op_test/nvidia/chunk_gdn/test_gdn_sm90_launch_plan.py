@@ -1086,7 +1086,7 @@ def test_seq_parallel_plans_segments_for_few_heads(plan, kw, nseg, lseg):
 def test_seq_parallel_only_where_it_applies(plan, monkeypatch):
     """Not for: the goal shapes' 32 value heads (128 blocks already), B = 2, two varlen sequences, fewer than
     SEQ_PAR_MIN_SEGS segments of SEQ_PAR_MIN_CHUNKS chunks (T = 3072 at TP 4, where 3073 takes it; or 64 SMs),
-    K = 256, the knob off. One varlen sequence takes it (ONE_SEQUENCE_FIXED)."""
+    K = 256, another architecture, the knob off. One varlen sequence takes it (ONE_SEQUENCE_FIXED)."""
     def segmented(**kw):
         return SEGMENTS in [n for n, *_ in plan(**kw)["launches"]]
     assert segmented(T=8192, H=4, HV=8) and segmented(T=8192, H=4, HV=8, cu_seqlens=[0, 8192])
@@ -1095,6 +1095,9 @@ def test_seq_parallel_only_where_it_applies(plan, monkeypatch):
     assert not segmented(T=8192, H=4, HV=8, cu_seqlens=[0, 4096, 8192])
     assert segmented(T=3073, H=4, HV=8) and not segmented(T=3072, H=4, HV=8) and not segmented(T=8192, H=4, HV=8, sm_count=64)
     assert not segmented(T=8192, H=1, HV=2, K=256)
+    # off sm90 (sm100 / sm103 / sm120 run the same launcher without wgmma's Gluon kernels): never
+    assert L._seq_segments(1, 8192, 8, 128, 128, 128, 132, True, True) == (4, 2048)
+    assert L._seq_segments(1, 8192, 8, 128, 128, 128, 132, True, False) is None
     monkeypatch.setattr(L, "SEQ_PARALLEL", False)
     assert not segmented(T=8192, H=4, HV=8)
 
