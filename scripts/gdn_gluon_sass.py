@@ -1,10 +1,12 @@
-"""Dump the normalised sm90 SASS of the Gluon state kernels (gl_ws, gl_rc) for a fixed set of launch shapes, without
+"""Dump the normalised sm90 SASS of the Gluon state kernels (gl_ws, gl_rc, the segment pass) for a fixed set of launch
+shapes, without
 a GPU (``--intra``: the intra v3 kernel instead, at T=8192/16/32 (two value heads per program) and H = HV = 32 (one);
 ``--hook NAME=VALUE`` sets a launcher knob, e.g. ``INTRA_V3_FP16_FALLBACK=0`` leaves only the fp16 inverse path in
 the binary, so that its instruction count is that path's): ``op_test/sm90_standin.py`` records the specialisations the launcher asks for (a stand-in driver reports an
 sm90 target), and each is compiled with Triton and disassembled with Triton's ``nvdisasm``. Addresses and
 comments are stripped, so two dumps of the same binary compare equal line for line. This is how round 10 checked that
-its helper refactors left the measured binaries unchanged:
+its helper refactors left the measured binaries unchanged (and round 34 that the segment kernel's move onto
+``_ws_chain`` changed no gl_ws or segment-pass binary):
 
     PYTHONPATH=<triton 3.6 site-packages> python scripts/gdn_gluon_sass.py /tmp/before   # at the old commit
     PYTHONPATH=<triton 3.6 site-packages> python scripts/gdn_gluon_sass.py /tmp/after    # at the new commit
@@ -71,11 +73,15 @@ def main(argv=None):
             gdn(dict(T=64, H=16, HV=32, K=128), STATE_IMPL=impl, **knobs_set)
             gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=[64 * i for i in range(11)], h0=torch.float32,
                      state_v_first=True), STATE_IMPL=impl, **knobs_set)
+        # the sequence-parallel plan (launch.SEQ_PARALLEL, round 34): the segment pass and gl_ws over the segments, at
+        # Qwen3-Next's TP 4 heads with an fp32 state_v_first initial state, and with caller-normalised q, k at K = 64
+        gdn(dict(T=8192, H=4, HV=8, K=128, h0=torch.float32, state_v_first=True), **knobs_set)
+        gdn(dict(T=4100, H=8, HV=8, K=64, V=128, l2norm=False), **knobs_set)
     from triton.compiler import ASTSource
     from triton.experimental.gluon._runtime import GluonASTSource
     os.makedirs(a.out, exist_ok=True)
     for i, (name, (jit_fn, c)) in enumerate(sorted(specs.items())):
-        if (a.match or ("_intra_chunk_v3" if a.intra else "_gl_")) not in name.split("|")[0]:
+        if (a.match or ("_intra_chunk_v3" if a.intra else "_gl_")) not in name.split("|")[0] + "_":
             continue
         opts = dict(num_warps=c["num_warps"], num_stages=c["num_stages"])
         if c.get("maxnreg"):
