@@ -393,6 +393,7 @@ VARIANTS = [
     ("seqpar_bv32", dict(seq_par_bv=32)),  # (r127's segment pass: 256 CTAs at TP 4, two per SM)
     ("scan_ieee", dict(seq_par_scan_prec="ieee")),
     ("scan_bv32", dict(seq_par_scan_bv=32)),
+    ("scan_bv16", dict(seq_par_scan_bv=16)),  # (round 34's default; round 35: 8)
     ("seqpar_max8", dict(seq_par_max_segs=8)),
 ]
 
