@@ -1,7 +1,9 @@
-# Round 35, call r133 (any sm90 card): the composition at 8 columns (SEQ_PAR_SCAN_BV, round 35's default).
+# Round 35, call r133 (any sm90 card): the composition at 8 columns through TMA descriptors (SEQ_PAR_SCAN_BV,
+# SEQ_PAR_SCAN_DESC: round 35's defaults).
 #   on an H200 first: the goal records at main's defaults (gdn-r103.sh's steps, ~420 s);
-#   then on any card: the plan's and the composition's target tests; a graph sweep, ATREX alone, at TP 4 and TP 8
-#   (8 columns against round 34's 16); the serve-tp4/tp8 graph benches with fla-core 0.6 in the same run.
+#   then on any card: the plan's and the composition's target tests; the composition alone (scripts/gdn_scan_probe.py,
+#   descriptors against pointers); a graph sweep, ATREX alone, at TP 4 and TP 8 (the default against pointer loads
+#   at 8 and 16 columns, round 34's form); the serve graph benches with fla-core 0.6 in the same run.
 #   (carry [".gpuhost/g", ".gpuhost/tcache.tgz"]) bash .gpuhost/g/install.sh; ATREX_BENCH_COMMIT=<sha> OUT=$OUT \
 #   bash scripts/calls/gdn-r133.sh
 . scripts/gdn-call.sh
@@ -14,14 +16,16 @@ if grep -q H200 "$OUT/smi.txt"; then
   OUT="$root"
   gdn_archive r133
   gdn_bench_cases 420 110 r133 T8192-H16-HV32
-  cap=590
-else
-  cap=380
+  gdn_tests_k $(( 580 - SECONDS )) "seq_parallel or segment_scan" r133-seq.log
+  gdn_archive r133
+  exit 0
 fi
 gdn_tests_k 90 "seq_parallel or segment_scan" r133-seq.log
+timeout 60 python3 scripts/gdn_scan_probe.py --prec tf32x3 --bvs 8 16 --warps 8 --stages 2 3 --out "$root/scan_probe.json" \
+  > "$root/scan_probe.log" 2>&1; echo "scan probe exit $?"; grep -E "^ +[0-9]" "$root/scan_probe.log" | sort -n -k1,1 -k2,2 -k8,8 | head -40
 OUT="$root/graph"; mkdir -p "$OUT"
 GDN_CASES=T4096_H4_HV8,T8192_H4_HV8,T32768_H4_HV8,T4096_H2_HV4,T8192_H2_HV4 GDN_SWEEP_ARGS="--no-fla --graph" \
-  gdn_sweep 80 default,scan_bv16
+  gdn_sweep 90 default,scan_ptr,scan_ptr_bv16
 OUT="$root"
 gdn_archive r133
-gdn_bench_cases $cap 200 r133 serve-tp
+gdn_bench_cases 450 200 r133 serve-tp

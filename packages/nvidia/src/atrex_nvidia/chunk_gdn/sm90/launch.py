@@ -466,6 +466,9 @@ SEQ_PAR_SCAN_BV = 8      # the composition's column block (its programs: HV x V 
 #                          and 32's 18.0 / 32.3 / 65.0; 4 warps 1.4-3x slower. The kernel holds each M_s (K x K fp32)
 #                          and its tf32 halves in registers and spills (CPU SASS, Triton 3.6: stack 80 bytes at 8
 #                          columns, 808 at 16, 1144 at 32), so narrower blocks on more programs win.
+SEQ_PAR_SCAN_DESC = True  # the composition loads M_s and R_s through in-kernel TMA descriptors (its DESC; round 35):
+#                          its [K, K] tensors of 64-bit pointers were what overflowed the registers (CPU SASS, Triton
+#                          3.6, 8 columns, 8 warps: 255 registers and an 80-byte stack without, 146 and none with)
 # GL_RC_L2_PREFETCH (round 27): gl_rc's / gl_rc2's loader prefetches the item's next chunk into L2 once a chunk's loads
 #   are issued (kernels_gluon._rc_loader's L2PF). r97 (one H100, Nsight Compute of gl_rc2, varlen 16x1024): DRAM 84%
 #   busy (2.80 TB/s), and each chain waited about half its samples on its load slot's ready barrier, so the 2-stage
@@ -861,7 +864,8 @@ def _segment_launches(launches, segs, kn, v, A, fac, initial_state, state_v_firs
     bvs = int(SEQ_PAR_SCAN_BV)
     launches.append((_k.atrex_sm90_gdn_segment_scan, (_cdiv(V, bvs), B * HV), (
         r, h0, hs, ht if ht is not None else hs, nseg, na, HV, K, V, *h0_strides, *ht_strides),
-        dict(BK=BK, BVS=bvs, USE_H0=use_h0, STORE_HT=ht is not None, PREC=str(SEQ_PAR_SCAN_PREC), num_warps=8)))
+        dict(BK=BK, BVS=bvs, USE_H0=use_h0, STORE_HT=ht is not None, PREC=str(SEQ_PAR_SCAN_PREC),
+             DESC=bool(SEQ_PAR_SCAN_DESC) and K == BK and V % bvs == 0, num_warps=8)))
     return cu_seg
 
 
@@ -1397,7 +1401,8 @@ def _knobs():
             GL_RC_QNORM_MMA, GL_WS_QSCALE, GL_RC_LATE_FACTORS, GL_RC_TWO_CHAINS, GL_RC2_CHAIN_REGS, GL_RC2_OUT_REGS,
             GL_RC_L2_PREFETCH, GL_WS_QNORM_MMA, GL_RC_HT_REMAT, PDL, INTRA_GATES_BOOK, GL_RC_H0_PREFETCH,
             GL_WS_OUT2, GL_WS_OUT2_REGS, GL_RC2_ITEMS_PER_SM, ONE_SEQUENCE_FIXED, SEQ_PARALLEL,
-            SEQ_PAR_MIN_SEGS, SEQ_PAR_MAX_SEGS, SEQ_PAR_MIN_CHUNKS, SEQ_PAR_BV, SEQ_PAR_SCAN_PREC, SEQ_PAR_SCAN_BV)
+            SEQ_PAR_MIN_SEGS, SEQ_PAR_MAX_SEGS, SEQ_PAR_MIN_CHUNKS, SEQ_PAR_BV, SEQ_PAR_SCAN_PREC, SEQ_PAR_SCAN_BV,
+            SEQ_PAR_SCAN_DESC)
 
 
 def _call_signature(dev, tensors, flags):
@@ -1407,7 +1412,7 @@ def _call_signature(dev, tensors, flags):
     return dev, tuple(_tensor_sig(t) for t in tensors), flags, _knobs()
 
 
-_IN_KERNEL_DESC = ("atrex_sm90_gdn_fused_rc", "atrex_sm90_gdn_state_segments_gl")
+_IN_KERNEL_DESC = ("atrex_sm90_gdn_fused_rc", "atrex_sm90_gdn_state_segments_gl", "atrex_sm90_gdn_segment_scan")
 
 
 def _launch_all(dev, launches, o, ht, sig=None, split=()):
