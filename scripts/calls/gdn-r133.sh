@@ -28,4 +28,4 @@ GDN_CASES=T4096_H4_HV8,T8192_H4_HV8,T32768_H4_HV8,T4096_H2_HV4,T8192_H2_HV4 GDN_
   gdn_sweep 90 default,scan_ptr,scan_ptr_bv16
 OUT="$root"
 gdn_archive r133
-gdn_bench_cases 450 200 r133 serve-tp
+gdn_bench_cases 300 100 r133 serve-tp8
