@@ -1502,8 +1502,8 @@ def atrex_sm90_gdn_segment_scan(R, h0, Hs, ht, NSEG, NA, HV, K, V,
     previous step, so that the loop pipelines them (r128: the first form, S re-read from ``Hs`` in 32-row slices after
     a barrier each step, took 20 us for 4 segments with tf32x3). ``DESC`` (K == BK, V a multiple of BVS; the launch
     needs descriptor scratch): M_s and R_s come through in-kernel TMA descriptors of R seen as ``[B NA HV K, V + K]``
-    rows, instead of [BK, BK] tensors of 64-bit pointers, which with M_s's tf32 halves overflow the register file
-    (Triton 3.6 SASS at 8 columns and 8 warps: 255 registers and an 80-byte stack without, 146 and none with)."""
+    rows, instead of [BK, BK] tensors of 64-bit pointers (Triton 3.6 SASS of the launch's K = 128 specialisation, 8
+    warps: 142 registers against 180 at 8 columns; at 16, 255 registers without a stack against a 176-byte stack)."""
     i_v = tl.program_id(0)
     i_bh = tl.program_id(1)
     b = i_bh // HV

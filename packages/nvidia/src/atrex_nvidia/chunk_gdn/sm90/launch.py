@@ -461,14 +461,15 @@ SEQ_PAR_MIN_CHUNKS = 16  # chunks per segment at the least (r129, TP 4: T = 2048
 SEQ_PAR_BV = 64          # the segment pass's column block
 SEQ_PAR_SCAN_PREC = "tf32x3"  # the composition's fp32 products: "tf32x3" (three tf32 tensor-core passes) or "ieee"
 SEQ_PAR_SCAN_BV = 8      # the composition's column block (its programs: HV x V / SEQ_PAR_SCAN_BV). r132 (one H100,
-#                          scripts/gdn_scan_probe.py, the kernel alone by graph replay, tf32x3, 8 warps): 8 columns
-#                          9.4 / 16.0 / 29.5 us at 4 / 8 / 16 segments (HV = 8), against 16 columns' 13.9 / 25.0 / 50.5
-#                          and 32's 18.0 / 32.3 / 65.0; 4 warps 1.4-3x slower. The kernel holds each M_s (K x K fp32)
-#                          and its tf32 halves in registers and spills (CPU SASS, Triton 3.6: stack 80 bytes at 8
-#                          columns, 808 at 16, 1144 at 32), so narrower blocks on more programs win.
-SEQ_PAR_SCAN_DESC = True  # the composition loads M_s and R_s through in-kernel TMA descriptors (its DESC; round 35):
-#                          its [K, K] tensors of 64-bit pointers were what overflowed the registers (CPU SASS, Triton
-#                          3.6, 8 columns, 8 warps: 255 registers and an 80-byte stack without, 146 and none with)
+#                          scripts/gdn_scan_probe.py, the kernel alone by graph replay, tf32x3, 8 warps, pointer
+#                          loads): 8 columns 9.4 / 16.0 / 29.5 us at 4 / 8 / 16 segments (HV = 8), against 16 columns'
+#                          13.9 / 25.0 / 50.5 and 32's 18.0 / 32.3 / 65.0; 4 warps 1.4-3x slower. The launch's K = 128
+#                          specialisation (scripts/gdn_gluon_sass.py --match segment_scan, Triton 3.6) holds M_s's
+#                          pointers and tf32 halves in 180 registers at 8 columns, but spills at 16 (255 registers and
+#                          a 176-byte stack) and 32 (256 bytes).
+SEQ_PAR_SCAN_DESC = True  # the composition loads M_s and R_s through in-kernel TMA descriptors (its DESC; round 35)
+#                          instead of [K, K] tensors of 64-bit pointers: 142 registers instead of 180 at 8 columns,
+#                          1128 SASS instructions instead of 1304, and no stack at 16 columns (same tool)
 # GL_RC_L2_PREFETCH (round 27): gl_rc's / gl_rc2's loader prefetches the item's next chunk into L2 once a chunk's loads
 #   are issued (kernels_gluon._rc_loader's L2PF). r97 (one H100, Nsight Compute of gl_rc2, varlen 16x1024): DRAM 84%
 #   busy (2.80 TB/s), and each chain waited about half its samples on its load slot's ready barrier, so the 2-stage
