@@ -21,7 +21,7 @@ if grep -q H200 "$OUT/smi.txt"; then
   exit 0
 fi
 gdn_tests_k 90 "seq_parallel or segment_scan" r133-seq.log
-timeout 60 python3 scripts/gdn_scan_probe.py --prec tf32x3 --bvs 8 16 --warps 8 --stages 2 3 --out "$root/scan_probe.json" \
+timeout 90 python3 scripts/gdn_scan_probe.py --prec tf32x3 --bvs 8 16 --warps 8 --stages 2 3 --out "$root/scan_probe.json" \
   > "$root/scan_probe.log" 2>&1; echo "scan probe exit $?"; grep -E "^ +[0-9]" "$root/scan_probe.log" | sort -n -k1,1 -k2,2 -k8,8 | head -40
 OUT="$root/graph"; mkdir -p "$OUT"
 GDN_CASES=T4096_H4_HV8,T8192_H4_HV8,T32768_H4_HV8,T4096_H2_HV4,T8192_H2_HV4 GDN_SWEEP_ARGS="--no-fla --graph" \
