@@ -394,8 +394,8 @@ VARIANTS = [
     ("scan_ieee", dict(seq_par_scan_prec="ieee")),
     ("scan_bv32", dict(seq_par_scan_bv=32)),
     ("scan_bv16", dict(seq_par_scan_bv=16)),  # (round 34's default; round 35: 8)
-    ("scan_ptr", dict(seq_par_scan_desc=False)),  # (the composition's pointer loads, before round 35's descriptors)
-    ("scan_ptr_bv16", dict(seq_par_scan_desc=False, seq_par_scan_bv=16)),  # (round 34's composition)
+    ("scan_desc", dict(seq_par_scan_desc=True)),  # (the composition through TMA descriptors, round 35)
+    ("scan_desc_bv16", dict(seq_par_scan_desc=True, seq_par_scan_bv=16)),
     ("seqpar_max8", dict(seq_par_max_segs=8)),
 ]
 

@@ -467,9 +467,11 @@ SEQ_PAR_SCAN_BV = 8      # the composition's column block (its programs: HV x V 
 #                          specialisation (scripts/gdn_gluon_sass.py --match segment_scan, Triton 3.6) holds M_s's
 #                          pointers and tf32 halves in 180 registers at 8 columns, but spills at 16 (255 registers and
 #                          a 176-byte stack) and 32 (256 bytes).
-SEQ_PAR_SCAN_DESC = True  # the composition loads M_s and R_s through in-kernel TMA descriptors (its DESC; round 35)
-#                          instead of [K, K] tensors of 64-bit pointers: 142 registers instead of 180 at 8 columns,
-#                          1128 SASS instructions instead of 1304, and no stack at 16 columns (same tool)
+SEQ_PAR_SCAN_DESC = False  # the composition loads M_s and R_s through in-kernel TMA descriptors (its DESC; round
+#                          35) instead of [K, K] tensors of 64-bit pointers: 142 registers instead of 180 at 8 columns,
+#                          1128 SASS instructions instead of 1304, and no stack at 16 columns (same tool). Checked on
+#                          the CPU (interpreter); off until it has run and been timed on a GPU (none was lent after
+#                          r132 this round): bench variant scan_desc, test_segment_scan_composes_in_fp32's cases.
 # GL_RC_L2_PREFETCH (round 27): gl_rc's / gl_rc2's loader prefetches the item's next chunk into L2 once a chunk's loads
 #   are issued (kernels_gluon._rc_loader's L2PF). r97 (one H100, Nsight Compute of gl_rc2, varlen 16x1024): DRAM 84%
 #   busy (2.80 TB/s), and each chain waited about half its samples on its load slot's ready barrier, so the 2-stage
