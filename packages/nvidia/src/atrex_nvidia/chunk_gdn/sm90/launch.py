@@ -469,9 +469,10 @@ SEQ_PAR_SCAN_BV = 8      # the composition's column block (its programs: HV x V 
 #                          a 176-byte stack) and 32 (256 bytes).
 SEQ_PAR_SCAN_DESC = False  # the composition loads M_s and R_s through in-kernel TMA descriptors (its DESC; round
 #                          35) instead of [K, K] tensors of 64-bit pointers: 142 registers instead of 180 at 8 columns,
-#                          1128 SASS instructions instead of 1304, and no stack at 16 columns (same tool). Checked on
-#                          the CPU (interpreter); off until it has run and been timed on a GPU (none was lent after
-#                          r132 this round): bench variant scan_desc, test_segment_scan_composes_in_fp32's cases.
+#                          1128 SASS instructions instead of 1304, and no stack at 16 columns (same tool). r133 (one
+#                          H100): correct (test_segment_scan_composes_in_fp32, both forms) but slower: the kernel alone
+#                          at 8 columns 12.3 / 20.5 us at 4 / 8 segments (HV = 8) against the pointers' 9.4 / 16.0;
+#                          whole call (graph sweep) TP 4 8k 0.124 against 0.121 ms, TP 8 8k 0.081 against 0.077. Off.
 # GL_RC_L2_PREFETCH (round 27): gl_rc's / gl_rc2's loader prefetches the item's next chunk into L2 once a chunk's loads
 #   are issued (kernels_gluon._rc_loader's L2PF). r97 (one H100, Nsight Compute of gl_rc2, varlen 16x1024): DRAM 84%
 #   busy (2.80 TB/s), and each chain waited about half its samples on its load slot's ready barrier, so the 2-stage
