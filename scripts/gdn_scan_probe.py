@@ -8,6 +8,8 @@ initial state, the final state stored) for each option set, and checks each agai
 (rrmse of the segments' initial states and of the final state), so that a faster option that breaks the product shows.
 
     python scripts/gdn_scan_probe.py [--hv 8 4] [--na 4 8 16] [--out probe.json]
+
+(r133 ran it at 1388f0c with a ``--desc`` option for the kernel's TMA-descriptor form, since removed.)
 """
 
 import argparse
@@ -63,38 +65,34 @@ def main():
     ap.add_argument("--warps", type=int, nargs="+", default=[4, 8])
     ap.add_argument("--stages", type=int, nargs="+", default=[1, 2, 3])
     ap.add_argument("--prec", nargs="+", default=["tf32x3", "ieee"])
-    ap.add_argument("--desc", type=int, nargs="+", default=[1, 0], help="1: M_s and R_s through TMA descriptors")
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
     K = V = 128
     rows = []
-    from triton.runtime import _allocation  # (the descriptors' global scratch)
-    _allocation._allocator.set(lambda size, alignment, stream: torch.empty(size, dtype=torch.int8, device=DEV))
     dev_name = "interpreter" if INTERPRET else torch.cuda.get_device_name()
     print(f"{dev_name}, triton {triton.__version__}, torch {torch.__version__}")
-    print(f"{'HV':>3} {'NA':>3} {'prec':>7} {'BVS':>4} {'warps':>5} {'stages':>6} {'desc':>4} {'us':>8} {'rrmse Hs':>10} {'rrmse ht':>10}")
+    print(f"{'HV':>3} {'NA':>3} {'prec':>7} {'BVS':>4} {'warps':>5} {'stages':>6} {'us':>8} {'rrmse Hs':>10} {'rrmse ht':>10}")
     for HV, NA in itertools.product(a.hv, a.na):
         r, h0 = operands(HV, NA)
         ref_hs, ref_ht = reference(r, h0, V)
-        for prec, bvs, w, st, desc in itertools.product(a.prec, a.bvs, a.warps, a.stages, a.desc):
+        for prec, bvs, w, st in itertools.product(a.prec, a.bvs, a.warps, a.stages):
             hs = torch.full((1, NA, HV, K, V), float("nan"), device=DEV)
             ht = torch.full((1, HV, K, V), float("nan"), device=DEV)
 
             call = functools.partial(
                 K_.atrex_sm90_gdn_segment_scan[(V // bvs, HV)], r, h0, hs, ht, NA, NA, HV, K, V, *h0.stride(),
-                *ht.stride(), BK=K, BVS=bvs, USE_H0=True, STORE_HT=True, PREC=prec, DESC=bool(desc), num_warps=w,
-                num_stages=st)
+                *ht.stride(), BK=K, BVS=bvs, USE_H0=True, STORE_HT=True, PREC=prec, num_warps=w, num_stages=st)
             try:
                 call()
                 if not INTERPRET:
                     torch.cuda.synchronize()
             except Exception as e:  # (an option set that does not compile or fit: reported, not timed)
-                print(f"{HV:>3} {NA:>3} {prec:>7} {bvs:>4} {w:>5} {st:>6} {desc:>4}  failed: {type(e).__name__}: {str(e)[:80]}")
+                print(f"{HV:>3} {NA:>3} {prec:>7} {bvs:>4} {w:>5} {st:>6}  failed: {type(e).__name__}: {str(e)[:80]}")
                 continue
             e_hs, e_ht = rrmse(hs[0], ref_hs), rrmse(ht[0], ref_ht)
             us = float("nan") if INTERPRET else 1e3 * triton.testing.do_bench_cudagraph(call, rep=100)  # (graph replay: R stays in L2, as in the call)
-            rows.append(dict(HV=HV, NA=NA, prec=prec, BVS=bvs, warps=w, stages=st, desc=desc, us=us, rrmse_hs=e_hs, rrmse_ht=e_ht))
-            print(f"{HV:>3} {NA:>3} {prec:>7} {bvs:>4} {w:>5} {st:>6} {desc:>4} {us:8.2f} {e_hs:10.2e} {e_ht:10.2e}", flush=True)
+            rows.append(dict(HV=HV, NA=NA, prec=prec, BVS=bvs, warps=w, stages=st, us=us, rrmse_hs=e_hs, rrmse_ht=e_ht))
+            print(f"{HV:>3} {NA:>3} {prec:>7} {bvs:>4} {w:>5} {st:>6} {us:8.2f} {e_hs:10.2e} {e_ht:10.2e}", flush=True)
     if a.out:
         with open(a.out, "w") as f:
             json.dump(dict(device=dev_name, triton=triton.__version__, rows=rows), f, indent=1)

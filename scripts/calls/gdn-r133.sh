@@ -6,6 +6,7 @@
 #   and 16 columns and round 34's 16 columns); the serve-tp8 graph bench with fla-core 0.6 in the same run.
 #   (carry [".gpuhost/g", ".gpuhost/tcache.tgz"]) bash .gpuhost/g/install.sh; ATREX_BENCH_COMMIT=<sha> OUT=$OUT \
 #   bash scripts/calls/gdn-r133.sh
+# (after r133 the descriptor form and its variants scan_desc / scan_desc_bv16 were removed: rerun this at 1388f0c)
 . scripts/gdn-call.sh
 nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader | tee "$OUT/smi.txt"
 root="$OUT"

@@ -2071,53 +2071,44 @@ def test_fused_rc_graph_capture(monkeypatch):
     assert ("atrex_sm90_gdn_fused_rc" in names) == sm90, names
 
 
-def segment_scan_check(device="cpu", prec="tf32x3", bvs=8, desc=False):
+def segment_scan_check(device="cpu", prec="tf32x3", bvs=8):
     """``kernels.atrex_sm90_gdn_segment_scan`` (round 34, launch.SEQ_PARALLEL) launched on its own, against the same
     composition in float64: random segment results R_s and transitions M_s ``[B, NA, HV, K, V + K]`` (M near the
     identity, as a decaying segment's is), an initial state in either layout or none, with and without the final
     state, with the products in ``prec`` over column blocks of ``bvs`` (the launcher's SEQ_PAR_SCAN_PREC and
-    SEQ_PAR_SCAN_BV), through the kernel's TMA descriptors (``desc``, SEQ_PAR_SCAN_DESC) or its pointer loads. Rows
-    ``[error of the segments' initial states, error of the final state, bound]`` (rrmse; fp32, or tf32x3's three
-    passes: 1e-5). The interpreter runs it on the CPU; the sm90 target file on the GPU."""
-    from triton.runtime import _allocation
-
+    SEQ_PAR_SCAN_BV). Rows ``[error of the segments' initial states, error of the final state, bound]`` (rrmse; fp32,
+    or tf32x3's three passes: 1e-5). The interpreter runs it on the CPU; the sm90 target file on the GPU."""
     from atrex_nvidia.chunk_gdn.sm90 import kernels as K_
     rows = {}
-    # (on a GPU the descriptors need global scratch, which the launcher provides to its own launches)
-    token = _allocation._allocator.set(lambda size, alignment, stream: torch.empty(size, dtype=torch.int8,
-                                                                                   device=device))
-    try:
-        gen = torch.Generator().manual_seed(3)
-        for tag, B, HV, K, V, nseg, h0, vfirst, final in (
-                ("h0_vfirst", 2, 3, 64, 64, 4, torch.float32, True, True),
-                ("h0_bf16", 1, 2, 128, 96, 5, torch.bfloat16, False, True),
-                ("zero_no_final", 1, 2, 64, 128, 4, None, False, False)):
-            na = nseg if final else nseg - 1
-            r = torch.randn(B, na, HV, K, V + K, generator=gen) * 0.5
-            r[..., V:] = 0.9 * torch.eye(K) + 0.1 * torch.randn(B, na, HV, K, K, generator=gen) / K ** 0.5
-            init = None if h0 is None else torch.randn(B, HV, *((V, K) if vfirst else (K, V)), generator=gen).to(h0)
-            s = (torch.zeros(B, HV, K, V, dtype=torch.float64) if init is None
-                 else (init.transpose(-1, -2) if vfirst else init).double())
-            want = []
-            for j in range(na):
-                want.append(s)
-                s = r[:, j, :, :, V:].double() @ s + r[:, j, :, :, :V].double()
-            if not final:
-                want.append(s)
-            want = torch.stack(want, 1)
-            hs = torch.full((B, nseg, HV, K, V), float("nan"), device=device)
-            ht = torch.full((B, HV, *((V, K) if vfirst else (K, V))), float("nan"), device=device)
-            h0d = init.to(device) if init is not None else hs
-            h0s = ((h0d.stride(0), h0d.stride(1), h0d.stride(3), h0d.stride(2)) if vfirst and init is not None
-                   else (h0d.stride(0), h0d.stride(1), h0d.stride(2), h0d.stride(3)) if init is not None else (0, 0, 0, 0))
-            hts = ((ht.stride(0), ht.stride(1), ht.stride(3), ht.stride(2)) if vfirst
-                   else (ht.stride(0), ht.stride(1), ht.stride(2), ht.stride(3)))
-            K_.atrex_sm90_gdn_segment_scan[(-(-V // bvs), B * HV)](
-                r.to(device), h0d, hs, ht, nseg, na, HV, K, V, *h0s, *hts,
-                BK=K, BVS=bvs, USE_H0=init is not None, STORE_HT=final, PREC=prec, DESC=desc, num_warps=8)
-            e_hs = rrmse(want, hs.view(B, nseg, HV, K, V))
-            e_ht = rrmse(s.transpose(-1, -2) if vfirst else s, ht) if final else 0.0
-            rows[f"segment_scan_{tag}_{prec}_{bvs}{'_desc' if desc else ''}"] = [e_hs, e_ht, 1e-5]
-    finally:
-        _allocation._allocator.reset(token)
+    gen = torch.Generator().manual_seed(3)
+    for tag, B, HV, K, V, nseg, h0, vfirst, final in (
+            ("h0_vfirst", 2, 3, 64, 64, 4, torch.float32, True, True),
+            ("h0_bf16", 1, 2, 128, 96, 5, torch.bfloat16, False, True),
+            ("zero_no_final", 1, 2, 64, 128, 4, None, False, False)):
+        na = nseg if final else nseg - 1
+        r = torch.randn(B, na, HV, K, V + K, generator=gen) * 0.5
+        r[..., V:] = 0.9 * torch.eye(K) + 0.1 * torch.randn(B, na, HV, K, K, generator=gen) / K ** 0.5
+        init = None if h0 is None else torch.randn(B, HV, *((V, K) if vfirst else (K, V)), generator=gen).to(h0)
+        s = (torch.zeros(B, HV, K, V, dtype=torch.float64) if init is None
+             else (init.transpose(-1, -2) if vfirst else init).double())
+        want = []
+        for j in range(na):
+            want.append(s)
+            s = r[:, j, :, :, V:].double() @ s + r[:, j, :, :, :V].double()
+        if not final:
+            want.append(s)
+        want = torch.stack(want, 1)
+        hs = torch.full((B, nseg, HV, K, V), float("nan"), device=device)
+        ht = torch.full((B, HV, *((V, K) if vfirst else (K, V))), float("nan"), device=device)
+        h0d = init.to(device) if init is not None else hs
+        h0s = ((h0d.stride(0), h0d.stride(1), h0d.stride(3), h0d.stride(2)) if vfirst and init is not None
+               else (h0d.stride(0), h0d.stride(1), h0d.stride(2), h0d.stride(3)) if init is not None else (0, 0, 0, 0))
+        hts = ((ht.stride(0), ht.stride(1), ht.stride(3), ht.stride(2)) if vfirst
+               else (ht.stride(0), ht.stride(1), ht.stride(2), ht.stride(3)))
+        K_.atrex_sm90_gdn_segment_scan[(-(-V // bvs), B * HV)](
+            r.to(device), h0d, hs, ht, nseg, na, HV, K, V, *h0s, *hts,
+            BK=K, BVS=bvs, USE_H0=init is not None, STORE_HT=final, PREC=prec, num_warps=8)
+        e_hs = rrmse(want, hs.view(B, nseg, HV, K, V))
+        e_ht = rrmse(s.transpose(-1, -2) if vfirst else s, ht) if final else 0.0
+        rows[f"segment_scan_{tag}_{prec}_{bvs}"] = [e_hs, e_ht, 1e-5]
     return rows

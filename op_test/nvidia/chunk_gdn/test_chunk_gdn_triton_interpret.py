@@ -188,7 +188,6 @@ _SCRIPT = textwrap.dedent(r'''
     res.update(C.qside_intra_check(launch))
     res.update(C.segment_scan_check())
     res.update(C.segment_scan_check(prec="ieee", bvs=32))
-    res.update(C.segment_scan_check(desc=True))
     print("RESULT " + json.dumps(res))
 ''').replace("HERE", repr(HERE)).replace("SRC", repr(SRC)).replace("OPTEST", repr(OPTEST))
 

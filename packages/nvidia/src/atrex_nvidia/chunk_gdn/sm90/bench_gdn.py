@@ -394,8 +394,6 @@ VARIANTS = [
     ("scan_ieee", dict(seq_par_scan_prec="ieee")),
     ("scan_bv32", dict(seq_par_scan_bv=32)),
     ("scan_bv16", dict(seq_par_scan_bv=16)),  # (round 34's default; round 35: 8)
-    ("scan_desc", dict(seq_par_scan_desc=True)),  # (the composition through TMA descriptors, round 35)
-    ("scan_desc_bv16", dict(seq_par_scan_desc=True, seq_par_scan_bv=16)),
     ("seqpar_max8", dict(seq_par_max_segs=8)),
 ]
 
@@ -420,7 +418,7 @@ _HOOKS = dict(state="STATE_CFG_OVERRIDE", intra="INTRA_CFG_OVERRIDE", wy="USE_WY
               rc_ht_remat="GL_RC_HT_REMAT", pdl="PDL", gates_book="INTRA_GATES_BOOK", ws_out2="GL_WS_OUT2",
               ws_out2_regs="GL_WS_OUT2_REGS", rc2_items_per_sm="GL_RC2_ITEMS_PER_SM",
               one_seq_fixed="ONE_SEQUENCE_FIXED", seq_parallel="SEQ_PARALLEL", seq_par_min_chunks="SEQ_PAR_MIN_CHUNKS", seq_par_max_segs="SEQ_PAR_MAX_SEGS",
-              seq_par_bv="SEQ_PAR_BV", seq_par_scan_prec="SEQ_PAR_SCAN_PREC", seq_par_scan_bv="SEQ_PAR_SCAN_BV", seq_par_scan_desc="SEQ_PAR_SCAN_DESC",
+              seq_par_bv="SEQ_PAR_BV", seq_par_scan_prec="SEQ_PAR_SCAN_PREC", seq_par_scan_bv="SEQ_PAR_SCAN_BV",
               rc_h0_prefetch="GL_RC_H0_PREFETCH")
 
 

@@ -1490,8 +1490,7 @@ def atrex_sm90_gdn_state_output_tma(
 def atrex_sm90_gdn_segment_scan(R, h0, Hs, ht, NSEG, NA, HV, K, V,
                                 s_h0n, s_h0h, s_h0k, s_h0v, s_htn, s_hth, s_htk, s_htv,
                                 BK: tl.constexpr, BVS: tl.constexpr,
-                                USE_H0: tl.constexpr, STORE_HT: tl.constexpr, PREC: tl.constexpr = "tf32x3",
-                                DESC: tl.constexpr = False):
+                                USE_H0: tl.constexpr, STORE_HT: tl.constexpr, PREC: tl.constexpr = "tf32x3"):
     """The sequence-parallel state pass's composition (``launch.SEQ_PARALLEL``; ``kernels_gluon``'s segment pass):
     program (i_v, b * HV + hv) takes columns [i_v BVS, + BVS) of batch row b, value head hv. With S_0 the initial
     state (``h0`` through its strides, or zero), S_{s+1} = M_s S_s + R_s for the segments s < NA, where ``R``
@@ -1500,10 +1499,7 @@ def atrex_sm90_gdn_segment_scan(R, h0, Hs, ht, NSEG, NA, HV, K, V,
     final state, into ``ht`` through its strides. fp32 throughout: S stays in registers, each step one K-deep product
     (``PREC``: "tf32x3", three tf32 tensor-core passes, or "ieee", FMA) whose M_s and R_s loads do not depend on the
     previous step, so that the loop pipelines them (r128: the first form, S re-read from ``Hs`` in 32-row slices after
-    a barrier each step, took 20 us for 4 segments with tf32x3). ``DESC`` (K == BK, V a multiple of BVS; the launch
-    needs descriptor scratch): M_s and R_s come through in-kernel TMA descriptors of R seen as ``[B NA HV K, V + K]``
-    rows, instead of [BK, BK] tensors of 64-bit pointers (Triton 3.6 SASS of the launch's K = 128 specialisation, 8
-    warps: 142 registers against 180 at 8 columns; at 16, 255 registers without a stack against a 176-byte stack)."""
+    a barrier each step, took 20 us for 4 segments with tf32x3)."""
     i_v = tl.program_id(0)
     i_bh = tl.program_id(1)
     b = i_bh // HV
@@ -1520,28 +1516,15 @@ def atrex_sm90_gdn_segment_scan(R, h0, Hs, ht, NSEG, NA, HV, K, V,
         acc = tl.zeros([BK, BVS], dtype=tl.float32)
     hs = Hs + (b.to(tl.int64) * NSEG * HV + hv) * K * V + rk[:, None] * V + cv[None, :]
     tl.store(hs, acc, mask=m)
-    if DESC:
-        d_m = tl.make_tensor_descriptor(R, [(b + 1) * NA * HV * BK, VP], [VP, 1], [BK, BK])
-        d_r = tl.make_tensor_descriptor(R, [(b + 1) * NA * HV * BK, VP], [VP, 1], [BK, BVS])
-        row = (b * NA * HV + hv) * BK
-        for s in range(NA):
-            mt = d_m.load([row, V])
-            rs = d_r.load([row, i_v * BVS])
-            acc = tl.dot(mt, acc, rs, input_precision=PREC)
-            row += HV * BK
-            hs += HV * K * V
-            if s + 1 < NSEG:
-                tl.store(hs, acc, mask=m)
-    else:
-        r = R + (b.to(tl.int64) * NA * HV + hv) * K * VP
-        for s in range(NA):
-            mt = tl.load(r + rk[:, None] * VP + V + rk[None, :], mask=mm, other=0.0)
-            rs = tl.load(r + rk[:, None] * VP + cv[None, :], mask=m, other=0.0)
-            acc = tl.dot(mt, acc, rs, input_precision=PREC)
-            r += HV * K * VP
-            hs += HV * K * V
-            if s + 1 < NSEG:
-                tl.store(hs, acc, mask=m)
+    r = R + (b.to(tl.int64) * NA * HV + hv) * K * VP
+    for s in range(NA):
+        mt = tl.load(r + rk[:, None] * VP + V + rk[None, :], mask=mm, other=0.0)
+        rs = tl.load(r + rk[:, None] * VP + cv[None, :], mask=m, other=0.0)
+        acc = tl.dot(mt, acc, rs, input_precision=PREC)
+        r += HV * K * VP
+        hs += HV * K * V
+        if s + 1 < NSEG:
+            tl.store(hs, acc, mask=m)
     if STORE_HT:
         p_t = ht + b.to(tl.int64) * s_htn + hv * s_hth + rk[:, None] * s_htk + cv[None, :] * s_htv
         tl.store(p_t, acc, mask=m)

@@ -467,12 +467,9 @@ SEQ_PAR_SCAN_BV = 8      # the composition's column block (its programs: HV x V 
 #                          specialisation (scripts/gdn_gluon_sass.py --match segment_scan, Triton 3.6) holds M_s's
 #                          pointers and tf32 halves in 180 registers at 8 columns, but spills at 16 (255 registers and
 #                          a 176-byte stack) and 32 (256 bytes).
-SEQ_PAR_SCAN_DESC = False  # the composition loads M_s and R_s through in-kernel TMA descriptors (its DESC; round
-#                          35) instead of [K, K] tensors of 64-bit pointers: 142 registers instead of 180 at 8 columns,
-#                          1128 SASS instructions instead of 1304, and no stack at 16 columns (same tool). r133 (one
-#                          H100): correct (test_segment_scan_composes_in_fp32, both forms) but slower: the kernel alone
-#                          at 8 columns 12.3 / 20.5 us at 4 / 8 segments (HV = 8) against the pointers' 9.4 / 16.0;
-#                          whole call (graph sweep) TP 4 8k 0.124 against 0.121 ms, TP 8 8k 0.081 against 0.077. Off.
+#                          A form loading M_s and R_s through in-kernel TMA descriptors instead (round 35, commit
+#                          1388f0c: 142 registers against 180) passed its target test on an H100 but was slower (r133:
+#                          the kernel alone 12.3 / 20.5 us against 9.4 / 16.0, TP 8 8k 0.081 against 0.077 ms): removed.
 # GL_RC_L2_PREFETCH (round 27): gl_rc's / gl_rc2's loader prefetches the item's next chunk into L2 once a chunk's loads
 #   are issued (kernels_gluon._rc_loader's L2PF). r97 (one H100, Nsight Compute of gl_rc2, varlen 16x1024): DRAM 84%
 #   busy (2.80 TB/s), and each chain waited about half its samples on its load slot's ready barrier, so the 2-stage
@@ -868,8 +865,7 @@ def _segment_launches(launches, segs, kn, v, A, fac, initial_state, state_v_firs
     bvs = int(SEQ_PAR_SCAN_BV)
     launches.append((_k.atrex_sm90_gdn_segment_scan, (_cdiv(V, bvs), B * HV), (
         r, h0, hs, ht if ht is not None else hs, nseg, na, HV, K, V, *h0_strides, *ht_strides),
-        dict(BK=BK, BVS=bvs, USE_H0=use_h0, STORE_HT=ht is not None, PREC=str(SEQ_PAR_SCAN_PREC),
-             DESC=bool(SEQ_PAR_SCAN_DESC) and K == BK and V % bvs == 0, num_warps=8)))
+        dict(BK=BK, BVS=bvs, USE_H0=use_h0, STORE_HT=ht is not None, PREC=str(SEQ_PAR_SCAN_PREC), num_warps=8)))
     return cu_seg
 
 
@@ -1405,8 +1401,7 @@ def _knobs():
             GL_RC_QNORM_MMA, GL_WS_QSCALE, GL_RC_LATE_FACTORS, GL_RC_TWO_CHAINS, GL_RC2_CHAIN_REGS, GL_RC2_OUT_REGS,
             GL_RC_L2_PREFETCH, GL_WS_QNORM_MMA, GL_RC_HT_REMAT, PDL, INTRA_GATES_BOOK, GL_RC_H0_PREFETCH,
             GL_WS_OUT2, GL_WS_OUT2_REGS, GL_RC2_ITEMS_PER_SM, ONE_SEQUENCE_FIXED, SEQ_PARALLEL,
-            SEQ_PAR_MIN_SEGS, SEQ_PAR_MAX_SEGS, SEQ_PAR_MIN_CHUNKS, SEQ_PAR_BV, SEQ_PAR_SCAN_PREC, SEQ_PAR_SCAN_BV,
-            SEQ_PAR_SCAN_DESC)
+            SEQ_PAR_MIN_SEGS, SEQ_PAR_MAX_SEGS, SEQ_PAR_MIN_CHUNKS, SEQ_PAR_BV, SEQ_PAR_SCAN_PREC, SEQ_PAR_SCAN_BV)
 
 
 def _call_signature(dev, tensors, flags):
@@ -1416,7 +1411,7 @@ def _call_signature(dev, tensors, flags):
     return dev, tuple(_tensor_sig(t) for t in tensors), flags, _knobs()
 
 
-_IN_KERNEL_DESC = ("atrex_sm90_gdn_fused_rc", "atrex_sm90_gdn_state_segments_gl", "atrex_sm90_gdn_segment_scan")
+_IN_KERNEL_DESC = ("atrex_sm90_gdn_fused_rc", "atrex_sm90_gdn_state_segments_gl")
 
 
 def _launch_all(dev, launches, o, ht, sig=None, split=()):
