@@ -13,7 +13,7 @@
 nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader | tee "$OUT/smi.txt"
 if grep -q H200 "$OUT/smi.txt"; then
   gdn_bench_cases 420 140 r134 varlen T32768 T8192-H16-HV32
-  gdn_bench_cases 560 130 r134 serve
+  [ -z "${R134_H200_ONLY:-}" ] && gdn_bench_cases 560 130 r134 serve
   exit 0
 fi
 [ -n "${R134_H200_ONLY:-}" ] && { echo "not an H200: nothing run"; exit 0; }
