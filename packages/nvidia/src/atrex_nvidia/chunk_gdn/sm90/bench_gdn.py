@@ -55,6 +55,13 @@ CASES = [
     ("T4096_H2_HV4", 4096, 2, 4),
     ("mixed20_H16_HV32", [1, 7, 33, 64, 65, 100, 130, 255, 300, 480, 512, 640, 777, 900, 1024, 1100, 1500, 2048, 3000,
                           3500], 16, 32),
+    # round 36: the two mixed batches in another sequence order, the same work. gl_rc / gl_rc2 hand out items (sequence
+    # x value head [x V block]) round-robin over min(items, SMs) persistent CTAs, so the order sets the longest CTA's
+    # chunk count: 64 -> 56 (mixed8) and 88 -> 70 (mixed20) chunk steps in these orders (a local search over orders;
+    # longest-processing-time-first scheduling would reach 55 and 65)
+    ("mixed8p_H8_HV16", [1, 200, 2048, 777, 3500, 513, 63, 1000], 8, 16),
+    ("mixed20p_H16_HV32", [33, 300, 1, 255, 512, 7, 130, 480, 1024, 900, 640, 100, 1500, 2048, 3000, 3500, 1100, 777, 65,
+                           64], 16, 32),
 ]
 K = V = 128
 
