@@ -2112,3 +2112,74 @@ def segment_scan_check(device="cpu", prec="tf32x3", bvs=8):
         e_ht = rrmse(s.transpose(-1, -2) if vfirst else s, ht) if final else 0.0
         rows[f"segment_scan_{tag}_{prec}_{bvs}"] = [e_hs, e_ht, 1e-5]
     return rows
+
+
+def item_schedule_reference(lens, M, P):
+    """The slot -> item order of ``kernels.atrex_sm90_gdn_item_schedule`` (launch.GL_RC_SCHEDULE, round 36), in
+    Python: sequences by chunk count (descending, ties by index), a round of P items at a time to the CTAs in order of
+    their load (ascending, ties by index), then the CTAs renumbered so that the last round's fill the first columns
+    (in index order), the others following in index order."""
+    ch = [-(-L // 64) for L in lens]
+    order = sorted(range(len(lens)), key=lambda n: (-ch[n], n))
+    items = [(order[i // M] * M + i % M, ch[order[i // M]]) for i in range(len(lens) * M)]
+    n_items = len(items)
+    rounds = -(-n_items // P)
+    load = [0] * P
+    tab = [[-1] * P for _ in range(rounds)]
+    for r in range(rounds):
+        ranked = sorted(range(P), key=lambda v: (load[v], v))
+        for t, (item, c) in enumerate(items[r * P:(r + 1) * P]):
+            tab[r][ranked[t]] = item
+            load[ranked[t]] += c
+    chosen = [v for v in range(P) if tab[-1][v] >= 0]
+    col = {v: i for i, v in enumerate(chosen + [v for v in range(P) if tab[-1][v] < 0])}
+    sched = [-1] * n_items
+    for r in range(rounds):
+        for v in range(P):
+            if r * P + col[v] < n_items:
+                sched[r * P + col[v]] = tab[r][v]
+    return sched
+
+
+def item_schedule_check(device="cpu"):
+    """``kernels.atrex_sm90_gdn_item_schedule`` launched on its own against ``item_schedule_reference``: rows
+    ``[slots that differ, 0 if the order is a permutation of the items else 1, 0]``, and ``_crit`` rows ``[the longest
+    CTA's chunk steps with the schedule, round-robin's, its bound]`` (the schedule's may not exceed round-robin's).
+    Batches: the serving rows' mixed batches, ones with empty sequences, equal lengths (no change possible), int64
+    cu_seqlens, and item counts below, at and above a multiple of the CTAs."""
+    from atrex_nvidia.chunk_gdn.sm90 import kernels as K_
+    rows = {}
+    gen = torch.Generator().manual_seed(5)
+    batches = {
+        "mixed8_tp2": ([3500, 2048, 1000, 777, 513, 200, 63, 1], 32, 132),
+        "mixed20_tp1": ([1, 7, 33, 64, 65, 100, 130, 255, 300, 480, 512, 640, 777, 900, 1024, 1100, 1500, 2048, 3000,
+                         3500], 32, 132),
+        "empty_seqs": ([0, 700, 0, 64, 65, 1, 0, 3000], 16, 20),
+        "equal": ([1024] * 16, 32, 132),
+        "exact_rounds": ([100 * (i + 1) for i in range(12)], 11, 33),
+        "random_i64": ([int(x) for x in torch.randint(0, 4000, (37,), generator=gen)], 8, 132),
+    }
+    for tag, (lens, M, n_sm) in batches.items():
+        n_items = len(lens) * M
+        P = min(n_items, n_sm)
+        rounds = -(-n_items // P)
+        NB = max(16, 1 << (len(lens) - 1).bit_length())
+        PB = max(16, 1 << (P - 1).bit_length())
+        cu = torch.tensor([0] + [sum(lens[:i + 1]) for i in range(len(lens))],
+                          dtype=torch.int64 if tag.endswith("i64") else torch.int32, device=device)
+        sched = torch.full((n_items + 2 * NB + (rounds + 1) * PB,), -7, dtype=torch.int32, device=device)
+        K_.atrex_sm90_gdn_item_schedule[(1,)](cu, sched, len(lens), M, n_items, P, rounds, NB=NB, PB=PB,
+                                              num_warps=4)
+        got = sched[:n_items].cpu().tolist()
+        want = item_schedule_reference(lens, M, P)
+        rows[f"item_schedule_{tag}"] = [sum(a != b for a, b in zip(got, want)),
+                                        0 if sorted(got) == list(range(n_items)) else 1, 0]
+        ch = [-(-L // 64) for L in lens]
+
+        def crit(order):
+            load = [0] * P
+            for s, item in enumerate(order):
+                load[s % P] += ch[item // M]
+            return max(load)
+        rows[f"item_schedule_{tag}_crit"] = [crit(got), 0, crit(range(n_items))]
+    return rows

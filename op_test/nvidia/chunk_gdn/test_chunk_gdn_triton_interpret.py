@@ -188,6 +188,7 @@ _SCRIPT = textwrap.dedent(r'''
     res.update(C.qside_intra_check(launch))
     res.update(C.segment_scan_check())
     res.update(C.segment_scan_check(prec="ieee", bvs=32))
+    res.update(C.item_schedule_check())
     print("RESULT " + json.dumps(res))
 ''').replace("HERE", repr(HERE)).replace("SRC", repr(SRC)).replace("OPTEST", repr(OPTEST))
 
@@ -242,3 +243,15 @@ def test_qside_intra_rows_ran(interpreted_results):
     present, so that none passes by being absent."""
     want = {f"qside_intra_{c}" for c in ("g1_varlen", "g2_varlen", "g2_B2")}
     assert want <= set(interpreted_results), sorted(want - set(interpreted_results))
+
+
+def test_item_schedule_rows_ran(interpreted_results):
+    """The round-36 rows (``item_schedule_check``: the varlen state pass's item order against its Python reference,
+    and its longest CTA against round-robin's) are present, so that none passes by being absent; the mixed batches'
+    longest CTA is shorter than round-robin's."""
+    tags = ("mixed8_tp2", "mixed20_tp1", "empty_seqs", "equal", "exact_rounds", "random_i64")
+    want = {f"item_schedule_{t}" for t in tags} | {f"item_schedule_{t}_crit" for t in tags}
+    assert want <= set(interpreted_results), sorted(want - set(interpreted_results))
+    for t in ("mixed8_tp2", "mixed20_tp1", "random_i64"):
+        got, _, rr = interpreted_results[f"item_schedule_{t}_crit"]
+        assert got < rr, (t, got, rr)

@@ -86,6 +86,57 @@ def atrex_sm90_gdn_chunk_offsets(cu, co, N, BLOCK: tl.constexpr, PDL: tl.constex
 
 
 @triton.jit
+def atrex_sm90_gdn_item_schedule(cu, sched, N, M, N_ITEMS, P, ROUNDS, NB: tl.constexpr, PB: tl.constexpr,
+                                 PDL: tl.constexpr = False):
+    """The order in which the persistent varlen state pass (gl_rc / gl_rc2, ``launch.GL_RC_SCHEDULE``, round 36) takes
+    its ``N_ITEMS`` work items: ``sched[s]`` is the item of slot ``s``, and CTA ``p`` of the ``P`` runs slots p, p + P,
+    ... as before. Items are (sequence x value head [x V block]), ``M`` per sequence, numbered n * M + k, and an item of
+    sequence n costs ceil((cu[n + 1] - cu[n]) / 64) chunk steps. Longest first, a round of P items at a time: the
+    sequences sorted by chunk count (descending; ties by index), round r's items (positions r P ... r P + P - 1 of that
+    order) go to the CTAs in order of their load so far (ascending; ties by index), the longest item to the least
+    loaded CTA. The CTAs are then renumbered so that the last, partial round's items fall in slots below N_ITEMS.
+    One program; ``N <= NB``, ``P <= PB`` (powers of two), ROUNDS = ceil(N_ITEMS / P). ``sched`` holds N_ITEMS + 2 NB
+    + (ROUNDS + 1) PB int32 (the tail is scratch). ``cu`` is an input of the call, so with ``PDL`` the kernel lets its
+    dependent launch first and waits for its predecessor only before it exits: it runs beside the intra kernel's last
+    wave and still completes after it."""
+    if PDL:
+        gdc_launch_dependents()
+    scr = sched + N_ITEMS
+    tab = scr + 2 * NB  # [ROUNDS, PB]: round r's item of CTA v (-1: none)
+    tmp = tab + ROUNDS * PB  # [PB]: the round's chunk counts by CTA
+    j = tl.arange(0, NB)
+    mj = j < N
+    c = tl.where(mj, tl.cdiv(tl.load(cu + j + 1, mask=mj, other=0).to(tl.int32)
+                             - tl.load(cu + j, mask=mj, other=0).to(tl.int32), 64), 0)
+    key = tl.sort(tl.where(mj, c.to(tl.int64) * NB + (NB - 1 - j), -1), descending=True)
+    tl.store(scr + j, (NB - 1 - key % NB).to(tl.int32), mask=mj)
+    tl.store(scr + NB + j, (key // NB).to(tl.int32), mask=mj)
+    tl.debug_barrier()
+    v = tl.arange(0, PB)
+    mv = v < P
+    load = tl.where(mv, 0, 2147483647 // PB - 1)  # (padding lanes sort last)
+    for r in range(ROUNDS):
+        i = r * P + v  # lane t: the round's t-th longest item
+        mi = mv & (i < N_ITEMS)
+        seq = tl.load(scr + i // M, mask=mi, other=0)
+        ci = tl.load(scr + NB + i // M, mask=mi, other=0)
+        vt = tl.sort(load * PB + v) % PB  # lane t: the t-th least loaded CTA
+        tl.store(tmp + vt, tl.where(mi, ci, 0), mask=mv)
+        tl.store(tab + r * PB + vt, tl.where(mi, seq * M + i % M, -1), mask=mv)
+        tl.debug_barrier()
+        load += tl.load(tmp + v, mask=mv, other=0)
+        tl.debug_barrier()
+    rem = N_ITEMS - (ROUNDS - 1) * P
+    chosen = tl.load(tab + (ROUNDS - 1) * PB + v, mask=mv, other=-1) >= 0
+    col = tl.where(chosen, tl.cumsum(chosen.to(tl.int32), 0) - 1,
+                   rem + tl.cumsum((mv & ~chosen).to(tl.int32), 0) - 1)
+    for r in range(ROUNDS):
+        tl.store(sched + r * P + col, tl.load(tab + r * PB + v, mask=mv, other=-1), mask=mv & (r * P + col < N_ITEMS))
+    if PDL:
+        gdc_wait()
+
+
+@triton.jit
 def atrex_sm90_gdn_slot_seq(co, cu, N, n_slots, n_search, BLOCK: tl.constexpr, PACKED: tl.constexpr = False,
                             PDL: tl.constexpr = False):
     """The intra grid's slot map (``launch.INTRA_SLOT_MAP``, round 14): ``co[N + 1 + s]`` = the sequence of chunk slot
