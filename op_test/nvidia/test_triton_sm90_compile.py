@@ -184,6 +184,12 @@ _SCRIPT = textwrap.dedent(r'''
                h0=torch.float32, state_v_first=True)
     gdn(tp2)
     gdn(dict(tp2, dtype=torch.float16))
+    # round 36: the item order of the persistent varlen state pass (GL_RC_SCHEDULE, off): the schedule kernel, gl_rc
+    # at TP 2 (8 x 16 x 2 items on 132 CTAs: 2 rounds), gl_rc2 at the varlen goal heads with both prefetch modes it takes
+    gdn(tp2, GL_RC_SCHEDULE=True)
+    for m in (0, 1):
+        gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl, h0=torch.float32, state_v_first=True), GL_RC_SCHEDULE=True,
+            GL_RC_H0_PREFETCH=m)
     # ... and the same q side in gl_ws's QSIDE output partition (GL_WS_QSCALE): 32 columns, fp16, K = 64, 64 columns
     gdn(dict(T=256, H=16, HV=32, K=128), GL_WS_QSIDE=True, GL_WS_QSCALE=True)
     gdn(dict(T=256, H=16, HV=32, K=128), GL_WS_QSIDE=True, GL_WS_QSCALE=True, GL_WS_QNORM_MMA=True)
@@ -345,7 +351,9 @@ _SCRIPT = textwrap.dedent(r'''
             results[name]["pdl"] = dict(
                 on=bool(c["constants"].get((names.index("PDL"),), False)) if "PDL" in names else None,
                 gluon=bool(is_gluon), acq=sass.count("ACQBULK"), preexit=sass.count("PREEXIT"), acq_at=first(r"ACQBULK"),
-                mem_at=first(r"\b(LDG|STG|LDS|STS|ATOM|ATOMG|RED|UTMALDG|UTMASTG|UBLKCP|LDGSTS)\b"))
+                mem_at=first(r"\b(LDG|STG|LDS|STS|ATOM|ATOMG|RED|UTMALDG|UTMASTG|UBLKCP|LDGSTS)\b"),
+                preexit_at=first(r"PREEXIT"), gmem_last=max((i for i, ln in enumerate(lines)
+                                                             if re.search(r"\b(LDG|STG|ATOMG|RED)\b", ln)), default=None))
     print("RESULT " + json.dumps(results))
 ''').replace("PATHS", repr(PATHS))
 
@@ -432,7 +440,8 @@ def test_intra_kernels_compile_with_the_launch_register_cap(compiled):
 def test_pdl_kernels_wait_for_their_predecessor_before_any_memory_access(compiled):
     """``launch.PDL`` (round 28) in the SASS: every specialisation compiled with its PDL constexpr has exactly one
     griddepcontrol.wait (ACQBULK) and one launch_dependents (PREEXIT), and in a Triton kernel (straight-line
-    prologue) the wait comes before the first load or store; no specialisation without it has either. The PDL
+    prologue) the wait comes before the first load or store (the item schedule: the reverse, below); no
+    specialisation without it has either. The PDL
     specialisations cover every kernel of ``launch._PDL_KERNELS``."""
     if not compiled["nvdisasm"]["path"]:
         pytest.skip(f"Triton {compiled['nvdisasm']['triton']} ships no nvdisasm")
@@ -440,8 +449,14 @@ def test_pdl_kernels_wait_for_their_predecessor_before_any_memory_access(compile
     pdl = {n: r["pdl"] for n, r in compiled.items() if "pdl" in r}
     on = {n: p for n, p in pdl.items() if p["on"]}
     assert {n.split("|", 1)[0] for n in on} == set(GL._PDL_KERNELS), sorted(on)
+    # the item schedule (round 36) reads only the call's cu_seqlens and writes only its own buffer, so it lets its
+    # dependent launch first and waits last: launch_dependents before its first memory access, the wait after its
+    # last global access (it still completes after its predecessor)
+    late = "atrex_sm90_gdn_item_schedule"
     bad = {n: p for n, p in on.items() if p["acq"] != 1 or p["preexit"] != 1
-           or (not p["gluon"] and (p["mem_at"] is None or p["acq_at"] > p["mem_at"]))}
+           or (not p["gluon"] and not n.startswith(late) and (p["mem_at"] is None or p["acq_at"] > p["mem_at"]))
+           or (n.startswith(late) and (p["mem_at"] is None or p["preexit_at"] > p["mem_at"]
+                                       or p["gmem_last"] is None or p["acq_at"] < p["gmem_last"]))}
     assert not bad, json.dumps(bad, indent=1)[:4000]
     off = {n: p for n, p in pdl.items() if not p["on"] and (p["acq"] or p["preexit"])}
     assert not off, json.dumps(off, indent=1)[:4000]

@@ -771,6 +771,52 @@ def test_rc_h0_prefetch_same_bits(case_id, kw, impl, mode, monkeypatch):
     assert [(m.get("H0PF", 0), m.get("H0_KC")) for m in metas] == [(0, None), (mode, vfirst)] * 2, metas
 
 
+# GL_RC_SCHEDULE's cases: mixed batches (empty, 1-, 64-, 65-token and long sequences) on gl_rc (TP 2 heads: fewer
+# (sequence, value head) items than SMs) and gl_rc2, both state layouts, bf16 and fp32 states, fp16, int64 cu_seqlens
+SCHED_CASES = [
+    ("tp2_mixed_fp32h0_vfirst", dict(T=3000, H=8, HV=16, K=128, cu_seqlens=[0, 1, 1800, 1864, 1929, 1929, 2500, 3000],
+                                     h0=torch.float32, state_v_first=True)),
+    ("tp2_mixed_bf16h0", dict(T=2200, H=8, HV=16, K=128, cu_seqlens=[0, 1300, 1365, 1366, 1900, 2200],
+                              h0=torch.bfloat16)),
+    ("rc2_mixed_noh0_fp16", dict(T=4000, H=16, HV=32, K=128, cu_seqlens=[0, 7, 2000, 2064, 2500, 2501, 4000],
+                                 dtype=torch.float16)),
+    ("rc2_mixed_i64_h0", dict(T=5000, H=32, HV=32, K=128, cu_seqlens=[0, 100, 3300, 3365, 3429, 5000], h0=torch.float32,
+                              cu_dtype=torch.int64)),
+]
+
+
+@pytest.mark.parametrize("sm_count", [None, 13])
+@pytest.mark.parametrize("case_id,kw", SCHED_CASES, ids=[c[0] for c in SCHED_CASES])
+def test_item_schedule_same_bits(case_id, kw, sm_count, monkeypatch):
+    """``GL_RC_SCHEDULE`` (round 36): the persistent varlen state pass takes its items in the order
+    ``atrex_sm90_gdn_item_schedule`` wrote. Each item's arithmetic is unchanged, so output and final state equal the
+    call without it bit for bit (the full grid, and 13 CTAs: 7 to 15 rounds of gl_rc2 items); the launches
+    held the schedule kernel and the state kernel took SCHED; and the order is the Python reference's."""
+    from atrex_nvidia.chunk_gdn.sm90 import launch
+    if launch._capability(torch.device("cuda")) != (9, 0) or not launch._gluon_ws_supported():
+        pytest.skip("gl_rc / gl_rc2 run on sm90 with Gluon's warp specialisation only")
+    monkeypatch.setattr(launch, "GL_RC_SCHEDULE", False)
+    seen, orig = [], launch._launch_all
+
+    def spy(dev, launches, *a, **k):
+        seen.append([(kern.__name__, args, meta) for kern, _g, args, meta in launches])
+        return orig(dev, launches, *a, **k)
+    monkeypatch.setattr(launch, "_launch_all", spy)
+    x = make_inputs(device="cuda", **kw)
+    err = _knob_pair_error(launch, x, "cuda", {"GL_RC_SCHEDULE": False}, {"GL_RC_SCHEDULE": True}, exact=True,
+                           sm_count=sm_count)
+    assert err == 0.0, case_id
+    names = [n for n, *_ in seen[-1]]
+    assert "atrex_sm90_gdn_item_schedule" in names and "atrex_sm90_gdn_item_schedule" not in [n for n, *_ in seen[0]]
+    _, sargs, _m = next(e for e in seen[-1] if e[0] == "atrex_sm90_gdn_item_schedule")
+    state = next(e for e in seen[-1] if "state_output_gl_rc" in e[0])
+    assert state[2].get("SCHED") is True and state[1][-1] is sargs[1]
+    cu = kw["cu_seqlens"]
+    lens = [b - a for a, b in zip(cu, cu[1:])]
+    N, M, n_items, P = sargs[2:6]
+    assert sargs[1][:n_items].cpu().tolist() == item_schedule_reference(lens, M, P)
+
+
 # launch.PDL's cases: the varlen chain (chunk offsets, slot map, gates, one-head intra, gl_rc2), fixed length with
 # two-head intra programs and gl_rc (forced: PDL leaves gl_ws plans out), K = 64 with strong decay, int64 cu_seqlens
 PDL_CASES = [(cid, kw) for cid, kw in QSIDE_CASES if cid in (

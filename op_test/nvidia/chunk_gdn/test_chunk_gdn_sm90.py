@@ -31,6 +31,7 @@ from _gdn_cases import (  # noqa: E402,F401
     test_kernel_names_in_profiler,
     test_one_sequence_varlen_takes_the_fixed_length_kernels,
     test_pdl_same_bits_eager_and_in_chained_graphs,
+    test_item_schedule_same_bits,
     test_rc_h0_prefetch_same_bits,
     test_rc_late_factors_same_bits,
     test_rc_qscale,

@@ -107,7 +107,8 @@ def test_many_programs_take_the_register_chain_kernel(plan, monkeypatch):
     name, grid, args, meta = plan(T=cu[-1], H=32, HV=32, cu_seqlens=cu)["launches"][-1]
     if L._gluon_ws_supported():
         assert name == GL_RC and grid == (132,) and meta["BV"] == 64 and meta["STAGES"] == L.GL_RC_STAGES
-        assert meta["DEVICE_DESC"] is True and meta["num_warps"] == 4 and args[-1] == 16 * 32  # N_NH
+        assert meta["DEVICE_DESC"] is True and meta["num_warps"] == 4 and args[-2] == 16 * 32  # N_NH
+        assert not meta.get("SCHED") and args[-1] is args[9]  # (GL_RC_SCHEDULE off: sched unread, cu in its place)
         with monkeypatch.context() as m:
             m.setattr(L, "GL_RC_PERSISTENT", False)
             assert plan(T=cu[-1], H=32, HV=32, cu_seqlens=cu)["launches"][-1][1] == (2 * 16 * 32,)
@@ -1118,3 +1119,48 @@ def test_seq_parallel_without_final_state_stops_a_segment_earlier(monkeypatch):
     (sk, sg, sa, _), (ck, cg, ca, cm) = seen["l"][1:3]
     assert sk.__name__ == SEGMENTS and sa[8:10] == (4, 3) and sg == (256 // L.SEQ_PAR_BV, 3 * 8)
     assert ck.__name__ == SCAN and ca[4:6] == (4, 3) and not cm["STORE_HT"]
+
+
+def test_item_schedule_plan(plan, monkeypatch):
+    """GL_RC_SCHEDULE (round 36, off until measured): a persistent varlen gl_rc / gl_rc2 call of 2 to
+    GL_RC_SCHED_MAX_ROUNDS rounds of items gets ``atrex_sm90_gdn_item_schedule`` (one program, from cu_seqlens on the
+    device) right before the state kernel, which reads its order (``SCHED``, its last argument). Not with one round
+    of items (a CTA each), the next-item initial-state prefetch, more sequences than GL_RC_SCHED_MAX_SEQS, or a
+    fixed-length call; the schedule kernel takes PDL with the state kernel."""
+    if not L._gluon_ws_supported():
+        pytest.skip("gl_rc / gl_rc2 are planned where Gluon's warp specialisation is available")
+    assert L.GL_RC_SCHEDULE is False
+    monkeypatch.setattr(L, "GL_RC_SCHEDULE", True)
+    SCHED = "atrex_sm90_gdn_item_schedule"
+
+    def launches(cu, HV, H=None, sm_count=132, **kw):
+        return plan(T=cu[-1], H=H or HV // 2, HV=HV, cu_seqlens=cu, sm_count=sm_count, **kw)["launches"]
+    mixed8 = [0, 3500, 5548, 6548, 7325, 7838, 8038, 8101, 8102]
+    got = launches(mixed8, 16)  # gl_rc: 8 x 16 x 2 = 256 items on 132 CTAs, 2 rounds
+    names = [x[0] for x in got]
+    assert names[-2:] == [SCHED, GL_RC]
+    _, grid, args, meta = got[-2]
+    assert grid == (1,) and args[2:] == (8, 32, 256, 132, 2) and meta["NB"] == 16 and meta["PB"] == 256
+    cu_t, sched = args[0], args[1]
+    assert cu_t.tolist() == mixed8 and sched.dtype == torch.int32 and sched.numel() == 256 + 2 * 16 + 3 * 256
+    _, _, sargs, smeta = got[-1]
+    assert smeta["SCHED"] is True and sargs[-1] is sched and sargs[-2] == 8 * 16
+    # gl_rc2 (whole heads): the varlen goal batch, 16 x 32 = 512 items, 4 rounds
+    got = launches([1024 * i for i in range(17)], 32, H=32)
+    assert [x[0] for x in got][-2:] == [SCHED, GL_RC2] and got[-2][2][2:] == (16, 32, 512, 132, 4)
+    assert got[-1][3]["SCHED"] is True and got[-1][2][-1] is got[-2][2][1]
+    # one round (a CTA per item: 64 x 2 = 128 <= 132), fixed length, too many rounds or sequences: no schedule
+    for cu, HV in (([1024 * i for i in range(5)], 16),):
+        assert SCHED not in [x[0] for x in launches(cu, HV)]
+    assert SCHED not in [x[0] for x in plan(T=8192, H=16, HV=32, sm_count=132)["launches"]]
+    with monkeypatch.context() as m:
+        m.setattr(L, "GL_RC_SCHED_MAX_ROUNDS", 3)
+        assert SCHED not in [x[0] for x in launches([1024 * i for i in range(17)], 32, H=32)]
+        assert SCHED in [x[0] for x in launches(mixed8, 16)]
+    with monkeypatch.context() as m:
+        m.setattr(L, "GL_RC_SCHED_MAX_SEQS", 7)
+        assert SCHED not in [x[0] for x in launches(mixed8, 16)]
+    with monkeypatch.context() as m:
+        m.setattr(L, "GL_RC_H0_PREFETCH", 2)
+        assert SCHED not in [x[0] for x in launches(mixed8, 16, initial_state=torch.zeros(8, 16, 128, 128))]
+    assert SCHED in L._PDL_KERNELS

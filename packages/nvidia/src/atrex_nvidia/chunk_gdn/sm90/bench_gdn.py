@@ -402,6 +402,8 @@ VARIANTS = [
     ("scan_bv32", dict(seq_par_scan_bv=32)),
     ("scan_bv16", dict(seq_par_scan_bv=16)),  # (round 34's default; round 35: 8)
     ("seqpar_max8", dict(seq_par_max_segs=8)),
+    # round 36: the persistent varlen state pass's items in the longest-first order (GL_RC_SCHEDULE, off)
+    ("sched", dict(rc_schedule=True)),
 ]
 
 # launch-module attributes a variant may set (key in VARIANTS -> attribute of launch.py)
@@ -426,7 +428,7 @@ _HOOKS = dict(state="STATE_CFG_OVERRIDE", intra="INTRA_CFG_OVERRIDE", wy="USE_WY
               ws_out2_regs="GL_WS_OUT2_REGS", rc2_items_per_sm="GL_RC2_ITEMS_PER_SM",
               one_seq_fixed="ONE_SEQUENCE_FIXED", seq_parallel="SEQ_PARALLEL", seq_par_min_chunks="SEQ_PAR_MIN_CHUNKS", seq_par_max_segs="SEQ_PAR_MAX_SEGS",
               seq_par_bv="SEQ_PAR_BV", seq_par_scan_prec="SEQ_PAR_SCAN_PREC", seq_par_scan_bv="SEQ_PAR_SCAN_BV",
-              rc_h0_prefetch="GL_RC_H0_PREFETCH")
+              rc_h0_prefetch="GL_RC_H0_PREFETCH", rc_schedule="GL_RC_SCHEDULE")
 
 
 def _select_variants(spec):

@@ -616,6 +616,17 @@ def atrex_sm90_gdn_state_segments_gl(
 
 
 @gluon.jit
+def _sched_item(sched, slot_i, SCHED: gl.constexpr):
+    """The work item of slot ``slot_i`` (CTA p runs slots p, p + grid, ...): ``sched[slot_i]`` with ``SCHED`` (round
+    36, launch.GL_RC_SCHEDULE: the order ``kernels.atrex_sm90_gdn_item_schedule`` wrote), else ``slot_i``."""
+    if SCHED:
+        item = gl.load(sched + slot_i)
+    else:
+        item = slot_i
+    return item
+
+
+@gluon.jit
 def _rc_item(item, NV, cu, T, HV, G: gl.constexpr, IS_VARLEN: gl.constexpr):
     """(i_v, n, hv, h, bos, b_idx, tg0, L) of work item ``item`` = (sequence x value head) * NV + V block."""
     i_v = item % NV
@@ -629,7 +640,7 @@ def _rc_loader(kd, qd, vd, ad, aqd, fac, k_s, q_s, a_s, aq_s, v_s, f_s, gm_s, re
                G: gl.constexpr, IS_VARLEN: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr,
                EG_PLANE: gl.constexpr, QSIDE: gl.constexpr, v1_s=None, V2: gl.constexpr = False,
                L2PF: gl.constexpr = False, h0=None, s_h0n=0, s_h0h=0, s_h0k=0, s_h0v=0, H0PF: gl.constexpr = 0,
-               H0_KC: gl.constexpr = True):
+               H0_KC: gl.constexpr = True, sched=None, SCHED: gl.constexpr = False):
     """Loader partition (1 warp): every chunk of every item of this CTA into ring slot (chunk counter) % STAGES: the
     five tiles by TMA, and the chunk's factor planes 1-4 (beta, beta e^gamma, e^gamma, e^(gamma_last - gamma); 0 past
     the sequence end) and e^gamma_last (in all 64 entries of a fifth row) by cp.async, whose completion the slot's ready
@@ -641,15 +652,17 @@ def _rc_loader(kd, qd, vd, ad, aqd, fac, k_s, q_s, a_s, aq_s, v_s, f_s, gm_s, re
     busy on an H100). ``H0PF`` (round 29, launch.GL_RC_H0_PREFETCH; only with an initial state): 1, at the start of
     each item after the CTA's first, the item's initial-state block is prefetched into L2 (the chains load it STAGES
     chunks later, when they reach the item); 2, the next item's block at the start of each item (L2::evict_last)."""
+    gl.static_assert(not (SCHED and H0PF == 2))  # (mode 2 prefetches slot + grid's item: not with a schedule)
     FL: gl.constexpr = gl.BlockedLayout([2], [32], [1], [0])
     fr = gl.arange(0, 64, layout=FL)
     plane = (HV + fr * 0).to(gl.int64) * TOTAL_T
     descs = _descriptors(kd, qd, vd, ad, aqd, ROWS, QW, VW, s_qr, s_kr, s_vr, HV, TOTAL_T, BK, BV)
     it = 0
-    for item in range(gl.program_id(0), N_ITEMS, gl.num_programs(0)):
+    for slot_i in range(gl.program_id(0), N_ITEMS, gl.num_programs(0)):
+        item = _sched_item(sched, slot_i, SCHED)
         i_v, n, hv, h, bos, b_idx, tg0, L = _rc_item(item, NV, cu, T, HV, G, IS_VARLEN)
         if H0PF == 1:
-            if item != gl.program_id(0):  # (the CTA's first item: the kernel's start, before the PDL wait)
+            if slot_i != gl.program_id(0):  # (the CTA's first item: the kernel's start, before the PDL wait)
                 _h0_prefetch(h0, item, N_ITEMS, NV, cu, T, HV, V, s_h0n, s_h0h, s_h0k, s_h0v, G, IS_VARLEN, BK,
                              (2 if V2 else 1) * BV, H0_KC, 1, False)
         elif H0PF == 2:
@@ -788,7 +801,7 @@ def _rc_output(q_s, aq_s, k_s, gm_s, sb_s, u_s, f_s, o_s, ready, empty, su_ready
                G: gl.constexpr, IS_VARLEN: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr,
                QSIDE: gl.constexpr, FAST_EXP: gl.constexpr, QREG: gl.constexpr = False, QSCALE: gl.constexpr = False,
                EARLY_FREE: gl.constexpr = False, OUT_TMA: gl.constexpr = False, ones_s=None,
-               QNORM_MMA: gl.constexpr = False):
+               QNORM_MMA: gl.constexpr = False, sched=None, SCHED: gl.constexpr = False):
     """Output partition (4 warps): O = scale (e^gamma (Q S_c) + Aqk U_c) from the chain's transposed S_c^T, U_c^T.
     With ``QSIDE`` the slot holds the raw q and no Aqk: q is L2-normalised in place and Aqk = tril(Q K^T e^(gamma_r -
     gamma_c)) formed here (the intra kernel's arithmetic, held in registers as the left operand of Aqk U), while the
@@ -817,7 +830,8 @@ def _rc_output(q_s, aq_s, k_s, gm_s, sb_s, u_s, f_s, o_s, ready, empty, su_ready
     if QNORM_MMA:
         _fill_ones(ones_s)
     it = 0
-    for item in range(gl.program_id(0), N_ITEMS, gl.num_programs(0)):
+    for slot_i in range(gl.program_id(0), N_ITEMS, gl.num_programs(0)):
+        item = _sched_item(sched, slot_i, SCHED)
         bos, L, cs, mc, o_base, orow, ocol = _rc_out_item(item, NV, cu, T, HV, V, o, s_ob, s_oh, COL, G, IS_VARLEN,
                                                           BV)
         for c in range(gl.cdiv(L, 64)):
@@ -886,7 +900,7 @@ def _rc_chain(k_s, a_s, v_s, f_s, sb_s, u_s, ready, empty, su_ready, su_empty, t
               G: gl.constexpr, IS_VARLEN: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr,
               USE_H0: gl.constexpr, STORE_HT: gl.constexpr, STATE_V_FIRST: gl.constexpr, STAGES: gl.constexpr,
               TMA_READY: gl.constexpr = False, LATE_FAC: gl.constexpr = False, IV_OFF: gl.constexpr = 0,
-              HT_REMAT: gl.constexpr = False):
+              HT_REMAT: gl.constexpr = False, sched=None, SCHED: gl.constexpr = False):
     """Chain partition (default, 4 warps): the transposed recurrence with register left operands; loads each item's
     initial state and stores its final state. With ``TMA_READY`` (the fused kernel, whose ``ready`` is the aux
     partition's barrier) it also waits on the slot's TMA barrier ``tready`` itself: the TMA-written v tile is then
@@ -911,7 +925,8 @@ def _rc_chain(k_s, a_s, v_s, f_s, sb_s, u_s, ready, empty, su_ready, su_empty, t
     rv = gl.arange(0, BV, layout=RS)
     ck = gl.arange(0, BK, layout=gl.SliceLayout(0, MS))
     it = 0
-    for item in range(gl.program_id(0), N_ITEMS, gl.num_programs(0)):
+    for slot_i in range(gl.program_id(0), N_ITEMS, gl.num_programs(0)):
+        item = _sched_item(sched, slot_i, SCHED)
         i_v, n, hv, h, bos, b_idx, tg0, L = _rc_item(item, NV, cu, T, HV, G, IS_VARLEN)
         n64 = n.to(gl.int64)
         cv = (i_v + IV_OFF) * BV + rv
@@ -986,7 +1001,7 @@ def atrex_sm90_gdn_state_output_gl_rc(
     T, HV, K, V,
     s_ob, s_ot, s_oh,
     s_h0n, s_h0h, s_h0k, s_h0v,
-    TOTAL_T, ROWS, QW, VW, s_qr, s_kr, s_vr, N_NH,
+    TOTAL_T, ROWS, QW, VW, s_qr, s_kr, s_vr, N_NH, sched,
     IS_VARLEN: gl.constexpr, G: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr,
     USE_H0: gl.constexpr, STORE_HT: gl.constexpr, STATE_V_FIRST: gl.constexpr, DEVICE_DESC: gl.constexpr,
     PERSISTENT: gl.constexpr, STAGES: gl.constexpr, OUT_REGS: gl.constexpr, EG_PLANE: gl.constexpr = 3,
@@ -994,6 +1009,7 @@ def atrex_sm90_gdn_state_output_gl_rc(
     QSCALE: gl.constexpr = False, EARLY_FREE: gl.constexpr = False, OUT_TMA: gl.constexpr = False,
     QNORM_MMA: gl.constexpr = False, LATE_FAC: gl.constexpr = False, L2PF: gl.constexpr = False,
     HT_REMAT: gl.constexpr = False, PDL: gl.constexpr = False, H0PF: gl.constexpr = 0, H0_KC: gl.constexpr = True,
+    SCHED: gl.constexpr = False,
 ):
     """gl_ws's arguments (in-kernel descriptors) on a 1-D grid: work item i is (V block i % NV, sequence x value head
     i // NV); CTA p runs items p, p + grid, ... (PERSISTENT: grid <= SMs; else one item per CTA). The chain keeps S^T
@@ -1009,10 +1025,14 @@ def atrex_sm90_gdn_state_output_gl_rc(
     gl.static_assert(DEVICE_DESC and BV == 64)
     NV = gl.cdiv(V, BV)
     N_ITEMS = NV * N_NH
-    if H0PF != 0 and USE_H0:  # (round 29: h0 and cu are the call's inputs, complete before its first kernel waited)
+    if H0PF != 0 and USE_H0 and not SCHED:  # (round 29: h0 and cu are the call's inputs, complete before its first
+        #   kernel waited; the schedule is not: with SCHED the first item's block is prefetched after the wait)
         _h0_prefetch(h0, gl.program_id(0), N_ITEMS, NV, cu, T, HV, V, s_h0n, s_h0h, s_h0k, s_h0v, G, IS_VARLEN, BK, BV,
                      H0_KC, 4, False)
     _pdl_enter(PDL)
+    if H0PF != 0 and USE_H0 and SCHED:
+        _h0_prefetch(h0, _sched_item(sched, gl.program_id(0), True), N_ITEMS, NV, cu, T, HV, V, s_h0n, s_h0h, s_h0k,
+                     s_h0v, G, IS_VARLEN, BK, BV, H0_KC, 4, False)
 
     k_s, q_s, a_s, aq_s, v_s = _ring_tiles(dt, BK, BV, STAGES, QSIDE and OUT_TMA)  # (round 25's layout otherwise)
     sb_s = gl.allocate_shared_memory(dt, [2, BV, BK], SH_S)
@@ -1032,13 +1052,13 @@ def atrex_sm90_gdn_state_output_gl_rc(
     gl.warp_specialize([
         (_rc_chain, (k_s, a_s, v_s, f_s, sb_s, u_s, ready, empty, su_ready, su_empty, ready, h0, ht, cu, T, HV, K, V,
                      N_ITEMS, NV, TOTAL_T, s_h0n, s_h0h, s_h0k, s_h0v, G, IS_VARLEN, BK, BV, USE_H0, STORE_HT,
-                     STATE_V_FIRST, STAGES, False, LATE_FAC, 0, HT_REMAT)),
+                     STATE_V_FIRST, STAGES, False, LATE_FAC, 0, HT_REMAT, sched, SCHED)),
         (_rc_output, (q_s, aq_s, k_s, gm_s, sb_s, u_s, f_s, o_s, ready, empty, su_ready, su_empty, o, cu, T, HV, V,
                       N_ITEMS, NV, TOTAL_T, ROWS, s_ob, s_ot, s_oh, scale, G, IS_VARLEN, BK, BV, STAGES, QSIDE,
-                      FAST_EXP, QREG, QSCALE, EARLY_FREE, OUT_TMA, ones_s, QNORM_MMA)),
+                      FAST_EXP, QREG, QSCALE, EARLY_FREE, OUT_TMA, ones_s, QNORM_MMA, sched, SCHED)),
         (_rc_loader, (kd, qd, vd, ad, aqd, fac, k_s, q_s, a_s, aq_s, v_s, f_s, gm_s, ready, empty, cu, T, HV, K, V,
                       N_ITEMS, NV, ROWS, QW, VW, s_qr, s_kr, s_vr, TOTAL_T, G, IS_VARLEN, BK, BV, STAGES, EG_PLANE,
-                      QSIDE, None, False, L2PF, h0, s_h0n, s_h0h, s_h0k, s_h0v, H0PF, H0_KC)),
+                      QSIDE, None, False, L2PF, h0, s_h0n, s_h0h, s_h0k, s_h0v, H0PF, H0_KC, sched, SCHED)),
     ], [4, 1], [OUT_REGS, 24])
 
 
@@ -1059,7 +1079,8 @@ def _rc2_output(q_s, k_s, gm_s, sb0_s, u0_s, sb1_s, u1_s, f_s, o_s, ones_s, read
                 T, HV, V,
                 N_ITEMS, TOTAL_T, ROWS, s_ob, s_ot, s_oh, scale,
                 G: gl.constexpr, IS_VARLEN: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr, STAGES: gl.constexpr,
-                FAST_EXP: gl.constexpr, OUT_TMA: gl.constexpr, QNORM_MMA: gl.constexpr):
+                FAST_EXP: gl.constexpr, OUT_TMA: gl.constexpr, QNORM_MMA: gl.constexpr, sched=None,
+                SCHED: gl.constexpr = False):
     """gl_rc2's output partition (4 warps): per chunk the raw q in registers, Q K^T and Aqk once (``_rc_output``'s
     QSCALE form; the load slot released then), then for each chain h in {0, 1} (its hand-off buffers): O_h =
     e^gamma rs (Q S_c,h) + Aqk U_c,h, stored to the output's columns [64 h, 64 h + 64) of the head (whole chunks by TMA
@@ -1077,7 +1098,8 @@ def _rc2_output(q_s, k_s, gm_s, sb0_s, u0_s, sb1_s, u1_s, f_s, o_s, ones_s, read
     if QNORM_MMA:
         _fill_ones(ones_s)
     it = 0
-    for item in range(gl.program_id(0), N_ITEMS, gl.num_programs(0)):
+    for slot_i in range(gl.program_id(0), N_ITEMS, gl.num_programs(0)):
+        item = _sched_item(sched, slot_i, SCHED)
         bos, L, cs, mc, o_base, orow, ocol = _rc_out_item(item, 1, cu, T, HV, V, o, s_ob, s_oh, COL, G, IS_VARLEN, BV)
         for c in range(gl.cdiv(L, 64)):
             l0 = c * 64
@@ -1116,13 +1138,14 @@ def atrex_sm90_gdn_state_output_gl_rc2(
     T, HV, K, V,
     s_ob, s_ot, s_oh,
     s_h0n, s_h0h, s_h0k, s_h0v,
-    TOTAL_T, ROWS, QW, VW, s_qr, s_kr, s_vr, N_NH,
+    TOTAL_T, ROWS, QW, VW, s_qr, s_kr, s_vr, N_NH, sched,
     IS_VARLEN: gl.constexpr, G: gl.constexpr, BK: gl.constexpr, BV: gl.constexpr,
     USE_H0: gl.constexpr, STORE_HT: gl.constexpr, STATE_V_FIRST: gl.constexpr, DEVICE_DESC: gl.constexpr,
     PERSISTENT: gl.constexpr, STAGES: gl.constexpr, OUT_REGS: gl.constexpr, CHAIN_REGS: gl.constexpr = 168,
     EG_PLANE: gl.constexpr = 3, FAST_EXP: gl.constexpr = False, OUT_TMA: gl.constexpr = False,
     QNORM_MMA: gl.constexpr = False, L2PF: gl.constexpr = False, HT_REMAT: gl.constexpr = False,
     PDL: gl.constexpr = False, H0PF: gl.constexpr = 0, H0_KC: gl.constexpr = True,
+    SCHED: gl.constexpr = False,
 ):
     """gl_rc's arguments (QSIDE: ``qd`` is the raw q, ``aqd`` not read) for V == 2 BV == 128: work item i is sequence x
     value head i, both V blocks, CTA p runs items p, p + grid, ... (the block comment above). Partitions: chain 0
@@ -1133,10 +1156,13 @@ def atrex_sm90_gdn_state_output_gl_rc2(
     dt: gl.constexpr = o.dtype.element_ty
     gl.static_assert(DEVICE_DESC and BV == 64)
     N_ITEMS = N_NH
-    if H0PF != 0 and USE_H0:  # (gl_rc's note)
+    if H0PF != 0 and USE_H0 and not SCHED:  # (gl_rc's note)
         _h0_prefetch(h0, gl.program_id(0), N_ITEMS, 1, cu, T, HV, V, s_h0n, s_h0h, s_h0k, s_h0v, G, IS_VARLEN, BK,
                      2 * BV, H0_KC, 4, False)
     _pdl_enter(PDL)
+    if H0PF != 0 and USE_H0 and SCHED:
+        _h0_prefetch(h0, _sched_item(sched, gl.program_id(0), True), N_ITEMS, 1, cu, T, HV, V, s_h0n, s_h0h, s_h0k,
+                     s_h0v, G, IS_VARLEN, BK, 2 * BV, H0_KC, 4, False)
 
     k_s, q_s, a_s, aq_s, v_s = _ring_tiles(dt, BK, BV, STAGES, True)
     v1_s = gl.allocate_shared_memory(dt, [STAGES, 64, BV], SH_V)
@@ -1163,16 +1189,16 @@ def atrex_sm90_gdn_state_output_gl_rc2(
     gl.warp_specialize([
         (_rc_chain, (k_s, a_s, v_s, f_s, sb0_s, u0_s, ready, empty, sr0, se0, ready, h0, ht, cu, T, HV, K, V, N_ITEMS,
                      1, TOTAL_T, s_h0n, s_h0h, s_h0k, s_h0v, G, IS_VARLEN, BK, BV, USE_H0, STORE_HT, STATE_V_FIRST,
-                     STAGES, False, True, 0, HT_REMAT)),
+                     STAGES, False, True, 0, HT_REMAT, sched, SCHED)),
         (_rc_chain, (k_s, a_s, v1_s, f_s, sb1_s, u1_s, ready, empty, sr1, se1, ready, h0, ht, cu, T, HV, K, V, N_ITEMS,
                      1, TOTAL_T, s_h0n, s_h0h, s_h0k, s_h0v, G, IS_VARLEN, BK, BV, USE_H0, STORE_HT, STATE_V_FIRST,
-                     STAGES, False, True, 1, HT_REMAT)),
+                     STAGES, False, True, 1, HT_REMAT, sched, SCHED)),
         (_rc2_output, (q_s, k_s, gm_s, sb0_s, u0_s, sb1_s, u1_s, f_s, o_s, ones_s, ready, empty, sr0, se0, sr1, se1, o,
                        cu, T, HV, V, N_ITEMS, TOTAL_T, ROWS, s_ob, s_ot, s_oh, scale, G, IS_VARLEN, BK, BV, STAGES, FAST_EXP,
-                       OUT_TMA, QNORM_MMA)),
+                       OUT_TMA, QNORM_MMA, sched, SCHED)),
         (_rc_loader, (kd, qd, vd, ad, aqd, fac, k_s, q_s, a_s, aq_s, v_s, f_s, gm_s, ready, empty, cu, T, HV, K, V,
                       N_ITEMS, 1, ROWS, QW, VW, s_qr, s_kr, s_vr, TOTAL_T, G, IS_VARLEN, BK, BV, STAGES, EG_PLANE,
-                      True, v1_s, True, L2PF, h0, s_h0n, s_h0h, s_h0k, s_h0v, H0PF, H0_KC)),
+                      True, v1_s, True, L2PF, h0, s_h0n, s_h0h, s_h0k, s_h0v, H0PF, H0_KC, sched, SCHED)),
     ], [4, 4, 1], [CHAIN_REGS, OUT_REGS, 24])
 
 

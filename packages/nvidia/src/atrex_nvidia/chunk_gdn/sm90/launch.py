@@ -436,6 +436,18 @@ GL_RC2_CHAIN_REGS = 168
 #   sequence sets the time (the usual chunked-prefill batch). The host does not know the lengths (cu_seqlens stays on
 #   the device), so the rule goes by the item count alone.
 GL_RC2_ITEMS_PER_SM = 1
+# GL_RC_SCHEDULE (round 36): the persistent varlen state pass (gl_rc / gl_rc2) hands its items (sequence x value head
+#   [x V block]) round-robin to min(items, SMs) CTAs in sequence order, so the order of the caller's sequences sets the
+#   longest CTA's chunk steps: in the serving rows' mixed batches 64 (TP 2, 8 sequences) and 88 (TP 1, 20 sequences),
+#   where longest-first scheduling reaches 55 and 65. With the knob a one-program kernel
+#   (kernels.atrex_sm90_gdn_item_schedule, on the device from cu_seqlens: no host work, capture-safe) writes a
+#   longest-first order a round of CTAs at a time (56 and 74), which the state kernel's partitions read per item
+#   (kernels_gluon._sched_item). Under PDL it runs beside the intra kernel's last wave. Items and their arithmetic are
+#   unchanged, so the outputs are the same bits. Rule (``_item_schedule``): at least 2 and at most
+#   GL_RC_SCHED_MAX_ROUNDS rounds of items, at most GL_RC_SCHED_MAX_SEQS sequences.
+GL_RC_SCHEDULE = False
+GL_RC_SCHED_MAX_ROUNDS = 16
+GL_RC_SCHED_MAX_SEQS = 1024
 # ONE_SEQUENCE_FIXED (round 33): a varlen call of one sequence takes the fixed-length plan. CONTRACTS.md §2 fixes
 #   cu_seqlens[0] = 0 and cu_seqlens[N] = T, so with N = 1 (and B = 1, which varlen requires) the call is the
 #   fixed-length call B = 1, T, on the same tensors: no chunk-offsets or slot-map kernel, and the fixed-length intra
@@ -572,7 +584,7 @@ GL_WS_OUT2_REGS = 136
 PDL = True
 _PDL_KERNELS = frozenset({
     "atrex_sm90_gdn_chunk_offsets", "atrex_sm90_gdn_slot_seq", "atrex_sm90_gdn_gates", "atrex_sm90_gdn_intra_chunk_v3",
-    "atrex_sm90_gdn_state_output_gl_rc", "atrex_sm90_gdn_state_output_gl_rc2"})
+    "atrex_sm90_gdn_item_schedule", "atrex_sm90_gdn_state_output_gl_rc", "atrex_sm90_gdn_state_output_gl_rc2"})
 _PDL_STATE_KERNELS = ("atrex_sm90_gdn_state_output_gl_rc", "atrex_sm90_gdn_state_output_gl_rc2")
 # FOLD_QK_NORM (round 10; measured on the H200 in round 11, r27: off): with in-kernel L2 norm, the intra
 #   kernel writes no normalised q / k copies (at varlen 16x1024 or T=32768 those writes are ~270 MB of the intra
@@ -801,6 +813,22 @@ def _slot_map_meta(slot_map, is_varlen):
     if not (slot_map and is_varlen):
         return False
     return True if slot_map == 1 else 2
+
+
+def _item_schedule(launches, cu, N, n_items, P, n_sm, h0pf, dev):
+    """``GL_RC_SCHEDULE``: appends ``kernels.atrex_sm90_gdn_item_schedule`` for a persistent varlen gl_rc / gl_rc2
+    launch of ``n_items`` items (``n_items / N`` per sequence) on ``P`` CTAs, and returns the order it writes (the
+    state kernel's ``sched``); None where the rule does not take it: a grid of one item per CTA, more than
+    GL_RC_SCHED_MAX_ROUNDS rounds or GL_RC_SCHED_MAX_SEQS sequences, or the next-item initial-state prefetch (H0PF 2)."""
+    rounds = _cdiv(n_items, P)
+    if (not GL_RC_SCHEDULE or not GL_RC_PERSISTENT or P != min(n_items, n_sm) or rounds < 2
+            or rounds > GL_RC_SCHED_MAX_ROUNDS or N > GL_RC_SCHED_MAX_SEQS or h0pf == 2):
+        return None
+    nb, pb = max(16, _next_pow2(N)), max(16, _next_pow2(P))
+    sched = torch.empty((n_items + 2 * nb + (rounds + 1) * pb,), dtype=torch.int32, device=dev)
+    launches.append((_k.atrex_sm90_gdn_item_schedule, (1,), (cu, sched, N, n_items // N, n_items, P, rounds),
+                     dict(NB=nb, PB=pb, num_warps=4)))
+    return sched
 
 
 def _h0_prefetch_opts(use_h0, h0_strides):
@@ -1102,6 +1130,7 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
             # where they do not, the second round of CTAs waits, which costs time, not correctness), else one
             grid = (min(grid[0] * grid[1], n_sm * (2 if sst <= 2 else 1)),)
         auto_ws = STATE_IMPL == "auto" and STATE_AUTO_GL_WS and not _interpreting() and _gluon_ws_supported()
+        grid_nv = grid[0]  # (the V blocks of an item-per-V-block grid: gl_rc's NV)
         if rc:
             kern = _gluon_state_kernel("atrex_sm90_gdn_state_output_gl_rc")
             n_items = grid[0] * grid[1]
@@ -1158,12 +1187,19 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
             opts = dict(num_warps=sw, num_stages=sst)
             if split_xu:
                 opts["SPLIT_XU"] = True
+        tail = ()
+        if kern.__name__ in _PDL_STATE_KERNELS:  # (gl_rc, gl_rc2: the item order, GL_RC_SCHEDULE; else unread)
+            sched = _item_schedule(launches, s_cu, sN, sN * HV * (1 if "rc2" in kern.__name__ else grid_nv), grid[0],
+                                   n_sm, opts.get("H0PF", 0), dev) if s_varlen else None
+            tail = (sched if sched is not None else s_cu,)
+            if sched is not None:
+                opts["SCHED"] = True
         launches.append((kern, grid, (
             *operands, fac, h0, o, s_ht if s_ht is not None else o, s_cu, float(scale),
             T, HV, K, V,
             o.stride(0), o.stride(1), o.stride(2),
             *h0_strides,
-            total_t, *rows_args, sN * HV), dict(
+            total_t, *rows_args, sN * HV, *tail), dict(
             IS_VARLEN=s_varlen, G=G, BK=BK, BV=BV,
             USE_H0=use_h0, STORE_HT=s_ht is not None, STATE_V_FIRST=bool(s_vfirst), DEVICE_DESC=device_desc,
             PERSISTENT=persistent, **opts,
@@ -1401,7 +1437,8 @@ def _knobs():
             GL_RC_QNORM_MMA, GL_WS_QSCALE, GL_RC_LATE_FACTORS, GL_RC_TWO_CHAINS, GL_RC2_CHAIN_REGS, GL_RC2_OUT_REGS,
             GL_RC_L2_PREFETCH, GL_WS_QNORM_MMA, GL_RC_HT_REMAT, PDL, INTRA_GATES_BOOK, GL_RC_H0_PREFETCH,
             GL_WS_OUT2, GL_WS_OUT2_REGS, GL_RC2_ITEMS_PER_SM, ONE_SEQUENCE_FIXED, SEQ_PARALLEL,
-            SEQ_PAR_MIN_SEGS, SEQ_PAR_MAX_SEGS, SEQ_PAR_MIN_CHUNKS, SEQ_PAR_BV, SEQ_PAR_SCAN_PREC, SEQ_PAR_SCAN_BV)
+            SEQ_PAR_MIN_SEGS, SEQ_PAR_MAX_SEGS, SEQ_PAR_MIN_CHUNKS, SEQ_PAR_BV, SEQ_PAR_SCAN_PREC, SEQ_PAR_SCAN_BV,
+            GL_RC_SCHEDULE, GL_RC_SCHED_MAX_ROUNDS, GL_RC_SCHED_MAX_SEQS)
 
 
 def _call_signature(dev, tensors, flags):
