@@ -2187,6 +2187,15 @@ def item_schedule_reference(lens, M, P):
     return sched
 
 
+def _longest_cta(order, ch, M, P):
+    """The largest chunk-step count any of ``P`` CTAs runs when slot s (item ``order[s]``, of sequence item // M with
+    ``ch`` chunks) goes to CTA s % P."""
+    load = [0] * P
+    for s, item in enumerate(order):
+        load[s % P] += ch[item // M]
+    return max(load)
+
+
 def item_schedule_check(device="cpu"):
     """``kernels.atrex_sm90_gdn_item_schedule`` launched on its own against ``item_schedule_reference``: rows
     ``[slots that differ, 0 if the order is a permutation of the items else 1, 0]``, and ``_crit`` rows ``[the longest
@@ -2221,11 +2230,5 @@ def item_schedule_check(device="cpu"):
         rows[f"item_schedule_{tag}"] = [sum(a != b for a, b in zip(got, want)),
                                         0 if sorted(got) == list(range(n_items)) else 1, 0]
         ch = [-(-L // 64) for L in lens]
-
-        def crit(order):
-            load = [0] * P
-            for s, item in enumerate(order):
-                load[s % P] += ch[item // M]
-            return max(load)
-        rows[f"item_schedule_{tag}_crit"] = [crit(got), 0, crit(range(n_items))]
+        rows[f"item_schedule_{tag}_crit"] = [_longest_cta(got, ch, M, P), 0, _longest_cta(range(n_items), ch, M, P)]
     return rows
