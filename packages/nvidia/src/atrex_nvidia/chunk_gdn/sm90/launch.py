@@ -1130,7 +1130,6 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
             # where they do not, the second round of CTAs waits, which costs time, not correctness), else one
             grid = (min(grid[0] * grid[1], n_sm * (2 if sst <= 2 else 1)),)
         auto_ws = STATE_IMPL == "auto" and STATE_AUTO_GL_WS and not _interpreting() and _gluon_ws_supported()
-        grid_nv = grid[0]  # (the V blocks of an item-per-V-block grid: gl_rc's NV)
         if rc:
             kern = _gluon_state_kernel("atrex_sm90_gdn_state_output_gl_rc")
             n_items = grid[0] * grid[1]
@@ -1189,8 +1188,9 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
                 opts["SPLIT_XU"] = True
         tail = ()
         if kern.__name__ in _PDL_STATE_KERNELS:  # (gl_rc, gl_rc2: the item order, GL_RC_SCHEDULE; else unread)
-            sched = _item_schedule(launches, s_cu, sN, sN * HV * (1 if "rc2" in kern.__name__ else grid_nv), grid[0],
-                                   n_sm, opts.get("H0PF", 0), dev) if s_varlen else None
+            per_seq = HV * (1 if "rc2" in kern.__name__ else _cdiv(V, BV))  # (items: whole heads, or V blocks)
+            sched = (_item_schedule(launches, s_cu, sN, sN * per_seq, grid[0], n_sm, opts.get("H0PF", 0), dev)
+                     if s_varlen else None)
             tail = (sched if sched is not None else s_cu,)
             if sched is not None:
                 opts["SCHED"] = True
