@@ -445,6 +445,9 @@ GL_RC2_ITEMS_PER_SM = 1
 #   (kernels_gluon._sched_item). Under PDL it runs beside the intra kernel's last wave. Items and their arithmetic are
 #   unchanged, so the outputs are the same bits. Rule (``_item_schedule``): at least 2 and at most
 #   GL_RC_SCHED_MAX_ROUNDS rounds of items, at most GL_RC_SCHED_MAX_SEQS sequences.
+#   r136 (one H100, bench_gdn graph sweep with fp32 initial states, two processes): mixed8 0.159 -> 0.149 ms, mixed20
+#   0.422 -> 0.387, but the equal-length varlen 16x1024 goal batch (identity order) 0.409 -> 0.423: off until the
+#   schedule leaves the call's kernel chain.
 GL_RC_SCHEDULE = False
 GL_RC_SCHED_MAX_ROUNDS = 16
 GL_RC_SCHED_MAX_SEQS = 1024
