@@ -1012,7 +1012,8 @@ def atrex_sm90_gdn_state_output_gl_rc(
     SCHED: gl.constexpr = False,
 ):
     """gl_ws's arguments (in-kernel descriptors) on a 1-D grid: work item i is (V block i % NV, sequence x value head
-    i // NV); CTA p runs items p, p + grid, ... (PERSISTENT: grid <= SMs; else one item per CTA). The chain keeps S^T
+    i // NV); CTA p runs items p, p + grid, ... (PERSISTENT: grid <= SMs; else one item per CTA), or with ``SCHED`` the
+    items ``sched`` holds at those slots (launch.GL_RC_SCHEDULE; ``sched`` is unread without it). The chain keeps S^T
     and feeds its dots from registers (the block comment above). K == BK (64 or 128), BV == 64, num_warps 4.
     ``EG_PLANE``: the factor plane of the output's e^gamma (5 with the intra kernel's FOLD_NORM: q, k raw).
     ``QSIDE`` (round 24, launch.GL_RC_QSIDE): ``qd`` is the raw q (in-kernel L2 norm), ``aqd`` is not read, and the
@@ -1148,7 +1149,8 @@ def atrex_sm90_gdn_state_output_gl_rc2(
     SCHED: gl.constexpr = False,
 ):
     """gl_rc's arguments (QSIDE: ``qd`` is the raw q, ``aqd`` not read) for V == 2 BV == 128: work item i is sequence x
-    value head i, both V blocks, CTA p runs items p, p + grid, ... (the block comment above). Partitions: chain 0
+    value head i, both V blocks, CTA p runs items p, p + grid, ... (the block comment above; with ``SCHED`` gl_rc's
+    note). Partitions: chain 0
     (default, 4 warps), chain 1 (4 warps, CHAIN_REGS), output (4 warps, OUT_REGS), loader (1 warp)."""
     SH_S: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BV, BK], gl.bfloat16)
     SH_U: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BV, 64], gl.bfloat16)
