@@ -187,6 +187,7 @@ _SCRIPT = textwrap.dedent(r'''
     # round 36: the item order of the persistent varlen state pass (GL_RC_SCHEDULE, off): the schedule kernel, gl_rc
     # at TP 2 (8 x 16 x 2 items on 132 CTAs: 2 rounds), gl_rc2 at the varlen goal heads with both prefetch modes it takes
     gdn(tp2, GL_RC_SCHEDULE=True)
+    gdn(tp2, GL_RC_SCHEDULE="snake")
     for m in (0, 1):
         gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl, h0=torch.float32, state_v_first=True), GL_RC_SCHEDULE=True,
             GL_RC_H0_PREFETCH=m)

@@ -785,13 +785,15 @@ SCHED_CASES = [
 ]
 
 
+@pytest.mark.parametrize("mode", [True, "snake"])
 @pytest.mark.parametrize("sm_count", [None, 13])
 @pytest.mark.parametrize("case_id,kw", SCHED_CASES, ids=[c[0] for c in SCHED_CASES])
-def test_item_schedule_same_bits(case_id, kw, sm_count, monkeypatch):
+def test_item_schedule_same_bits(case_id, kw, sm_count, mode, monkeypatch):
     """``GL_RC_SCHEDULE`` (round 36): the persistent varlen state pass takes its items in the order
     ``atrex_sm90_gdn_item_schedule`` wrote. Each item's arithmetic is unchanged, so output and final state equal the
     call without it bit for bit (the full grid, and 13 CTAs: 7 to 15 rounds of gl_rc2 items); the launches
-    held the schedule kernel and the state kernel took SCHED; and the order is the Python reference's."""
+    held the schedule kernel and the state kernel took SCHED; and the order is the Python reference's. Both orders:
+    by load (``True``) and "snake"."""
     from atrex_nvidia.chunk_gdn.sm90 import launch
     if launch._capability(torch.device("cuda")) != (9, 0) or not launch._gluon_ws_supported():
         pytest.skip("gl_rc / gl_rc2 run on sm90 with Gluon's warp specialisation only")
@@ -803,7 +805,7 @@ def test_item_schedule_same_bits(case_id, kw, sm_count, monkeypatch):
         return orig(dev, launches, *a, **k)
     monkeypatch.setattr(launch, "_launch_all", spy)
     x = make_inputs(device="cuda", **kw)
-    err = _knob_pair_error(launch, x, "cuda", {"GL_RC_SCHEDULE": False}, {"GL_RC_SCHEDULE": True}, exact=True,
+    err = _knob_pair_error(launch, x, "cuda", {"GL_RC_SCHEDULE": False}, {"GL_RC_SCHEDULE": mode}, exact=True,
                            sm_count=sm_count)
     assert err == 0.0, case_id
     names = [n for n, *_ in seen[-1]]
@@ -814,7 +816,7 @@ def test_item_schedule_same_bits(case_id, kw, sm_count, monkeypatch):
     cu = kw["cu_seqlens"]
     lens = [b - a for a, b in zip(cu, cu[1:])]
     N, M, n_items, P = sargs[2:6]
-    assert sargs[1][:n_items].cpu().tolist() == item_schedule_reference(lens, M, P)
+    assert sargs[1][:n_items].cpu().tolist() == item_schedule_reference(lens, M, P, snake=mode == "snake")
 
 
 # launch.PDL's cases: the varlen chain (chunk offsets, slot map, gates, one-head intra, gl_rc2), fixed length with
@@ -2160,16 +2162,23 @@ def segment_scan_check(device="cpu", prec="tf32x3", bvs=8):
     return rows
 
 
-def item_schedule_reference(lens, M, P):
+def item_schedule_reference(lens, M, P, snake=False):
     """The slot -> item order of ``kernels.atrex_sm90_gdn_item_schedule`` (launch.GL_RC_SCHEDULE, round 36), in
     Python: sequences by chunk count (descending, ties by index), a round of P items at a time to the CTAs in order of
     their load (ascending, ties by index), then the CTAs renumbered so that the last round's fill the first columns
-    (in index order), the others following in index order."""
+    (in index order), the others following in index order. ``snake``: the rounds of sorted items to the CTAs in
+    alternating direction, the last (partial) round forward."""
     ch = [-(-L // 64) for L in lens]
     order = sorted(range(len(lens)), key=lambda n: (-ch[n], n))
     items = [(order[i // M] * M + i % M, ch[order[i // M]]) for i in range(len(lens) * M)]
     n_items = len(items)
     rounds = -(-n_items // P)
+    if snake:
+        out = []
+        for s in range(n_items):
+            j, v = divmod(s, P)
+            out.append(items[j * P + (v if j % 2 == (rounds - 1) % 2 else P - 1 - v)][0])
+        return out
     load = [0] * P
     tab = [[-1] * P for _ in range(rounds)]
     for r in range(rounds):
@@ -2222,13 +2231,14 @@ def item_schedule_check(device="cpu"):
         PB = max(16, 1 << (P - 1).bit_length())
         cu = torch.tensor([0] + [sum(lens[:i + 1]) for i in range(len(lens))],
                           dtype=torch.int64 if tag.endswith("i64") else torch.int32, device=device)
-        sched = torch.full((n_items + 2 * NB + (rounds + 1) * PB,), -7, dtype=torch.int32, device=device)
-        K_.atrex_sm90_gdn_item_schedule[(1,)](cu, sched, len(lens), M, n_items, P, rounds, NB=NB, PB=PB,
-                                              num_warps=4)
-        got = sched[:n_items].cpu().tolist()
-        want = item_schedule_reference(lens, M, P)
-        rows[f"item_schedule_{tag}"] = [sum(a != b for a, b in zip(got, want)),
-                                        0 if sorted(got) == list(range(n_items)) else 1, 0]
-        ch = [-(-L // 64) for L in lens]
-        rows[f"item_schedule_{tag}_crit"] = [_longest_cta(got, ch, M, P), 0, _longest_cta(range(n_items), ch, M, P)]
+        for snake in (False, True):
+            sched = torch.full((n_items + 2 * NB + (rounds + 1) * PB,), -7, dtype=torch.int32, device=device)
+            K_.atrex_sm90_gdn_item_schedule[(1,)](cu, sched, len(lens), M, n_items, P, rounds, NB=NB, PB=PB,
+                                                  SNAKE=snake, num_warps=4)
+            got = sched[:n_items].cpu().tolist()
+            want = item_schedule_reference(lens, M, P, snake=snake)
+            name = f"item_schedule_{tag}" + ("_snake" if snake else "")
+            rows[name] = [sum(a != b for a, b in zip(got, want)), 0 if sorted(got) == list(range(n_items)) else 1, 0]
+            ch = [-(-L // 64) for L in lens]
+            rows[name + "_crit"] = [_longest_cta(got, ch, M, P), 0, _longest_cta(range(n_items), ch, M, P)]
     return rows

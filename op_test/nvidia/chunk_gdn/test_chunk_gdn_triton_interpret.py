@@ -246,12 +246,14 @@ def test_qside_intra_rows_ran(interpreted_results):
 
 
 def test_item_schedule_rows_ran(interpreted_results):
-    """The round-36 rows (``item_schedule_check``: the varlen state pass's item order against its Python reference,
-    and its longest CTA against round-robin's) are present, so that none passes by being absent; the mixed batches'
+    """The round-36 rows (``item_schedule_check``: the varlen state pass's item order, by load and "snake", against
+    its Python reference, and its longest CTA against round-robin's) are present, so that none passes by being absent; the mixed batches'
     longest CTA is shorter than round-robin's."""
-    tags = ("mixed8_tp2", "mixed20_tp1", "empty_seqs", "equal", "exact_rounds", "random_i64")
+    tags = [t + s for t in ("mixed8_tp2", "mixed20_tp1", "empty_seqs", "equal", "exact_rounds", "random_i64")
+            for s in ("", "_snake")]
     want = {f"item_schedule_{t}" for t in tags} | {f"item_schedule_{t}_crit" for t in tags}
     assert want <= set(interpreted_results), sorted(want - set(interpreted_results))
     for t in ("mixed8_tp2", "mixed20_tp1", "random_i64"):
-        got, _, rr = interpreted_results[f"item_schedule_{t}_crit"]
-        assert got < rr, (t, got, rr)
+        for s in ("", "_snake"):
+            got, _, rr = interpreted_results[f"item_schedule_{t}{s}_crit"]
+            assert got < rr, (t, s, got, rr)

@@ -1164,3 +1164,7 @@ def test_item_schedule_plan(plan, monkeypatch):
         m.setattr(L, "GL_RC_H0_PREFETCH", 2)
         assert SCHED not in [x[0] for x in launches(mixed8, 16, initial_state=torch.zeros(8, 16, 128, 128))]
     assert SCHED in L._PDL_KERNELS
+    assert "SNAKE" not in launches(mixed8, 16)[-2][3]
+    monkeypatch.setattr(L, "GL_RC_SCHEDULE", "snake")
+    got = launches(mixed8, 16)
+    assert [x[0] for x in got][-2:] == [SCHED, GL_RC] and got[-2][3]["SNAKE"] is True and got[-1][3]["SCHED"] is True

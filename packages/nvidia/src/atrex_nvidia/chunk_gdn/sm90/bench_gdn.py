@@ -404,6 +404,7 @@ VARIANTS = [
     ("seqpar_max8", dict(seq_par_max_segs=8)),
     # round 36: the persistent varlen state pass's items in the longest-first order (GL_RC_SCHEDULE, off)
     ("sched", dict(rc_schedule=True)),
+    ("sched_snake", dict(rc_schedule="snake")),  # (the same sort, no per-round load sort)
 ]
 
 # launch-module attributes a variant may set (key in VARIANTS -> attribute of launch.py)

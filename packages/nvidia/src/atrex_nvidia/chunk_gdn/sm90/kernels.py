@@ -87,7 +87,7 @@ def atrex_sm90_gdn_chunk_offsets(cu, co, N, BLOCK: tl.constexpr, PDL: tl.constex
 
 @triton.jit
 def atrex_sm90_gdn_item_schedule(cu, sched, N, M, N_ITEMS, P, ROUNDS, NB: tl.constexpr, PB: tl.constexpr,
-                                 PDL: tl.constexpr = False):
+                                 PDL: tl.constexpr = False, SNAKE: tl.constexpr = False):
     """The order in which the persistent varlen state pass (gl_rc / gl_rc2, ``launch.GL_RC_SCHEDULE``, round 36) takes
     its ``N_ITEMS`` work items: ``sched[s]`` is the item of slot ``s``, and CTA ``p`` of the ``P`` runs slots p, p + P,
     ... as before. Items are (sequence x value head [x V block]), ``M`` per sequence, numbered n * M + k, and an item of
@@ -98,7 +98,11 @@ def atrex_sm90_gdn_item_schedule(cu, sched, N, M, N_ITEMS, P, ROUNDS, NB: tl.con
     One program; ``N <= NB``, ``P <= PB`` (powers of two), ROUNDS = ceil(N_ITEMS / P). ``sched`` holds N_ITEMS + 2 NB
     + (ROUNDS + 1) PB int32 (the tail is scratch). ``cu`` is an input of the call, so with ``PDL`` the kernel lets its
     dependent launch first and waits for its predecessor only before it exits: it runs beside the intra kernel's last
-    wave and still completes after it."""
+    wave and still completes after it.
+    ``SNAKE`` (GL_RC_SCHEDULE = "snake"): the same sort, then no per-round load sort: the rounds of sorted items go to
+    the CTAs in alternating direction, the last (partial) round forward, so that it falls in the first slots (a
+    boustrophedon over the sorted items; 300 random batches: 56.6 chunk steps against 54.6 by load and 73.3
+    round-robin). Its only cost beyond the copy is the one sort of sequences."""
     if PDL:
         gdc_launch_dependents()
     scr = sched + N_ITEMS
@@ -114,24 +118,31 @@ def atrex_sm90_gdn_item_schedule(cu, sched, N, M, N_ITEMS, P, ROUNDS, NB: tl.con
     tl.debug_barrier()
     v = tl.arange(0, PB)
     mv = v < P
-    load = tl.where(mv, 0, 2147483647 // PB - 1)  # (padding lanes sort last)
-    for r in range(ROUNDS):
-        i = r * P + v  # lane t: the round's t-th longest item
-        mi = mv & (i < N_ITEMS)
-        seq = tl.load(scr + i // M, mask=mi, other=0)
-        ci = tl.load(scr + NB + i // M, mask=mi, other=0)
-        vt = tl.sort(load * PB + v) % PB  # lane t: the t-th least loaded CTA
-        tl.store(tmp + vt, tl.where(mi, ci, 0), mask=mv)
-        tl.store(tab + r * PB + vt, tl.where(mi, seq * M + i % M, -1), mask=mv)
-        tl.debug_barrier()
-        load += tl.load(tmp + v, mask=mv, other=0)
-        tl.debug_barrier()
-    rem = N_ITEMS - (ROUNDS - 1) * P
-    chosen = tl.load(tab + (ROUNDS - 1) * PB + v, mask=mv, other=-1) >= 0
-    col = tl.where(chosen, tl.cumsum(chosen.to(tl.int32), 0) - 1,
-                   rem + tl.cumsum((mv & ~chosen).to(tl.int32), 0) - 1)
-    for r in range(ROUNDS):
-        tl.store(sched + r * P + col, tl.load(tab + r * PB + v, mask=mv, other=-1), mask=mv & (r * P + col < N_ITEMS))
+    if SNAKE:
+        for j in range(ROUNDS):  # round j, slots j P + v: forward where j has the last round's parity, else reversed
+            pos = j * P + tl.where((j % 2) == ((ROUNDS - 1) % 2), v, P - 1 - v)
+            ms = mv & (j * P + v < N_ITEMS)
+            seq = tl.load(scr + pos // M, mask=ms, other=0)
+            tl.store(sched + j * P + v, seq * M + pos % M, mask=ms)
+    else:
+        load = tl.where(mv, 0, 2147483647 // PB - 1)  # (padding lanes sort last)
+        for r in range(ROUNDS):
+            i = r * P + v  # lane t: the round's t-th longest item
+            mi = mv & (i < N_ITEMS)
+            seq = tl.load(scr + i // M, mask=mi, other=0)
+            ci = tl.load(scr + NB + i // M, mask=mi, other=0)
+            vt = tl.sort(load * PB + v) % PB  # lane t: the t-th least loaded CTA
+            tl.store(tmp + vt, tl.where(mi, ci, 0), mask=mv)
+            tl.store(tab + r * PB + vt, tl.where(mi, seq * M + i % M, -1), mask=mv)
+            tl.debug_barrier()
+            load += tl.load(tmp + v, mask=mv, other=0)
+            tl.debug_barrier()
+        rem = N_ITEMS - (ROUNDS - 1) * P
+        chosen = tl.load(tab + (ROUNDS - 1) * PB + v, mask=mv, other=-1) >= 0
+        col = tl.where(chosen, tl.cumsum(chosen.to(tl.int32), 0) - 1,
+                       rem + tl.cumsum((mv & ~chosen).to(tl.int32), 0) - 1)
+        for r in range(ROUNDS):
+            tl.store(sched + r * P + col, tl.load(tab + r * PB + v, mask=mv, other=-1), mask=mv & (r * P + col < N_ITEMS))
     if PDL:
         gdc_wait()
 

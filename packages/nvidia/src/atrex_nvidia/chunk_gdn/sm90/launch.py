@@ -447,7 +447,10 @@ GL_RC2_ITEMS_PER_SM = 1
 #   GL_RC_SCHED_MAX_ROUNDS rounds of items, at most GL_RC_SCHED_MAX_SEQS sequences.
 #   r136 (one H100, bench_gdn graph sweep with fp32 initial states, two processes): mixed8 0.159 -> 0.149 ms, mixed20
 #   0.422 -> 0.387, but the equal-length varlen 16x1024 goal batch (identity order) 0.409 -> 0.423: off until the
-#   schedule leaves the call's kernel chain.
+#   schedule leaves the call's kernel chain. "snake" (not yet run on a GPU): the same sort of sequences, then the
+#   rounds of sorted items in alternating direction with no per-round load sort (300 random batches: 56.6 chunk steps
+#   against 54.6 by load, 73.3 round-robin; mixed20 81 against 74), so that a GPU run tells the schedule's arithmetic
+#   apart from its place in the chain.
 GL_RC_SCHEDULE = False
 GL_RC_SCHED_MAX_ROUNDS = 16
 GL_RC_SCHED_MAX_SEQS = 1024
@@ -830,7 +833,7 @@ def _item_schedule(launches, cu, N, n_items, P, n_sm, h0pf, dev):
     nb, pb = max(16, _next_pow2(N)), max(16, _next_pow2(P))
     sched = torch.empty((n_items + 2 * nb + (rounds + 1) * pb,), dtype=torch.int32, device=dev)
     launches.append((_k.atrex_sm90_gdn_item_schedule, (1,), (cu, sched, N, n_items // N, n_items, P, rounds),
-                     dict(NB=nb, PB=pb, num_warps=4)))
+                     dict(NB=nb, PB=pb, num_warps=4, **({"SNAKE": True} if GL_RC_SCHEDULE == "snake" else {}))))
     return sched
 
 
