@@ -1,4 +1,5 @@
-# Round 36, call r135 (any sm90 card).
+# Round 36, call r135 (any sm90 card). Never ran: no machine started for it. r136 (gdn-r136.sh) measured its
+# reordered batches (mixed8p, mixed20p) beside the schedule instead.
 #   on an H200: the three goal records with fla-core 0.6 in the same run, one case per process (varlen 16x1024,
 #   T=32768, T=8192; ~420 s);
 #   on any other card: how much the persistent state pass's static item order costs the mixed serving batches. The

@@ -1150,8 +1150,7 @@ def test_item_schedule_plan(plan, monkeypatch):
     assert [x[0] for x in got][-2:] == [SCHED, GL_RC2] and got[-2][2][2:] == (16, 32, 512, 132, 4)
     assert got[-1][3]["SCHED"] is True and got[-1][2][-1] is got[-2][2][1]
     # one round (a CTA per item: 64 x 2 = 128 <= 132), fixed length, too many rounds or sequences: no schedule
-    for cu, HV in (([1024 * i for i in range(5)], 16),):
-        assert SCHED not in [x[0] for x in launches(cu, HV)]
+    assert SCHED not in [x[0] for x in launches([1024 * i for i in range(5)], 16)]
     assert SCHED not in [x[0] for x in plan(T=8192, H=16, HV=32, sm_count=132)["launches"]]
     with monkeypatch.context() as m:
         m.setattr(L, "GL_RC_SCHED_MAX_ROUNDS", 3)
