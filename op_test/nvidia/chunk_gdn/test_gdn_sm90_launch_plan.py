@@ -1124,7 +1124,8 @@ def test_seq_parallel_without_final_state_stops_a_segment_earlier(monkeypatch):
 def test_item_schedule_plan(plan, monkeypatch):
     """GL_RC_SCHEDULE (round 36, off until measured): a persistent varlen gl_rc / gl_rc2 call of 2 to
     GL_RC_SCHED_MAX_ROUNDS rounds of items gets ``atrex_sm90_gdn_item_schedule`` (one program, from cu_seqlens on the
-    device) right before the state kernel, which reads its order (``SCHED``, its last argument). Not with one round
+    device) second in the call, right after the chunk offsets (round 37; round 36 had it right before the state
+    kernel), and the state kernel reads its order (``SCHED``, its last argument). Not with one round
     of items (a CTA each), the next-item initial-state prefetch, more sequences than GL_RC_SCHED_MAX_SEQS, or a
     fixed-length call; the schedule kernel takes PDL with the state kernel."""
     if not L._gluon_ws_supported():
@@ -1138,8 +1139,8 @@ def test_item_schedule_plan(plan, monkeypatch):
     mixed8 = [0, 3500, 5548, 6548, 7325, 7838, 8038, 8101, 8102]
     got = launches(mixed8, 16)  # gl_rc: 8 x 16 x 2 = 256 items on 132 CTAs, 2 rounds
     names = [x[0] for x in got]
-    assert names[-2:] == [SCHED, GL_RC]
-    _, grid, args, meta = got[-2]
+    assert names[:2] == ["atrex_sm90_gdn_chunk_offsets", SCHED] and names[-1] == GL_RC and names.count(SCHED) == 1
+    _, grid, args, meta = got[1]
     assert grid == (1,) and args[2:] == (8, 32, 256, 132, 2) and meta["NB"] == 16 and meta["PB"] == 256
     cu_t, sched = args[0], args[1]
     assert cu_t.tolist() == mixed8 and sched.dtype == torch.int32 and sched.numel() == 256 + 2 * 16 + 3 * 256
@@ -1147,8 +1148,8 @@ def test_item_schedule_plan(plan, monkeypatch):
     assert smeta["SCHED"] is True and sargs[-1] is sched and sargs[-2] == 8 * 16
     # gl_rc2 (whole heads): the varlen goal batch, 16 x 32 = 512 items, 4 rounds
     got = launches([1024 * i for i in range(17)], 32, H=32)
-    assert [x[0] for x in got][-2:] == [SCHED, GL_RC2] and got[-2][2][2:] == (16, 32, 512, 132, 4)
-    assert got[-1][3]["SCHED"] is True and got[-1][2][-1] is got[-2][2][1]
+    assert [x[0] for x in got][1] == SCHED and got[-1][0] == GL_RC2 and got[1][2][2:] == (16, 32, 512, 132, 4)
+    assert got[-1][3]["SCHED"] is True and got[-1][2][-1] is got[1][2][1]
     # one round (a CTA per item: 64 x 2 = 128 <= 132), fixed length, too many rounds or sequences: no schedule
     assert SCHED not in [x[0] for x in launches([1024 * i for i in range(5)], 16)]
     assert SCHED not in [x[0] for x in plan(T=8192, H=16, HV=32, sm_count=132)["launches"]]
@@ -1163,7 +1164,7 @@ def test_item_schedule_plan(plan, monkeypatch):
         m.setattr(L, "GL_RC_H0_PREFETCH", 2)
         assert SCHED not in [x[0] for x in launches(mixed8, 16, initial_state=torch.zeros(8, 16, 128, 128))]
     assert SCHED in L._PDL_KERNELS
-    assert "SNAKE" not in launches(mixed8, 16)[-2][3]
+    assert "SNAKE" not in launches(mixed8, 16)[1][3]
     monkeypatch.setattr(L, "GL_RC_SCHEDULE", "snake")
     got = launches(mixed8, 16)
-    assert [x[0] for x in got][-2:] == [SCHED, GL_RC] and got[-2][3]["SNAKE"] is True and got[-1][3]["SCHED"] is True
+    assert got[1][0] == SCHED and got[-1][0] == GL_RC and got[1][3]["SNAKE"] is True and got[-1][3]["SCHED"] is True

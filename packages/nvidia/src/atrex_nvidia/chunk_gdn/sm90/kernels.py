@@ -96,9 +96,10 @@ def atrex_sm90_gdn_item_schedule(cu, sched, N, M, N_ITEMS, P, ROUNDS, NB: tl.con
     order) go to the CTAs in order of their load so far (ascending; ties by index), the longest item to the least
     loaded CTA. The CTAs are then renumbered so that the last, partial round's items fall in slots below N_ITEMS.
     One program; ``N <= NB``, ``P <= PB`` (powers of two), ROUNDS = ceil(N_ITEMS / P). ``sched`` holds N_ITEMS + 2 NB
-    + (ROUNDS + 1) PB int32 (the tail is scratch). ``cu`` is an input of the call, so with ``PDL`` the kernel lets its
-    dependent launch first and waits for its predecessor only before it exits: it runs beside the intra kernel's last
-    wave and still completes after it.
+    + (ROUNDS + 1) PB int32 (the tail is scratch). It runs second in the call (round 37): ``cu`` is an input of the
+    call, complete once the call's first kernel has waited, so with ``PDL`` the kernel lets its dependent launch first
+    and waits for its predecessor only before it exits: it runs beside the first kernel and still completes after it,
+    and before the state kernel's CTAs launch, so they may read the order before their own wait.
     ``SNAKE`` (GL_RC_SCHEDULE = "snake"): the same sort, then no per-round load sort: the rounds of sorted items go to
     the CTAs in alternating direction, the last (partial) round forward, so that it falls in the first slots (a
     boustrophedon over the sorted items; 300 random batches: 56.6 chunk steps against 54.6 by load and 73.3

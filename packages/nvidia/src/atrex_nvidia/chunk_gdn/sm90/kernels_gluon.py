@@ -1026,14 +1026,11 @@ def atrex_sm90_gdn_state_output_gl_rc(
     gl.static_assert(DEVICE_DESC and BV == 64)
     NV = gl.cdiv(V, BV)
     N_ITEMS = NV * N_NH
-    if H0PF != 0 and USE_H0 and not SCHED:  # (round 29: h0 and cu are the call's inputs, complete before its first
-        #   kernel waited; the schedule is not: with SCHED the first item's block is prefetched after the wait)
-        _h0_prefetch(h0, gl.program_id(0), N_ITEMS, NV, cu, T, HV, V, s_h0n, s_h0h, s_h0k, s_h0v, G, IS_VARLEN, BK, BV,
-                     H0_KC, 4, False)
-    _pdl_enter(PDL)
-    if H0PF != 0 and USE_H0 and SCHED:
-        _h0_prefetch(h0, _sched_item(sched, gl.program_id(0), True), N_ITEMS, NV, cu, T, HV, V, s_h0n, s_h0h, s_h0k,
+    if H0PF != 0 and USE_H0:  # (round 29: h0 and cu are the call's inputs, complete before its first kernel waited;
+        #   round 37: the schedule runs second in the call's chain, so it too has completed before this kernel launches)
+        _h0_prefetch(h0, _sched_item(sched, gl.program_id(0), SCHED), N_ITEMS, NV, cu, T, HV, V, s_h0n, s_h0h, s_h0k,
                      s_h0v, G, IS_VARLEN, BK, BV, H0_KC, 4, False)
+    _pdl_enter(PDL)
 
     k_s, q_s, a_s, aq_s, v_s = _ring_tiles(dt, BK, BV, STAGES, QSIDE and OUT_TMA)  # (round 25's layout otherwise)
     sb_s = gl.allocate_shared_memory(dt, [2, BV, BK], SH_S)
@@ -1158,13 +1155,10 @@ def atrex_sm90_gdn_state_output_gl_rc2(
     dt: gl.constexpr = o.dtype.element_ty
     gl.static_assert(DEVICE_DESC and BV == 64)
     N_ITEMS = N_NH
-    if H0PF != 0 and USE_H0 and not SCHED:  # (gl_rc's note)
-        _h0_prefetch(h0, gl.program_id(0), N_ITEMS, 1, cu, T, HV, V, s_h0n, s_h0h, s_h0k, s_h0v, G, IS_VARLEN, BK,
-                     2 * BV, H0_KC, 4, False)
-    _pdl_enter(PDL)
-    if H0PF != 0 and USE_H0 and SCHED:
-        _h0_prefetch(h0, _sched_item(sched, gl.program_id(0), True), N_ITEMS, 1, cu, T, HV, V, s_h0n, s_h0h, s_h0k,
+    if H0PF != 0 and USE_H0:  # (gl_rc's note)
+        _h0_prefetch(h0, _sched_item(sched, gl.program_id(0), SCHED), N_ITEMS, 1, cu, T, HV, V, s_h0n, s_h0h, s_h0k,
                      s_h0v, G, IS_VARLEN, BK, 2 * BV, H0_KC, 4, False)
+    _pdl_enter(PDL)
 
     k_s, q_s, a_s, aq_s, v_s = _ring_tiles(dt, BK, BV, STAGES, True)
     v1_s = gl.allocate_shared_memory(dt, [STAGES, 64, BV], SH_V)

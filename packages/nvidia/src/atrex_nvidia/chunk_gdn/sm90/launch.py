@@ -442,7 +442,7 @@ GL_RC2_ITEMS_PER_SM = 1
 #   where longest-first scheduling reaches 55 and 65. With the knob a one-program kernel
 #   (kernels.atrex_sm90_gdn_item_schedule, on the device from cu_seqlens: no host work, capture-safe) writes a
 #   longest-first order a round of CTAs at a time (56 and 74), which the state kernel's partitions read per item
-#   (kernels_gluon._sched_item). Under PDL it runs beside the intra kernel's last wave. Items and their arithmetic are
+#   (kernels_gluon._sched_item). Under PDL it runs beside the call's first kernel (round 37). Items and arithmetic are
 #   unchanged, so the outputs are the same bits. Rule (``_item_schedule``): at least 2 and at most
 #   GL_RC_SCHED_MAX_ROUNDS rounds of items, at most GL_RC_SCHED_MAX_SEQS sequences.
 #   r136 (one H100, bench_gdn graph sweep with fp32 initial states, two processes): mixed8 0.159 -> 0.149 ms, mixed20
@@ -451,6 +451,9 @@ GL_RC2_ITEMS_PER_SM = 1
 #   rounds of sorted items in alternating direction with no per-round load sort (300 random batches: 56.6 chunk steps
 #   against 54.6 by load, 73.3 round-robin; mixed20 81 against 74), so that a GPU run tells the schedule's arithmetic
 #   apart from its place in the chain.
+#   Round 37: the schedule kernel moved from right before the state kernel to second in the call (after the chunk
+#   offsets), so its work overlaps that kernel's instead of standing between the intra and state kernels, and the state
+#   kernel's first-item initial-state prefetch (H0PF 1) reads the order before its PDL wait again, as without SCHED.
 GL_RC_SCHEDULE = False
 GL_RC_SCHED_MAX_ROUNDS = 16
 GL_RC_SCHED_MAX_SEQS = 1024
@@ -832,8 +835,11 @@ def _item_schedule(launches, cu, N, n_items, P, n_sm, h0pf, dev):
         return None
     nb, pb = max(16, _next_pow2(N)), max(16, _next_pow2(P))
     sched = torch.empty((n_items + 2 * nb + (rounds + 1) * pb,), dtype=torch.int32, device=dev)
-    launches.append((_k.atrex_sm90_gdn_item_schedule, (1,), (cu, sched, N, n_items // N, n_items, P, rounds),
-                     dict(NB=nb, PB=pb, num_warps=4, **({"SNAKE": True} if GL_RC_SCHEDULE == "snake" else {}))))
+    # second in the call's chain (round 37; r136 had it right before the state kernel): its work overlaps the first
+    # kernel's, and it has completed before the state kernel's CTAs launch, whose first-item initial-state prefetch
+    # (H0PF 1) then reads the order before their wait
+    launches.insert(1, (_k.atrex_sm90_gdn_item_schedule, (1,), (cu, sched, N, n_items // N, n_items, P, rounds),
+                        dict(NB=nb, PB=pb, num_warps=4, **({"SNAKE": True} if GL_RC_SCHEDULE == "snake" else {}))))
     return sched
 
 
