@@ -3,7 +3,7 @@
 #   16x1024, T=32768, T=8192; history records of ATREX_BENCH_COMMIT), then the schedule sweep with what is left.
 #   On any other card (~280 s): test_item_schedule_same_bits (both forms, bit for bit) and the schedule sweep.
 #   Round 37's tree: the schedule kernel runs second in the call (after the chunk offsets), no longer right before
-#   the state kernel.
+#   the state kernel; the state kernel's partitions load each slot's entry an item ahead. The sweep runs twice.
 #   The schedule sweep: bench_gdn graph replay with fp32 initial states, ATREX alone: default / sched / sched_snake on
 #   the mixed serving batches (two sequence orders) and the varlen goal batch.
 #   (carry [".gpuhost/g", ".gpuhost/tcache.tgz"]; the cache: scripts/gdn_host_cache.py --h0 --variants
@@ -17,11 +17,16 @@ if grep -q H200 "$OUT/smi.txt"; then
 else
   gdn_tests_k ${R137_TEST_S:-110} "item_schedule" r137-sched.log; cap=${R137_CAP:-280}
 fi
-t=$(( cap - SECONDS ))
-if [ "$t" -ge 60 ]; then
-  GDN_CASES=mixed8_H8_HV16,mixed8p_H8_HV16,mixed20_H16_HV32,mixed20p_H16_HV32,varlen16x1024_H32_HV32 \
-    GDN_SWEEP_ARGS="--no-fla --graph --h0" gdn_sweep $(( t < 150 ? t : 150 )) default,sched,sched_snake
-else
-  echo "sweep skipped (${t}s left)"
-fi
+root="$OUT"
+for i in 1 2; do  # (two processes: the spread between processes, as in r136)
+  t=$(( cap - SECONDS ))
+  if [ "$t" -ge 60 ]; then
+    OUT="$root/sweep$i"; mkdir -p "$OUT"
+    GDN_CASES=mixed8_H8_HV16,mixed8p_H8_HV16,mixed20_H16_HV32,mixed20p_H16_HV32,varlen16x1024_H32_HV32 \
+      GDN_SWEEP_ARGS="--no-fla --graph --h0" gdn_sweep $(( t < 150 ? t : 150 )) default,sched,sched_snake
+    OUT="$root"
+  else
+    echo "sweep $i skipped (${t}s left)"
+  fi
+done
 gdn_archive r137

@@ -618,7 +618,8 @@ def atrex_sm90_gdn_state_segments_gl(
 @gluon.jit
 def _sched_item(sched, slot_i, SCHED: gl.constexpr):
     """The work item of slot ``slot_i`` (CTA p runs slots p, p + grid, ...): ``sched[slot_i]`` with ``SCHED`` (round
-    36, launch.GL_RC_SCHEDULE: the order ``kernels.atrex_sm90_gdn_item_schedule`` wrote), else ``slot_i``."""
+    36, launch.GL_RC_SCHEDULE: the order ``kernels.atrex_sm90_gdn_item_schedule`` wrote), else ``slot_i``. (The
+    partitions' item loops load ``sched`` one item ahead themselves, round 37.)"""
     if SCHED:
         item = gl.load(sched + slot_i)
     else:
@@ -658,8 +659,14 @@ def _rc_loader(kd, qd, vd, ad, aqd, fac, k_s, q_s, a_s, aq_s, v_s, f_s, gm_s, re
     plane = (HV + fr * 0).to(gl.int64) * TOTAL_T
     descs = _descriptors(kd, qd, vd, ad, aqd, ROWS, QW, VW, s_qr, s_kr, s_vr, HV, TOTAL_T, BK, BV)
     it = 0
+    if SCHED:  # (round 37: each slot's entry is loaded an item ahead, off the item's critical path)
+        nxt = gl.load(sched + gl.program_id(0))
     for slot_i in range(gl.program_id(0), N_ITEMS, gl.num_programs(0)):
-        item = _sched_item(sched, slot_i, SCHED)
+        if SCHED:
+            item = nxt
+            nxt = gl.load(sched + gl.minimum(slot_i + gl.num_programs(0), N_ITEMS - 1))
+        else:
+            item = slot_i
         i_v, n, hv, h, bos, b_idx, tg0, L = _rc_item(item, NV, cu, T, HV, G, IS_VARLEN)
         if H0PF == 1:
             if slot_i != gl.program_id(0):  # (the CTA's first item: the kernel's start, before the PDL wait)
@@ -830,8 +837,14 @@ def _rc_output(q_s, aq_s, k_s, gm_s, sb_s, u_s, f_s, o_s, ready, empty, su_ready
     if QNORM_MMA:
         _fill_ones(ones_s)
     it = 0
+    if SCHED:  # (round 37: each slot's entry is loaded an item ahead, off the item's critical path)
+        nxt = gl.load(sched + gl.program_id(0))
     for slot_i in range(gl.program_id(0), N_ITEMS, gl.num_programs(0)):
-        item = _sched_item(sched, slot_i, SCHED)
+        if SCHED:
+            item = nxt
+            nxt = gl.load(sched + gl.minimum(slot_i + gl.num_programs(0), N_ITEMS - 1))
+        else:
+            item = slot_i
         bos, L, cs, mc, o_base, orow, ocol = _rc_out_item(item, NV, cu, T, HV, V, o, s_ob, s_oh, COL, G, IS_VARLEN,
                                                           BV)
         for c in range(gl.cdiv(L, 64)):
@@ -925,8 +938,14 @@ def _rc_chain(k_s, a_s, v_s, f_s, sb_s, u_s, ready, empty, su_ready, su_empty, t
     rv = gl.arange(0, BV, layout=RS)
     ck = gl.arange(0, BK, layout=gl.SliceLayout(0, MS))
     it = 0
+    if SCHED:  # (round 37: each slot's entry is loaded an item ahead, off the item's critical path)
+        nxt = gl.load(sched + gl.program_id(0))
     for slot_i in range(gl.program_id(0), N_ITEMS, gl.num_programs(0)):
-        item = _sched_item(sched, slot_i, SCHED)
+        if SCHED:
+            item = nxt
+            nxt = gl.load(sched + gl.minimum(slot_i + gl.num_programs(0), N_ITEMS - 1))
+        else:
+            item = slot_i
         i_v, n, hv, h, bos, b_idx, tg0, L = _rc_item(item, NV, cu, T, HV, G, IS_VARLEN)
         n64 = n.to(gl.int64)
         cv = (i_v + IV_OFF) * BV + rv
@@ -1096,8 +1115,14 @@ def _rc2_output(q_s, k_s, gm_s, sb0_s, u0_s, sb1_s, u1_s, f_s, o_s, ones_s, read
     if QNORM_MMA:
         _fill_ones(ones_s)
     it = 0
+    if SCHED:  # (round 37: each slot's entry is loaded an item ahead, off the item's critical path)
+        nxt = gl.load(sched + gl.program_id(0))
     for slot_i in range(gl.program_id(0), N_ITEMS, gl.num_programs(0)):
-        item = _sched_item(sched, slot_i, SCHED)
+        if SCHED:
+            item = nxt
+            nxt = gl.load(sched + gl.minimum(slot_i + gl.num_programs(0), N_ITEMS - 1))
+        else:
+            item = slot_i
         bos, L, cs, mc, o_base, orow, ocol = _rc_out_item(item, 1, cu, T, HV, V, o, s_ob, s_oh, COL, G, IS_VARLEN, BV)
         for c in range(gl.cdiv(L, 64)):
             l0 = c * 64
