@@ -40,7 +40,7 @@ def plan(monkeypatch):
     monkeypatch.setattr(L, "_launch_all", record)
 
     def run(T=256, B=1, H=2, HV=4, K=128, V=None, dtype=torch.bfloat16, cu_seqlens=None, q=None, l2norm=True,
-            sm_count=132, initial_state=None, state_v_first=False):
+            sm_count=132, initial_state=None, state_v_first=False, cu_cpu=False):
         V = V or K
         gen = torch.Generator().manual_seed(0)
         r = lambda *s: torch.randn(*s, generator=gen)
@@ -49,7 +49,8 @@ def plan(monkeypatch):
         g, beta = -torch.rand(B, T, HV, generator=gen), torch.rand(B, T, HV, generator=gen).to(dtype)
         cu = None if cu_seqlens is None else torch.tensor(cu_seqlens, dtype=torch.int32)
         L.gdn_fwd(q, k, v, g, beta, scale=0.1, initial_state=initial_state, output_final_state=True,
-                  use_qk_l2norm_in_kernel=l2norm, state_v_first=state_v_first, cu_seqlens=cu, sm_count=sm_count)
+                  use_qk_l2norm_in_kernel=l2norm, state_v_first=state_v_first, cu_seqlens=cu, sm_count=sm_count,
+                  cu_seqlens_cpu=cu.clone() if cu_cpu else None)
         return seen
 
     return run
@@ -1164,6 +1165,13 @@ def test_item_schedule_plan(plan, monkeypatch):
         m.setattr(L, "GL_RC_H0_PREFETCH", 2)
         assert SCHED not in [x[0] for x in launches(mixed8, 16, initial_state=torch.zeros(8, 16, 128, 128))]
     assert SCHED in L._PDL_KERNELS
+    # with the caller's CPU mirror of cu_seqlens (round 37): not where every sequence has the same chunk count (the
+    # order would be round-robin's), still where they differ; the device's cu_seqlens is what the kernel reads
+    for cu, HV in (([1024 * i for i in range(17)], 32), ([0, 1000, 2000, 2984, 4000], 32)):  # (16 chunks each)
+        assert SCHED in [x[0] for x in launches(cu, HV)]
+        assert SCHED not in [x[0] for x in launches(cu, HV, cu_cpu=True)]
+    got = launches(mixed8, 16, cu_cpu=True)
+    assert got[1][0] == SCHED and got[1][2][0] is got[0][2][0]  # (the kernel reads the device's cu_seqlens)
     assert "SNAKE" not in launches(mixed8, 16)[1][3]
     monkeypatch.setattr(L, "GL_RC_SCHEDULE", "snake")
     got = launches(mixed8, 16)

@@ -824,15 +824,21 @@ def _slot_map_meta(slot_map, is_varlen):
     return True if slot_map == 1 else 2
 
 
-def _item_schedule(launches, cu, N, n_items, P, n_sm, h0pf, dev):
+def _item_schedule(launches, cu, N, n_items, P, n_sm, h0pf, dev, cu_cpu=None):
     """``GL_RC_SCHEDULE``: appends ``kernels.atrex_sm90_gdn_item_schedule`` for a persistent varlen gl_rc / gl_rc2
     launch of ``n_items`` items (``n_items / N`` per sequence) on ``P`` CTAs, and returns the order it writes (the
     state kernel's ``sched``); None where the rule does not take it: a grid of one item per CTA, more than
-    GL_RC_SCHED_MAX_ROUNDS rounds or GL_RC_SCHED_MAX_SEQS sequences, or the next-item initial-state prefetch (H0PF 2)."""
+    GL_RC_SCHED_MAX_ROUNDS rounds or GL_RC_SCHED_MAX_SEQS sequences, or the next-item initial-state prefetch (H0PF 2);
+    and, where the caller gave ``cu_cpu`` (its CPU mirror of cu_seqlens, round 37), a call whose sequences all have
+    the same chunk count, for which the order would be round-robin's."""
     rounds = _cdiv(n_items, P)
     if (not GL_RC_SCHEDULE or not GL_RC_PERSISTENT or P != min(n_items, n_sm) or rounds < 2
             or rounds > GL_RC_SCHED_MAX_ROUNDS or N > GL_RC_SCHED_MAX_SEQS or h0pf == 2):
         return None
+    if cu_cpu is not None:
+        chunks = (cu_cpu[1:] - cu_cpu[:-1] + 63) // 64
+        if bool((chunks == chunks[0]).all()):
+            return None
     nb, pb = max(16, _next_pow2(N)), max(16, _next_pow2(P))
     sched = torch.empty((n_items + 2 * nb + (rounds + 1) * pb,), dtype=torch.int32, device=dev)
     # second in the call's chain (round 37; r136 had it right before the state kernel): its work overlaps the first
@@ -925,7 +931,9 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     output_final_state : return the fp32 final state in the same layout.
     use_qk_l2norm_in_kernel : L2-normalise q and k (fp32, eps 1e-6 inside the sqrt, rounded back).
     cu_seqlens : None or ``[N+1]`` int32/int64 on q's device (requires ``B == 1``).
-    cu_seqlens_cpu : unused (the chunk bookkeeping is built on the device).
+    cu_seqlens_cpu : None or the caller's exact CPU mirror of ``cu_seqlens``. The chunk bookkeeping is built on the
+        device either way; the mirror only lets the host leave out GL_RC_SCHEDULE's kernel where every sequence has
+        the same chunk count (``_item_schedule``).
     sm_count : the device's SM count (the dispatcher passes ``call.target.sm_count``); None looks it up.
     _outputs, _plan_only : internal (the split state pass): preallocated ``(o, final_state)``, and return the
         launch list instead of launching.
@@ -1201,8 +1209,8 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
         tail = ()
         if kern.__name__ in _PDL_STATE_KERNELS:  # (gl_rc, gl_rc2: the item order, GL_RC_SCHEDULE; else unread)
             per_seq = HV * (1 if "rc2" in kern.__name__ else _cdiv(V, BV))  # (items: whole heads, or V blocks)
-            sched = (_item_schedule(launches, s_cu, sN, sN * per_seq, grid[0], n_sm, opts.get("H0PF", 0), dev)
-                     if s_varlen else None)
+            sched = (_item_schedule(launches, s_cu, sN, sN * per_seq, grid[0], n_sm, opts.get("H0PF", 0), dev,
+                                    cu_seqlens_cpu if segs is None else None) if s_varlen else None)
             tail = (sched if sched is not None else s_cu,)
             if sched is not None:
                 opts["SCHED"] = True
