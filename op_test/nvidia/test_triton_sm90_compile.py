@@ -191,6 +191,9 @@ _SCRIPT = textwrap.dedent(r'''
     for m in (0, 1):
         gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl, h0=torch.float32, state_v_first=True), GL_RC_SCHEDULE=True,
             GL_RC_H0_PREFETCH=m)
+    # round 37: "cta", the snake order formed in the state kernel's prologue (SCHED 2), gl_rc and gl_rc2
+    gdn(tp2, GL_RC_SCHEDULE="cta")
+    gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl, h0=torch.float32, state_v_first=True), GL_RC_SCHEDULE="cta")
     # ... and the same q side in gl_ws's QSIDE output partition (GL_WS_QSCALE): 32 columns, fp16, K = 64, 64 columns
     gdn(dict(T=256, H=16, HV=32, K=128), GL_WS_QSIDE=True, GL_WS_QSCALE=True)
     gdn(dict(T=256, H=16, HV=32, K=128), GL_WS_QSIDE=True, GL_WS_QSCALE=True, GL_WS_QNORM_MMA=True)

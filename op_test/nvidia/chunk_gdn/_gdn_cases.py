@@ -785,7 +785,7 @@ SCHED_CASES = [
 ]
 
 
-@pytest.mark.parametrize("mode", [True, "snake"])
+@pytest.mark.parametrize("mode", [True, "snake", "cta"])
 @pytest.mark.parametrize("sm_count", [None, 13])
 @pytest.mark.parametrize("case_id,kw", SCHED_CASES, ids=[c[0] for c in SCHED_CASES])
 def test_item_schedule_same_bits(case_id, kw, sm_count, mode, monkeypatch):
@@ -793,7 +793,8 @@ def test_item_schedule_same_bits(case_id, kw, sm_count, mode, monkeypatch):
     ``atrex_sm90_gdn_item_schedule`` wrote. Each item's arithmetic is unchanged, so output and final state equal the
     call without it bit for bit (the full grid, and 13 CTAs: 7 to 15 rounds of gl_rc2 items); the launches
     held the schedule kernel and the state kernel took SCHED; and the order is the Python reference's. Both orders:
-    by load (``True``) and "snake"."""
+    by load (``True``) and "snake"; and "cta" (round 37): no schedule kernel, the state kernel's CTAs (SCHED 2) wrote
+    the snake order of their own slots into its buffer."""
     from atrex_nvidia.chunk_gdn.sm90 import launch
     if launch._capability(torch.device("cuda")) != (9, 0) or not launch._gluon_ws_supported():
         pytest.skip("gl_rc / gl_rc2 run on sm90 with Gluon's warp specialisation only")
@@ -801,7 +802,7 @@ def test_item_schedule_same_bits(case_id, kw, sm_count, mode, monkeypatch):
     seen, orig = [], launch._launch_all
 
     def spy(dev, launches, *a, **k):
-        seen.append([(kern.__name__, args, meta) for kern, _g, args, meta in launches])
+        seen.append([(kern.__name__, args, meta, grid) for kern, grid, args, meta in launches])
         return orig(dev, launches, *a, **k)
     monkeypatch.setattr(launch, "_launch_all", spy)
     x = make_inputs(device="cuda", **kw)
@@ -809,12 +810,19 @@ def test_item_schedule_same_bits(case_id, kw, sm_count, mode, monkeypatch):
                            sm_count=sm_count)
     assert err == 0.0, case_id
     names = [n for n, *_ in seen[-1]]
-    assert "atrex_sm90_gdn_item_schedule" in names and "atrex_sm90_gdn_item_schedule" not in [n for n, *_ in seen[0]]
-    _, sargs, _m = next(e for e in seen[-1] if e[0] == "atrex_sm90_gdn_item_schedule")
+    assert "atrex_sm90_gdn_item_schedule" not in [n for n, *_ in seen[0]]
     state = next(e for e in seen[-1] if "state_output_gl_rc" in e[0])
-    assert state[2].get("SCHED") is True and state[1][-1] is sargs[1]
     cu = kw["cu_seqlens"]
     lens = [b - a for a, b in zip(cu, cu[1:])]
+    if mode == "cta":
+        assert "atrex_sm90_gdn_item_schedule" not in names and state[2].get("SCHED") == 2
+        table = state[1][-1]
+        n_items = table.numel()
+        assert table.cpu().tolist() == item_schedule_reference(lens, n_items // len(lens), state[3][0], snake=True)
+        return
+    assert "atrex_sm90_gdn_item_schedule" in names
+    _, sargs, _m, _g = next(e for e in seen[-1] if e[0] == "atrex_sm90_gdn_item_schedule")
+    assert state[2].get("SCHED") is True and state[1][-1] is sargs[1]
     N, M, n_items, P = sargs[2:6]
     assert sargs[1][:n_items].cpu().tolist() == item_schedule_reference(lens, M, P, snake=mode == "snake")
 

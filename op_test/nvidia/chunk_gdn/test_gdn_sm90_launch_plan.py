@@ -1172,6 +1172,17 @@ def test_item_schedule_plan(plan, monkeypatch):
         assert SCHED not in [x[0] for x in launches(cu, HV, cu_cpu=True)]
     got = launches(mixed8, 16, cu_cpu=True)
     assert got[1][0] == SCHED and got[1][2][0] is got[0][2][0]  # (the kernel reads the device's cu_seqlens)
+    # "cta" (round 37): no schedule kernel; the state kernel gets SCHED 2 and an n_items buffer it fills itself, up to
+    # 64 sequences and 16 rounds
+    with monkeypatch.context() as m:
+        m.setattr(L, "GL_RC_SCHEDULE", "cta")
+        got = launches(mixed8, 16)
+        assert SCHED not in [x[0] for x in got] and got[-1][0] == GL_RC and got[-1][3]["SCHED"] == 2
+        assert got[-1][2][-1].dtype == torch.int32 and got[-1][2][-1].numel() == 256
+        many = [64 * i for i in range(66)]  # (65 sequences x 2 x 2 items: 2 rounds)
+        assert SCHED not in [x[0] for x in launches(many, 4, H=2)]
+        assert not launches(many, 4, H=2)[-1][3].get("SCHED")
+        assert launches(many[:65], 4, H=2)[-1][3]["SCHED"] == 2
     assert "SNAKE" not in launches(mixed8, 16)[1][3]
     monkeypatch.setattr(L, "GL_RC_SCHEDULE", "snake")
     got = launches(mixed8, 16)

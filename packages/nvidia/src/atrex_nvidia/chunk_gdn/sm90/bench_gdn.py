@@ -405,6 +405,7 @@ VARIANTS = [
     # round 36: the persistent varlen state pass's items in the longest-first order (GL_RC_SCHEDULE, off)
     ("sched", dict(rc_schedule=True)),
     ("sched_snake", dict(rc_schedule="snake")),  # (the same sort, no per-round load sort)
+    ("sched_cta", dict(rc_schedule="cta")),  # (round 37: the snake order formed in the state kernel's prologue)
 ]
 
 # launch-module attributes a variant may set (key in VARIANTS -> attribute of launch.py)

@@ -615,6 +615,50 @@ def atrex_sm90_gdn_state_segments_gl(
 # ---------------------------------------------------------------------------------------------------------------
 
 
+CTA_SCHED_NB = gl.constexpr(64)  # (launch.GL_RC_SCHEDULE = "cta": at most this many sequences)
+CTA_SCHED_RB = gl.constexpr(16)  # (and at most this many rounds of items)
+
+
+@gluon.jit
+def _cta_slots(cu, sched, N, N_ITEMS):
+    """``launch.GL_RC_SCHEDULE = "cta"`` (round 37; SCHED == 2): the "snake" order of ``kernels.
+    atrex_sm90_gdn_item_schedule`` for this CTA's own slots only, in its prologue, so that no schedule kernel stands in
+    the call's chain. Sequences ranked by chunk count (descending, ties by index: a sequence's rank is the number of
+    keys above its own, an N x N comparison); with P = grid CTAs and R = ceil(N_ITEMS / P) rounds, slot j P + p takes
+    the item at sorted position j P + p where j has the last round's parity, else j P + P - 1 - p, and the item at
+    sorted position s is (the sequence of rank s // M) * M + s % M, M = N_ITEMS / N. Writes ``sched[j P + p]`` (for
+    the partitions' loads after the CTA barrier) and returns the first slot's item. ``cu`` is the call's input, so
+    this may run before the PDL wait. N <= CTA_SCHED_NB, R <= CTA_SCHED_RB."""
+    NB: gl.constexpr = CTA_SCHED_NB
+    RB: gl.constexpr = CTA_SCHED_RB
+    L2: gl.constexpr = gl.BlockedLayout([1, 2], [2, 16], [4, 1], [1, 0])
+    RL: gl.constexpr = gl.SliceLayout(1, L2)
+    CL: gl.constexpr = gl.SliceLayout(0, L2)
+    P = gl.num_programs(0)
+    p = gl.program_id(0)
+    M = N_ITEMS // N
+    R = gl.cdiv(N_ITEMS, P)
+    ja = gl.arange(0, NB, layout=RL)
+    jb = gl.arange(0, NB, layout=CL)
+    ma = ja < N
+    mb = jb < N
+    ca = gl.cdiv(gl.load(cu + ja + 1, mask=ma, other=0).to(gl.int32) - gl.load(cu + ja, mask=ma, other=0).to(gl.int32),
+                 64)
+    cb = gl.cdiv(gl.load(cu + jb + 1, mask=mb, other=0).to(gl.int32) - gl.load(cu + jb, mask=mb, other=0).to(gl.int32),
+                 64)
+    ka = gl.where(ma, ca.to(gl.int64) * NB + (NB - 1 - ja), -1)
+    kb = gl.where(mb, cb.to(gl.int64) * NB + (NB - 1 - jb), -1)
+    rank = gl.sum((gl.expand_dims(ka, 1) > gl.expand_dims(kb, 0)).to(gl.int32), axis=0)  # (CL: sequence jb's rank)
+    r = gl.arange(0, RB, layout=RL)
+    pos = r * P + gl.where((r % 2) == ((R - 1) % 2), p, P - 1 - p)
+    hit = (gl.expand_dims(pos // M, 1) == gl.expand_dims(rank, 0)) & gl.expand_dims(mb, 0)
+    seq = gl.sum(gl.where(hit, gl.expand_dims(jb, 0), 0), axis=1)
+    item = seq * M + pos % M
+    live = (r < R) & (r * P + p < N_ITEMS)
+    gl.store(sched + r * P + p, item, mask=live)
+    return gl.sum(gl.where(r == 0, item, 0), axis=0)
+
+
 @gluon.jit
 def _sched_item(sched, slot_i, SCHED: gl.constexpr):
     """The work item of slot ``slot_i`` (CTA p runs slots p, p + grid, ...): ``sched[slot_i]`` with ``SCHED`` (round
@@ -1045,10 +1089,14 @@ def atrex_sm90_gdn_state_output_gl_rc(
     gl.static_assert(DEVICE_DESC and BV == 64)
     NV = gl.cdiv(V, BV)
     N_ITEMS = NV * N_NH
+    if SCHED == 2:  # (round 37: the CTA's own slots of the snake order, written before the CTA barrier below)
+        first = _cta_slots(cu, sched, N_NH // HV, N_ITEMS)
+    else:
+        first = _sched_item(sched, gl.program_id(0), SCHED)
     if H0PF != 0 and USE_H0:  # (round 29: h0 and cu are the call's inputs, complete before its first kernel waited;
-        #   round 37: the schedule runs second in the call's chain, so it too has completed before this kernel launches)
-        _h0_prefetch(h0, _sched_item(sched, gl.program_id(0), SCHED), N_ITEMS, NV, cu, T, HV, V, s_h0n, s_h0h, s_h0k,
-                     s_h0v, G, IS_VARLEN, BK, BV, H0_KC, 4, False)
+        #   round 37: a schedule kernel runs second in the call's chain, so it too has completed before this launches)
+        _h0_prefetch(h0, first, N_ITEMS, NV, cu, T, HV, V, s_h0n, s_h0h, s_h0k, s_h0v, G, IS_VARLEN, BK, BV, H0_KC, 4,
+                     False)
     _pdl_enter(PDL)
 
     k_s, q_s, a_s, aq_s, v_s = _ring_tiles(dt, BK, BV, STAGES, QSIDE and OUT_TMA)  # (round 25's layout otherwise)
@@ -1180,9 +1228,13 @@ def atrex_sm90_gdn_state_output_gl_rc2(
     dt: gl.constexpr = o.dtype.element_ty
     gl.static_assert(DEVICE_DESC and BV == 64)
     N_ITEMS = N_NH
-    if H0PF != 0 and USE_H0:  # (gl_rc's note)
-        _h0_prefetch(h0, _sched_item(sched, gl.program_id(0), SCHED), N_ITEMS, 1, cu, T, HV, V, s_h0n, s_h0h, s_h0k,
-                     s_h0v, G, IS_VARLEN, BK, 2 * BV, H0_KC, 4, False)
+    if SCHED == 2:  # (gl_rc's notes)
+        first = _cta_slots(cu, sched, N_NH // HV, N_ITEMS)
+    else:
+        first = _sched_item(sched, gl.program_id(0), SCHED)
+    if H0PF != 0 and USE_H0:
+        _h0_prefetch(h0, first, N_ITEMS, 1, cu, T, HV, V, s_h0n, s_h0h, s_h0k, s_h0v, G, IS_VARLEN, BK, 2 * BV, H0_KC,
+                     4, False)
     _pdl_enter(PDL)
 
     k_s, q_s, a_s, aq_s, v_s = _ring_tiles(dt, BK, BV, STAGES, True)

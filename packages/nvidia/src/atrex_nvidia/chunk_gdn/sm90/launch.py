@@ -451,6 +451,8 @@ GL_RC2_ITEMS_PER_SM = 1
 #   rounds of sorted items in alternating direction with no per-round load sort (300 random batches: 56.6 chunk steps
 #   against 54.6 by load, 73.3 round-robin; mixed20 81 against 74), so that a GPU run tells the schedule's arithmetic
 #   apart from its place in the chain.
+#   "cta" (round 37): no schedule kernel; each state-kernel CTA ranks the sequences (an N x N comparison, N <= 64)
+#   and forms the snake order's items of its own slots in its prologue, before the PDL wait (kernels_gluon._cta_slots).
 #   Round 37: the schedule kernel moved from right before the state kernel to second in the call (after the chunk
 #   offsets), so its work overlaps that kernel's instead of standing between the intra and state kernels, and the state
 #   kernel's first-item initial-state prefetch (H0PF 1) reads the order before its PDL wait again, as without SCHED.
@@ -830,15 +832,23 @@ def _item_schedule(launches, cu, N, n_items, P, n_sm, h0pf, dev, cu_cpu=None):
     state kernel's ``sched``); None where the rule does not take it: a grid of one item per CTA, more than
     GL_RC_SCHED_MAX_ROUNDS rounds or GL_RC_SCHED_MAX_SEQS sequences, or the next-item initial-state prefetch (H0PF 2);
     and, where the caller gave ``cu_cpu`` (its CPU mirror of cu_seqlens, round 37), a call whose sequences all have
-    the same chunk count, for which the order would be round-robin's."""
+    the same chunk count, for which the order would be round-robin's. ``"cta"`` (round 37): no kernel; the state
+    kernel's CTAs form the snake order of their own slots in their prologue (``kernels_gluon._cta_slots``, SCHED 2)
+    into the returned buffer, for at most ``kernels_gluon.CTA_SCHED_NB`` sequences and ``CTA_SCHED_RB`` rounds."""
     rounds = _cdiv(n_items, P)
     if (not GL_RC_SCHEDULE or not GL_RC_PERSISTENT or P != min(n_items, n_sm) or rounds < 2
             or rounds > GL_RC_SCHED_MAX_ROUNDS or N > GL_RC_SCHED_MAX_SEQS or h0pf == 2):
         return None
+    if GL_RC_SCHEDULE == "cta":
+        from . import kernels_gluon as _kg  # (the state kernels are Gluon's: importable wherever they are planned)
+        if N > _kg.CTA_SCHED_NB.value or rounds > _kg.CTA_SCHED_RB.value:
+            return None
     if cu_cpu is not None:
         chunks = (cu_cpu[1:] - cu_cpu[:-1] + 63) // 64
         if bool((chunks == chunks[0]).all()):
             return None
+    if GL_RC_SCHEDULE == "cta":
+        return torch.empty((n_items,), dtype=torch.int32, device=dev)
     nb, pb = max(16, _next_pow2(N)), max(16, _next_pow2(P))
     sched = torch.empty((n_items + 2 * nb + (rounds + 1) * pb,), dtype=torch.int32, device=dev)
     # second in the call's chain (round 37; r136 had it right before the state kernel): its work overlaps the first
@@ -1213,7 +1223,7 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
                                     cu_seqlens_cpu if segs is None else None) if s_varlen else None)
             tail = (sched if sched is not None else s_cu,)
             if sched is not None:
-                opts["SCHED"] = True
+                opts["SCHED"] = 2 if GL_RC_SCHEDULE == "cta" else True
         launches.append((kern, grid, (
             *operands, fac, h0, o, s_ht if s_ht is not None else o, s_cu, float(scale),
             T, HV, K, V,
