@@ -5,7 +5,7 @@
 #   Round 37's tree: the schedule kernel runs second in the call (after the chunk offsets), no longer right before
 #   the state kernel; the state kernel's partitions load each slot's entry an item ahead. The sweep runs twice.
 #   The schedule sweep: bench_gdn graph replay with fp32 initial states, ATREX alone: default / sched / sched_snake on
-#   the mixed serving batches (two sequence orders) and the varlen goal batch; from 7e? on also sched_cta (the snake
+#   the mixed serving batches (two sequence orders) and the varlen goal batch; from 1668466 on also sched_cta (the snake
 #   order formed in the state kernel's prologue, no schedule kernel).
 #   (carry [".gpuhost/g", ".gpuhost/tcache.tgz"]; the cache: scripts/gdn_host_cache.py --h0 --variants
 #   default,sched,sched_snake --cases mixed8_H8_HV16,mixed20_H16_HV32,varlen16x1024_H32_HV32, merged with --variants
