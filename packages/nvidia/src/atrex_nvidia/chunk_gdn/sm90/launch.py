@@ -453,6 +453,10 @@ GL_RC2_ITEMS_PER_SM = 1
 #   apart from its place in the chain.
 #   "cta" (round 37): no schedule kernel; each state-kernel CTA ranks the sequences (an N x N comparison, N <= 64)
 #   and forms the snake order's items of its own slots in its prologue, before the PDL wait (kernels_gluon._cta_slots).
+#   r137 / r137c (H100, graph sweeps as above): second in the call, varlen 16x1024 0.410 -> 0.424 (by load) / 0.419
+#   (snake) / 0.418 (cta); mixed8 0.159 -> 0.146 (cta), mixed20 0.418 -> 0.396 (by load) / 0.406 (cta), but mixed20p
+#   (the caller's order already better) 0.375 -> 0.396-0.408. Nsight Compute (r138): the goal batch's cost is inside
+#   the state kernel (226 -> 232-235 us; its SASS spills 39 / 37 STL / LDL against 20 / 28): off.
 #   Round 37: the schedule kernel moved from right before the state kernel to second in the call (after the chunk
 #   offsets), so its work overlaps that kernel's instead of standing between the intra and state kernels, and the state
 #   kernel's first-item initial-state prefetch (H0PF 1) reads the order before its PDL wait again, as without SCHED.
