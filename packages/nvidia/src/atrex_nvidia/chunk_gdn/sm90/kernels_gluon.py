@@ -620,18 +620,18 @@ CTA_SCHED_RB = gl.constexpr(16)  # (and at most this many rounds of items)
 
 
 @gluon.jit
-def _cta_slots(cu, sched, N, N_ITEMS):
+def _cta_slots(cu, sched, N, N_ITEMS, r):
     """``launch.GL_RC_SCHEDULE = "cta"`` (round 37; SCHED == 2): the "snake" order of ``kernels.
     atrex_sm90_gdn_item_schedule`` for this CTA's own slots only, in its prologue, so that no schedule kernel stands in
     the call's chain. Sequences ranked by chunk count (descending, ties by index: a sequence's rank is the number of
     keys above its own, an N x N comparison); with P = grid CTAs and R = ceil(N_ITEMS / P) rounds, slot j P + p takes
     the item at sorted position j P + p where j has the last round's parity, else j P + P - 1 - p, and the item at
-    sorted position s is (the sequence of rank s // M) * M + s % M, M = N_ITEMS / N. Writes ``sched[j P + p]`` (for
-    the partitions' loads after the CTA barrier) and returns the first slot's item. ``cu`` is the call's input, so
-    this may run before the PDL wait. N <= CTA_SCHED_NB, R <= CTA_SCHED_RB."""
+    sorted position s is (the sequence of rank s // M) * M + s % M, M = N_ITEMS / N. Returns the items of rounds
+    ``r`` (``[CTA_SCHED_RB]``, slice 1 of the layout below) and writes them to ``sched[j P + p]`` too (read by nothing
+    but the GPU test). ``cu`` is the call's input, so this may run before the PDL wait. N <= CTA_SCHED_NB,
+    R <= CTA_SCHED_RB."""
     NB: gl.constexpr = CTA_SCHED_NB
-    RB: gl.constexpr = CTA_SCHED_RB
-    L2: gl.constexpr = gl.BlockedLayout([1, 2], [2, 16], [4, 1], [1, 0])
+    L2: gl.constexpr = gl.BlockedLayout([1, 2], [2, 16], [gl.num_warps(), 1], [1, 0])
     RL: gl.constexpr = gl.SliceLayout(1, L2)
     CL: gl.constexpr = gl.SliceLayout(0, L2)
     P = gl.num_programs(0)
@@ -649,23 +649,44 @@ def _cta_slots(cu, sched, N, N_ITEMS):
     ka = gl.where(ma, ca.to(gl.int64) * NB + (NB - 1 - ja), -1)
     kb = gl.where(mb, cb.to(gl.int64) * NB + (NB - 1 - jb), -1)
     rank = gl.sum((gl.expand_dims(ka, 1) > gl.expand_dims(kb, 0)).to(gl.int32), axis=0)  # (CL: sequence jb's rank)
-    r = gl.arange(0, RB, layout=RL)
     pos = r * P + gl.where((r % 2) == ((R - 1) % 2), p, P - 1 - p)
     hit = (gl.expand_dims(pos // M, 1) == gl.expand_dims(rank, 0)) & gl.expand_dims(mb, 0)
     seq = gl.sum(gl.where(hit, gl.expand_dims(jb, 0), 0), axis=1)
     item = seq * M + pos % M
-    live = (r < R) & (r * P + p < N_ITEMS)
-    gl.store(sched + r * P + p, item, mask=live)
-    return gl.sum(gl.where(r == 0, item, 0), axis=0)
+    gl.store(sched + r * P + p, item, mask=(r < R) & (r * P + p < N_ITEMS))
+    return item
 
 
 @gluon.jit
-def _sched_item(sched, slot_i, SCHED: gl.constexpr):
-    """The work item of slot ``slot_i`` (CTA p runs slots p, p + grid, ...): ``sched[slot_i]`` with ``SCHED`` (round
-    36, launch.GL_RC_SCHEDULE: the order ``kernels.atrex_sm90_gdn_item_schedule`` wrote), else ``slot_i``. (The
-    partitions' item loops load ``sched`` one item ahead themselves, round 37.)"""
+def _sched_table(cu, sched, N, N_ITEMS, SCHED: gl.constexpr):
+    """The CTA's items, round by round, in shared memory (round 37): ``[CTA_SCHED_RB, 1]`` int32, entry j the item of
+    slot j P + p. SCHED 2 forms them here (``_cta_slots``), otherwise they are read from the order the schedule kernel
+    wrote (``sched``, complete before this kernel launched). Returns (the first slot's item, the table). The
+    partitions then read their item per slot from it (``_sched_item``) and hold no pointer or item across their
+    loops: round 37's SASS of a global-memory read per item spilled twice the registers (r138)."""
+    RB: gl.constexpr = CTA_SCHED_RB
+    L2: gl.constexpr = gl.BlockedLayout([1, 2], [2, 16], [gl.num_warps(), 1], [1, 0])
+    r = gl.arange(0, RB, layout=gl.SliceLayout(1, L2))
+    if SCHED == 2:
+        item = _cta_slots(cu, sched, N, N_ITEMS, r)
+    else:
+        slot = r * gl.num_programs(0) + gl.program_id(0)
+        item = gl.load(sched + slot, mask=slot < N_ITEMS, other=0)
+    tab = gl.allocate_shared_memory(gl.int32, [RB, 1], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+    LY: gl.constexpr = gl.BlockedLayout([1], [32], [gl.num_warps()], [0])
+    for j in gl.static_range(RB):
+        tab.index(j).store(gl.full([1], gl.sum(gl.where(r == j, item, 0), axis=0), gl.int32, LY))
+    return gl.sum(gl.where(r == 0, item, 0), axis=0), tab
+
+
+@gluon.jit
+def _sched_item(tab, slot_i, SCHED: gl.constexpr):
+    """The work item of slot ``slot_i`` (CTA p runs slots p, p + grid, ...): with ``SCHED`` (round 36,
+    launch.GL_RC_SCHEDULE) the entry of its round in the CTA's shared-memory table (``_sched_table``), else
+    ``slot_i``."""
     if SCHED:
-        item = gl.load(sched + slot_i)
+        LY: gl.constexpr = gl.BlockedLayout([1], [32], [gl.num_warps()], [0])
+        item = gl.sum(tab.index((slot_i - gl.program_id(0)) // gl.num_programs(0)).load(LY), axis=0)
     else:
         item = slot_i
     return item
@@ -703,14 +724,8 @@ def _rc_loader(kd, qd, vd, ad, aqd, fac, k_s, q_s, a_s, aq_s, v_s, f_s, gm_s, re
     plane = (HV + fr * 0).to(gl.int64) * TOTAL_T
     descs = _descriptors(kd, qd, vd, ad, aqd, ROWS, QW, VW, s_qr, s_kr, s_vr, HV, TOTAL_T, BK, BV)
     it = 0
-    if SCHED:  # (round 37: each slot's entry is loaded an item ahead, off the item's critical path)
-        nxt = gl.load(sched + gl.program_id(0))
     for slot_i in range(gl.program_id(0), N_ITEMS, gl.num_programs(0)):
-        if SCHED:
-            item = nxt
-            nxt = gl.load(sched + gl.minimum(slot_i + gl.num_programs(0), N_ITEMS - 1))
-        else:
-            item = slot_i
+        item = _sched_item(sched, slot_i, SCHED)
         i_v, n, hv, h, bos, b_idx, tg0, L = _rc_item(item, NV, cu, T, HV, G, IS_VARLEN)
         if H0PF == 1:
             if slot_i != gl.program_id(0):  # (the CTA's first item: the kernel's start, before the PDL wait)
@@ -881,14 +896,8 @@ def _rc_output(q_s, aq_s, k_s, gm_s, sb_s, u_s, f_s, o_s, ready, empty, su_ready
     if QNORM_MMA:
         _fill_ones(ones_s)
     it = 0
-    if SCHED:  # (round 37: each slot's entry is loaded an item ahead, off the item's critical path)
-        nxt = gl.load(sched + gl.program_id(0))
     for slot_i in range(gl.program_id(0), N_ITEMS, gl.num_programs(0)):
-        if SCHED:
-            item = nxt
-            nxt = gl.load(sched + gl.minimum(slot_i + gl.num_programs(0), N_ITEMS - 1))
-        else:
-            item = slot_i
+        item = _sched_item(sched, slot_i, SCHED)
         bos, L, cs, mc, o_base, orow, ocol = _rc_out_item(item, NV, cu, T, HV, V, o, s_ob, s_oh, COL, G, IS_VARLEN,
                                                           BV)
         for c in range(gl.cdiv(L, 64)):
@@ -982,14 +991,8 @@ def _rc_chain(k_s, a_s, v_s, f_s, sb_s, u_s, ready, empty, su_ready, su_empty, t
     rv = gl.arange(0, BV, layout=RS)
     ck = gl.arange(0, BK, layout=gl.SliceLayout(0, MS))
     it = 0
-    if SCHED:  # (round 37: each slot's entry is loaded an item ahead, off the item's critical path)
-        nxt = gl.load(sched + gl.program_id(0))
     for slot_i in range(gl.program_id(0), N_ITEMS, gl.num_programs(0)):
-        if SCHED:
-            item = nxt
-            nxt = gl.load(sched + gl.minimum(slot_i + gl.num_programs(0), N_ITEMS - 1))
-        else:
-            item = slot_i
+        item = _sched_item(sched, slot_i, SCHED)
         i_v, n, hv, h, bos, b_idx, tg0, L = _rc_item(item, NV, cu, T, HV, G, IS_VARLEN)
         n64 = n.to(gl.int64)
         cv = (i_v + IV_OFF) * BV + rv
@@ -1089,10 +1092,10 @@ def atrex_sm90_gdn_state_output_gl_rc(
     gl.static_assert(DEVICE_DESC and BV == 64)
     NV = gl.cdiv(V, BV)
     N_ITEMS = NV * N_NH
-    if SCHED == 2:  # (round 37: the CTA's own slots of the snake order, written before the CTA barrier below)
-        first = _cta_slots(cu, sched, N_NH // HV, N_ITEMS)
+    if SCHED:  # (round 37: the CTA's items in shared memory, written before the CTA barrier below)
+        first, sched = _sched_table(cu, sched, N_NH // HV, N_ITEMS, SCHED)
     else:
-        first = _sched_item(sched, gl.program_id(0), SCHED)
+        first = gl.program_id(0)
     if H0PF != 0 and USE_H0:  # (round 29: h0 and cu are the call's inputs, complete before its first kernel waited;
         #   round 37: a schedule kernel runs second in the call's chain, so it too has completed before this launches)
         _h0_prefetch(h0, first, N_ITEMS, NV, cu, T, HV, V, s_h0n, s_h0h, s_h0k, s_h0v, G, IS_VARLEN, BK, BV, H0_KC, 4,
@@ -1163,14 +1166,8 @@ def _rc2_output(q_s, k_s, gm_s, sb0_s, u0_s, sb1_s, u1_s, f_s, o_s, ones_s, read
     if QNORM_MMA:
         _fill_ones(ones_s)
     it = 0
-    if SCHED:  # (round 37: each slot's entry is loaded an item ahead, off the item's critical path)
-        nxt = gl.load(sched + gl.program_id(0))
     for slot_i in range(gl.program_id(0), N_ITEMS, gl.num_programs(0)):
-        if SCHED:
-            item = nxt
-            nxt = gl.load(sched + gl.minimum(slot_i + gl.num_programs(0), N_ITEMS - 1))
-        else:
-            item = slot_i
+        item = _sched_item(sched, slot_i, SCHED)
         bos, L, cs, mc, o_base, orow, ocol = _rc_out_item(item, 1, cu, T, HV, V, o, s_ob, s_oh, COL, G, IS_VARLEN, BV)
         for c in range(gl.cdiv(L, 64)):
             l0 = c * 64
@@ -1228,10 +1225,10 @@ def atrex_sm90_gdn_state_output_gl_rc2(
     dt: gl.constexpr = o.dtype.element_ty
     gl.static_assert(DEVICE_DESC and BV == 64)
     N_ITEMS = N_NH
-    if SCHED == 2:  # (gl_rc's notes)
-        first = _cta_slots(cu, sched, N_NH // HV, N_ITEMS)
+    if SCHED:  # (gl_rc's notes)
+        first, sched = _sched_table(cu, sched, N_NH // HV, N_ITEMS, SCHED)
     else:
-        first = _sched_item(sched, gl.program_id(0), SCHED)
+        first = gl.program_id(0)
     if H0PF != 0 and USE_H0:
         _h0_prefetch(h0, first, N_ITEMS, 1, cu, T, HV, V, s_h0n, s_h0h, s_h0k, s_h0v, G, IS_VARLEN, BK, 2 * BV, H0_KC,
                      4, False)
