@@ -30,4 +30,9 @@ for i in 1 2; do  # (two processes: the spread between processes, as in r136)
     echo "sweep $i skipped (${t}s left)"
   fi
 done
+if [ -n "${R137_NCU:-}" ]; then  # Nsight Compute duration of the state kernel alone, varlen 16x1024 (r138's check)
+  for v in def:GL_RC_SCHEDULE=False cta:GL_RC_SCHEDULE=cta snake:GL_RC_SCHEDULE=snake; do
+    gdn_ncu_duration "${v%%:*}" varlen16x1024_H32_HV32 "${v#*:}"
+  done
+fi
 gdn_archive r137
