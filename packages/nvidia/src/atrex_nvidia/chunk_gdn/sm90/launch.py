@@ -456,7 +456,9 @@ GL_RC2_ITEMS_PER_SM = 1
 #   r137 / r137c (H100, graph sweeps as above): second in the call, varlen 16x1024 0.410 -> 0.424 (by load) / 0.419
 #   (snake) / 0.418 (cta); mixed8 0.159 -> 0.146 (cta), mixed20 0.418 -> 0.396 (by load) / 0.406 (cta), but mixed20p
 #   (the caller's order already better) 0.375 -> 0.396-0.408. Nsight Compute (r138): the goal batch's cost is inside
-#   the state kernel (226 -> 232-235 us; its SASS spills 39 / 37 STL / LDL against 20 / 28): off.
+#   the state kernel (226 -> 232-235 us; its SASS spills 39 / 37 STL / LDL against 20 / 28). r139 (1492e90: the
+#   CTA's items in a shared-memory table, kernels_gluon._sched_table; spills 17 / 23): varlen 0.415 -> 0.420 (cta),
+#   mixed8 0.160 -> 0.149, mixed20 0.421 -> 0.398 (cta) / 0.391 (by load), mixed20p 0.380 -> 0.392-0.400: off.
 #   Round 37: the schedule kernel moved from right before the state kernel to second in the call (after the chunk
 #   offsets), so its work overlaps that kernel's instead of standing between the intra and state kernels, and the state
 #   kernel's first-item initial-state prefetch (H0PF 1) reads the order before its PDL wait again, as without SCHED.
