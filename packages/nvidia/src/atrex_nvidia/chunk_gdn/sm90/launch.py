@@ -846,9 +846,8 @@ def _item_schedule(launches, cu, N, n_items, P, n_sm, h0pf, dev, cu_cpu=None):
             or rounds > GL_RC_SCHED_MAX_ROUNDS or N > GL_RC_SCHED_MAX_SEQS or h0pf == 2):
         return None
     if GL_RC_SCHEDULE == "cta":
-        from . import (
-            kernels_gluon as _kg,  # (the state kernels are Gluon's: importable wherever they are planned)
-        )
+        # (the state kernels are Gluon's: importable wherever they are planned)
+        from . import kernels_gluon as _kg
         if N > _kg.CTA_SCHED_NB.value or rounds > _kg.CTA_SCHED_RB.value:
             return None
     if cu_cpu is not None:
