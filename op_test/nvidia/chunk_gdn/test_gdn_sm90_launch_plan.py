@@ -1158,6 +1158,10 @@ def test_item_schedule_plan(plan, monkeypatch):
         m.setattr(L, "GL_RC_SCHED_MAX_ROUNDS", 3)
         assert SCHED not in [x[0] for x in launches([1024 * i for i in range(17)], 32, H=32)]
         assert SCHED in [x[0] for x in launches(mixed8, 16)]
+    with monkeypatch.context() as m:  # (round 37: the state kernel's item table bounds every mode to 16 rounds)
+        m.setattr(L, "GL_RC_SCHED_MAX_ROUNDS", 64)
+        assert SCHED in [x[0] for x in launches([1024 * i for i in range(17)], 32, H=32, sm_count=32)]  # 16 rounds
+        assert SCHED not in [x[0] for x in launches([1024 * i for i in range(17)], 32, H=32, sm_count=31)]  # 17
     with monkeypatch.context() as m:
         m.setattr(L, "GL_RC_SCHED_MAX_SEQS", 7)
         assert SCHED not in [x[0] for x in launches(mixed8, 16)]

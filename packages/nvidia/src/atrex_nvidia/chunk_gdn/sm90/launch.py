@@ -840,16 +840,16 @@ def _item_schedule(launches, cu, N, n_items, P, n_sm, h0pf, dev, cu_cpu=None):
     and, where the caller gave ``cu_cpu`` (its CPU mirror of cu_seqlens, round 37), a call whose sequences all have
     the same chunk count, for which the order would be round-robin's. ``"cta"`` (round 37): no kernel; the state
     kernel's CTAs form the snake order of their own slots in their prologue (``kernels_gluon._cta_slots``, SCHED 2)
-    into the returned buffer, for at most ``kernels_gluon.CTA_SCHED_NB`` sequences and ``CTA_SCHED_RB`` rounds."""
+    into the returned buffer, for at most ``kernels_gluon.CTA_SCHED_NB`` sequences. Every mode: at most
+    ``kernels_gluon.CTA_SCHED_RB`` rounds (the state kernel's table of the CTA's items)."""
     rounds = _cdiv(n_items, P)
     if (not GL_RC_SCHEDULE or not GL_RC_PERSISTENT or P != min(n_items, n_sm) or rounds < 2
             or rounds > GL_RC_SCHED_MAX_ROUNDS or N > GL_RC_SCHED_MAX_SEQS or h0pf == 2):
         return None
-    if GL_RC_SCHEDULE == "cta":
-        # (the state kernels are Gluon's: importable wherever they are planned)
-        from . import kernels_gluon as _kg
-        if N > _kg.CTA_SCHED_NB.value or rounds > _kg.CTA_SCHED_RB.value:
-            return None
+    # (the state kernels are Gluon's: importable wherever they are planned)
+    from . import kernels_gluon as _kg
+    if rounds > _kg.CTA_SCHED_RB.value or (GL_RC_SCHEDULE == "cta" and N > _kg.CTA_SCHED_NB.value):
+        return None  # (every mode: the state kernel's shared-memory table holds CTA_SCHED_RB rounds)
     if cu_cpu is not None:
         chunks = (cu_cpu[1:] - cu_cpu[:-1] + 63) // 64
         if bool((chunks == chunks[0]).all()):
