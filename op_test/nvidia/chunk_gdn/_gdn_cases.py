@@ -818,7 +818,8 @@ def test_item_schedule_same_bits(case_id, kw, sm_count, mode, monkeypatch):
         assert "atrex_sm90_gdn_item_schedule" not in names and state[2].get("SCHED") == 2
         table = state[1][-1]
         n_items = table.numel()
-        assert table.cpu().tolist() == item_schedule_reference(lens, n_items // len(lens), state[3][0], snake=True)
+        assert table.cpu().tolist() == item_schedule_reference(lens, n_items // len(lens), state[3][0], snake=True,
+                                                               fallback=False)
         return
     assert "atrex_sm90_gdn_item_schedule" in names
     _, sargs, _m, _g = next(e for e in seen[-1] if e[0] == "atrex_sm90_gdn_item_schedule")
@@ -2170,12 +2171,22 @@ def segment_scan_check(device="cpu", prec="tf32x3", bvs=8):
     return rows
 
 
-def item_schedule_reference(lens, M, P, snake=False):
+def item_schedule_reference(lens, M, P, snake=False, fallback=True):
     """The slot -> item order of ``kernels.atrex_sm90_gdn_item_schedule`` (launch.GL_RC_SCHEDULE, round 36), in
     Python: sequences by chunk count (descending, ties by index), a round of P items at a time to the CTAs in order of
     their load (ascending, ties by index), then the CTAs renumbered so that the last round's fill the first columns
     (in index order), the others following in index order. ``snake``: the rounds of sorted items to the CTAs in
-    alternating direction, the last (partial) round forward."""
+    alternating direction, the last (partial) round forward. ``fallback`` (round 37; not the "cta" mode): the
+    order only where its longest CTA is shorter than round-robin's, else the identity."""
+    out = _item_schedule_order(lens, M, P, snake)
+    ch = [-(-L // 64) for L in lens]
+    if fallback and _longest_cta(out, ch, M, P) >= _longest_cta(range(len(out)), ch, M, P):
+        return list(range(len(out)))
+    return out
+
+
+def _item_schedule_order(lens, M, P, snake):
+    """``item_schedule_reference``'s order before the fallback."""
     ch = [-(-L // 64) for L in lens]
     order = sorted(range(len(lens)), key=lambda n: (-ch[n], n))
     items = [(order[i // M] * M + i % M, ch[order[i // M]]) for i in range(len(lens) * M)]
@@ -2228,6 +2239,9 @@ def item_schedule_check(device="cpu"):
                          3500], 32, 132),
         "empty_seqs": ([0, 700, 0, 64, 65, 1, 0, 3000], 16, 20),
         "equal": ([1024] * 16, 32, 132),
+        # (round 37: the caller's order already better than either sort: the kernel keeps it)
+        "mixed20p_tp1": ([33, 300, 1, 255, 512, 7, 130, 480, 1024, 900, 640, 100, 1500, 2048, 3000, 3500, 1100, 777,
+                          65, 64], 32, 132),
         "exact_rounds": ([100 * (i + 1) for i in range(12)], 11, 33),
         "random_i64": ([int(x) for x in torch.randint(0, 4000, (37,), generator=gen)], 8, 132),
     }

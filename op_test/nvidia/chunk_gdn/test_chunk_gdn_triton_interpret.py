@@ -248,12 +248,17 @@ def test_qside_intra_rows_ran(interpreted_results):
 def test_item_schedule_rows_ran(interpreted_results):
     """The round-36 rows (``item_schedule_check``: the varlen state pass's item order, by load and "snake", against
     its Python reference, and its longest CTA against round-robin's) are present, so that none passes by being absent; the mixed batches'
-    longest CTA is shorter than round-robin's."""
-    tags = [t + s for t in ("mixed8_tp2", "mixed20_tp1", "empty_seqs", "equal", "exact_rounds", "random_i64")
-            for s in ("", "_snake")]
+    longest CTA is shorter than round-robin's; and (round 37) where the caller's order is already better than the sort
+    (mixed20p), the kernel keeps it."""
+    tags = [t + s for t in ("mixed8_tp2", "mixed20_tp1", "empty_seqs", "equal", "mixed20p_tp1", "exact_rounds",
+                            "random_i64") for s in ("", "_snake")]
     want = {f"item_schedule_{t}" for t in tags} | {f"item_schedule_{t}_crit" for t in tags}
     assert want <= set(interpreted_results), sorted(want - set(interpreted_results))
     for t in ("mixed8_tp2", "mixed20_tp1", "random_i64"):
         for s in ("", "_snake"):
             got, _, rr = interpreted_results[f"item_schedule_{t}{s}_crit"]
             assert got < rr, (t, s, got, rr)
+    for s in ("", "_snake"):
+        assert interpreted_results[f"item_schedule_mixed20p_tp1{s}"][0] == 0  # (the reference's order: the identity)
+        got, _, rr = interpreted_results[f"item_schedule_mixed20p_tp1{s}_crit"]
+        assert got == rr == 70, (s, got, rr)

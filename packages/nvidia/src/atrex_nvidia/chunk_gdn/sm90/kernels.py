@@ -103,7 +103,10 @@ def atrex_sm90_gdn_item_schedule(cu, sched, N, M, N_ITEMS, P, ROUNDS, NB: tl.con
     ``SNAKE`` (GL_RC_SCHEDULE = "snake"): the same sort, then no per-round load sort: the rounds of sorted items go to
     the CTAs in alternating direction, the last (partial) round forward, so that it falls in the first slots (a
     boustrophedon over the sorted items; 300 random batches: 56.6 chunk steps against 54.6 by load and 73.3
-    round-robin). Its only cost beyond the copy is the one sort of sequences."""
+    round-robin). Its only cost beyond the copy is the one sort of sequences.
+    Either order is kept only where its longest CTA runs fewer chunk steps than round-robin's (slot s on CTA s % P in
+    the caller's order); otherwise the kernel writes that order itself, sched[s] = s (round 37: r137c's reordered TP 1
+    batch ran 5% slower with the sort than in the caller's order, 81 or 74 steps against 70)."""
     if PDL:
         gdc_launch_dependents()
     scr = sched + N_ITEMS
@@ -119,12 +122,23 @@ def atrex_sm90_gdn_item_schedule(cu, sched, N, M, N_ITEMS, P, ROUNDS, NB: tl.con
     tl.debug_barrier()
     v = tl.arange(0, PB)
     mv = v < P
+    rr = tl.zeros([PB], dtype=tl.int32)  # round-robin's chunk steps by CTA (slot s on CTA s % P, item s)
+    for j in range(ROUNDS):
+        n = (j * P + v) // M
+        mr = mv & (j * P + v < N_ITEMS)
+        rr += tl.where(mr, tl.cdiv(tl.load(cu + n + 1, mask=mr, other=0).to(tl.int32)
+                                   - tl.load(cu + n, mask=mr, other=0).to(tl.int32), 64), 0)
     if SNAKE:
+        sl = tl.zeros([PB], dtype=tl.int32)  # the snake order's chunk steps by CTA
+        for j in range(ROUNDS):
+            pos = j * P + tl.where((j % 2) == ((ROUNDS - 1) % 2), v, P - 1 - v)
+            sl += tl.load(scr + NB + pos // M, mask=mv & (j * P + v < N_ITEMS), other=0)
+        keep = tl.max(sl, 0) < tl.max(rr, 0)  # (round 37: else round-robin's own order)
         for j in range(ROUNDS):  # round j, slots j P + v: forward where j has the last round's parity, else reversed
             pos = j * P + tl.where((j % 2) == ((ROUNDS - 1) % 2), v, P - 1 - v)
             ms = mv & (j * P + v < N_ITEMS)
             seq = tl.load(scr + pos // M, mask=ms, other=0)
-            tl.store(sched + j * P + v, seq * M + pos % M, mask=ms)
+            tl.store(sched + j * P + v, tl.where(keep, seq * M + pos % M, j * P + v), mask=ms)
     else:
         load = tl.where(mv, 0, 2147483647 // PB - 1)  # (padding lanes sort last)
         for r in range(ROUNDS):
@@ -142,8 +156,10 @@ def atrex_sm90_gdn_item_schedule(cu, sched, N, M, N_ITEMS, P, ROUNDS, NB: tl.con
         chosen = tl.load(tab + (ROUNDS - 1) * PB + v, mask=mv, other=-1) >= 0
         col = tl.where(chosen, tl.cumsum(chosen.to(tl.int32), 0) - 1,
                        rem + tl.cumsum((mv & ~chosen).to(tl.int32), 0) - 1)
+        keep = tl.max(tl.where(mv, load, 0), 0) < tl.max(rr, 0)  # (round 37: else round-robin's own order)
         for r in range(ROUNDS):
-            tl.store(sched + r * P + col, tl.load(tab + r * PB + v, mask=mv, other=-1), mask=mv & (r * P + col < N_ITEMS))
+            tl.store(sched + r * P + col, tl.where(keep, tl.load(tab + r * PB + v, mask=mv, other=-1), r * P + col),
+                     mask=mv & (r * P + col < N_ITEMS))
     if PDL:
         gdc_wait()
 
