@@ -446,22 +446,23 @@ GL_RC2_ITEMS_PER_SM = 1
 #   unchanged, so the outputs are the same bits. Rule (``_item_schedule``): at least 2 and at most
 #   GL_RC_SCHED_MAX_ROUNDS rounds of items, at most GL_RC_SCHED_MAX_SEQS sequences.
 #   r136 (one H100, bench_gdn graph sweep with fp32 initial states, two processes): mixed8 0.159 -> 0.149 ms, mixed20
-#   0.422 -> 0.387, but the equal-length varlen 16x1024 goal batch (identity order) 0.409 -> 0.423: off until the
-#   schedule leaves the call's kernel chain. "snake" (not yet run on a GPU): the same sort of sequences, then the
-#   rounds of sorted items in alternating direction with no per-round load sort (300 random batches: 56.6 chunk steps
-#   against 54.6 by load, 73.3 round-robin; mixed20 81 against 74), so that a GPU run tells the schedule's arithmetic
-#   apart from its place in the chain.
-#   "cta" (round 37): no schedule kernel; each state-kernel CTA ranks the sequences (an N x N comparison, N <= 64)
-#   and forms the snake order's items of its own slots in its prologue, before the PDL wait (kernels_gluon._cta_slots).
-#   r137 / r137c (H100, graph sweeps as above): second in the call, varlen 16x1024 0.410 -> 0.424 (by load) / 0.419
-#   (snake) / 0.418 (cta); mixed8 0.159 -> 0.146 (cta), mixed20 0.418 -> 0.396 (by load) / 0.406 (cta), but mixed20p
-#   (the caller's order already better) 0.375 -> 0.396-0.408. Nsight Compute (r138): the goal batch's cost is inside
-#   the state kernel (226 -> 232-235 us; its SASS spills 39 / 37 STL / LDL against 20 / 28). r139 (1492e90: the
-#   CTA's items in a shared-memory table, kernels_gluon._sched_table; spills 17 / 23): varlen 0.415 -> 0.420 (cta),
-#   mixed8 0.160 -> 0.149, mixed20 0.421 -> 0.398 (cta) / 0.391 (by load), mixed20p 0.380 -> 0.392-0.400: off.
-#   Round 37: the schedule kernel moved from right before the state kernel to second in the call (after the chunk
-#   offsets), so its work overlaps that kernel's instead of standing between the intra and state kernels, and the state
-#   kernel's first-item initial-state prefetch (H0PF 1) reads the order before its PDL wait again, as without SCHED.
+#   0.422 -> 0.387, but the equal-length varlen 16x1024 goal batch (identity order) 0.409 -> 0.423: off. "snake": the
+#   same sort of sequences, then the rounds of sorted items in alternating direction with no per-round load sort (300
+#   random batches: 56.6 chunk steps against 54.6 by load, 73.3 round-robin; mixed20 81 against 74).
+#   Round 37, in the order tried:
+#   - the schedule kernel moved from right before the state kernel to second in the call (after the chunk offsets),
+#     so that the state kernel's first-item initial-state prefetch (H0PF 1) reads the order before its PDL wait again;
+#     r137 (H100): varlen 0.411 -> 0.425 (by load) / 0.419 (snake), no better;
+#   - "cta": no schedule kernel; each state-kernel CTA ranks the sequences (an N x N comparison, N <= 64) and forms
+#     the snake order's items of its own slots in its prologue (kernels_gluon._cta_slots). r137c: varlen 0.410 ->
+#     0.418, mixed8 0.159 -> 0.146, mixed20 0.418 -> 0.406 (by load 0.396), mixed20p (the caller's order already
+#     better) 0.375 -> 0.396-0.408. Nsight Compute (r138): the cost is inside the state kernel (226 -> 232-235 us;
+#     its SASS spills 39 / 37 STL / LDL against 20 / 28);
+#   - the CTA's items in a shared-memory table (kernels_gluon._sched_table; spills 17 / 23). r139: varlen 0.415 ->
+#     0.420 (cta), mixed8 0.160 -> 0.149, mixed20 0.421 -> 0.398 (cta) / 0.391 (by load), mixed20p 0.380 ->
+#     0.392-0.400: off;
+#   - after r139, not timed: the schedule kernel keeps the caller's order where neither sort shortens round-robin's
+#     longest CTA (mixed20p: 70 steps against 74 / 81).
 GL_RC_SCHEDULE = False
 GL_RC_SCHED_MAX_ROUNDS = 16
 GL_RC_SCHED_MAX_SEQS = 1024
