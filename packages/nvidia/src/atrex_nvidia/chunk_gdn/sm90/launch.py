@@ -461,8 +461,10 @@ GL_RC2_ITEMS_PER_SM = 1
 #   - the CTA's items in a shared-memory table (kernels_gluon._sched_table; spills 17 / 23). r139: varlen 0.415 ->
 #     0.420 (cta), mixed8 0.160 -> 0.149, mixed20 0.421 -> 0.398 (cta) / 0.391 (by load), mixed20p 0.380 ->
 #     0.392-0.400: off;
-#   - after r139, not timed: the schedule kernel keeps the caller's order where neither sort shortens round-robin's
-#     longest CTA (mixed20p: 70 steps against 74 / 81).
+#   - the schedule kernel keeps the caller's order where neither sort shortens round-robin's longest CTA (mixed20p:
+#     70 steps against 74 / 81). r141 (H100, round 38): mixed20p 0.377 -> 0.383 (snake; r139 0.400) / 0.389 (by
+#     load), varlen 0.409 -> 0.411 (cta) / 0.413 (snake), mixed8 0.160 -> 0.149 (cta), mixed20 0.421 -> 0.390 (by
+#     load): still no mode without a loss; off.
 GL_RC_SCHEDULE = False
 GL_RC_SCHED_MAX_ROUNDS = 16
 GL_RC_SCHED_MAX_SEQS = 1024
