@@ -295,3 +295,41 @@ def test_segment_scan_composes_in_fp32(prec, bvs):
     rows = _t.segment_scan_check("cuda", prec=prec, bvs=bvs)
     bad = {k: v for k, v in rows.items() if not (v[0] <= v[2] and v[1] <= v[2])}
     assert not bad, bad
+
+
+# The mixed serving batch in the order where round-robin already beats both sorts (bench_gdn's mixed20p; interpreter
+# row item_schedule_mixed20p_tp1): 70 chunk steps on the longest of 132 CTAs, against 74 by load and 81 snake.
+MIXED20P = [33, 300, 1, 255, 512, 7, 130, 480, 1024, 900, 640, 100, 1500, 2048, 3000, 3500, 1100, 777, 65, 64]
+
+
+@_t.pytest.mark.parametrize("mode", [True, "snake"])
+def test_item_schedule_keeps_a_better_caller_order(mode, monkeypatch):
+    """Round 37's fallback of ``atrex_sm90_gdn_item_schedule`` on the device: where neither sort shortens the longest
+    CTA (the mixed20p batch at H = 16, HV = 32 on a 132-CTA grid), the kernel writes the identity order, and the call
+    with the knob gives the same bits as the call without. ``test_item_schedule_same_bits`` compares the order with
+    the reference on batches where the sorts help; this one pins the other branch (the bench's mixed20p row ran 0.400
+    ms with the sorted order in r139, 0.383 with the fallback in r141)."""
+    from atrex_nvidia.chunk_gdn.sm90 import launch
+    if not launch._gluon_ws_supported():
+        _t.pytest.skip("gl_rc / gl_rc2 need Gluon's warp specialisation")
+    monkeypatch.setattr(launch, "GL_RC_SCHEDULE", False)
+    seen, orig = [], launch._launch_all
+
+    def spy(dev, launches, *a, **k):
+        seen.append([(kern.__name__, args) for kern, _g, args, _m in launches])
+        return orig(dev, launches, *a, **k)
+    monkeypatch.setattr(launch, "_launch_all", spy)
+    cu = [0]
+    for n in MIXED20P:
+        cu.append(cu[-1] + n)
+    x = _t.make_inputs(device="cuda", T=cu[-1], H=16, HV=32, K=128, cu_seqlens=cu, h0=_t.torch.float32)
+    err = _t._knob_pair_error(launch, x, "cuda", {"GL_RC_SCHEDULE": False}, {"GL_RC_SCHEDULE": mode}, exact=True,
+                              sm_count=132)
+    assert err == 0.0
+    sargs = next(a for n, a in seen[-1] if n == "atrex_sm90_gdn_item_schedule")
+    M, n_items, P = sargs[3], sargs[4], sargs[5]
+    identity = list(range(n_items))
+    assert _t.item_schedule_reference(MIXED20P, M, P, snake=mode == "snake") == identity, (
+        f"the batch no longer takes the fallback at M={M}, P={P}: this test would not cover it")
+    assert _t.item_schedule_reference(MIXED20P, M, P, snake=mode == "snake", fallback=False) != identity
+    assert sargs[1][:n_items].cpu().tolist() == identity
