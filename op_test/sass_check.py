@@ -2,8 +2,7 @@
 
 Written for a ptxas 12.8 miscompile (the assembler bundled with Triton 3.6): the T = 1 specialisation of
 ``atrex_sm90_gdn_state_output_v2`` read UR16, which no instruction of the kernel writes, as half of a wgmma
-shared-memory descriptor; on the H200 that was an intermittent "Warp Out-of-range Address" (BENCH_H200.md,
-round 7). A uniform register that nothing in the function writes holds whatever an earlier kernel left there.
+shared-memory descriptor; on the H200 that was an intermittent "Warp Out-of-range Address". A uniform register that nothing in the function writes holds whatever an earlier kernel left there.
 
 The check is deliberately simple: a register counts as written if any instruction anywhere in the listing has it
 as destination (so it cannot see a read on a path where the write has not happened yet, only reads with no write at

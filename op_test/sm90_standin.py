@@ -2,8 +2,7 @@
 
 ``record_specialisations()`` makes Triton's active driver a stand-in that reports an sm90 target (device 0, stream
 0, torch device cpu) and installs a ``knobs.runtime.jit_cache_hook`` that records each specialisation a launcher asks
-for and returns before any compile or launch. Used by ``nvidia/test_triton_sm90_compile.py`` (compile gate) and
-``scripts/gdn_gluon_sass.py`` (SASS dumps).
+for and returns before any compile or launch. Used by ``nvidia/test_triton_sm90_compile.py`` (the compile gate).
 """
 
 import re

@@ -402,7 +402,7 @@ def test_every_specialisation_compiles_for_sm90_within_shared_memory(compiled):
 def test_no_specialisation_reads_a_uniform_register_nothing_writes(compiled):
     """The SASS of every specialisation (``nvdisasm``, ``op_test/sass_check.py``): no uniform register is read that
     no instruction writes. ptxas 12.8 (Triton 3.6) assembled the T = 1 specialisation of state kernel v2 that way
-    (the H200's intermittent T = 1 illegal address, BENCH_H200.md round 7); the launcher now never compiles the
+    (the H200's intermittent T = 1 illegal address); the launcher now never compiles the
     state kernels with T as the constant 1 (``kernels.NO_T1_SPECIALISATION``)."""
     if not compiled["nvdisasm"]["path"]:
         pytest.skip(f"Triton {compiled['nvdisasm']['triton']} ships no nvdisasm")
