@@ -114,6 +114,16 @@ def test_workspace_members_and_sources(root):
     assert any("3.15" in e for e in uv["environments"])
 
 
+def test_plain_uv_sync_installs_every_member(root):
+    """`uv sync` / `uv run` in the workspace keep both vendor plugins (a default group names them)."""
+    groups = root["dependency-groups"]
+    default = root["tool"]["uv"]["default-groups"]
+    named = {g for name in default for g in groups[name] if isinstance(g, str)}
+    assert {"atrex-nvidia", "atrex-ppu"} <= named
+    dev = (ROOT / "requirements-dev.txt").read_text()
+    assert all(f"-e ./packages/{m}" in dev for m in MEMBERS)
+
+
 def test_pytest_config(root):
     ini = root["tool"]["pytest"]["ini_options"]
     assert "--import-mode=importlib" in ini["addopts"]
