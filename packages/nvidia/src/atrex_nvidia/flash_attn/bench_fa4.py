@@ -1,6 +1,9 @@
-"""ATREX (``nvidia.fa4``) vs FA4 direct, side by side in one run (PERFORMANCE.md method).
+"""ATREX (``nvidia.fa4``) vs FA4 direct, side by side in one run: prefill device time and host time per call.
 
-    python -m atrex_nvidia.flash_attn.bench_fa4 --out DIR [--quick]
+    python -m atrex_nvidia.flash_attn.bench_fa4 --out DIR [--quick] [--skip prefill,host]
+
+``atrex bench run flash_attn`` times the same prefill cases (and the paged-decode matrix) into the benchmark
+history; this module adds what that does not: ATREX bitwise against FA4 direct and the host-time breakdown.
 
 Device time: ``triton.testing.do_bench`` medians, order A B B A (ATREX, FA4, FA4, ATREX), several
 input sets rotated so L2 does not serve repeated runs. FA4 direct is the public
@@ -9,7 +12,8 @@ Host time: eager tiny call (B=1, 64 keys), ``time.perf_counter`` over many calls
 inside the loop, median of repeats; reported for FA4's public function, FA4's ``_flash_attn_fwd``,
 ATREX end to end, ATREX's core (normalize + select) and ``nvidia.fa4``'s ``run()`` alone.
 Every benchmarked configuration is checked first (ATREX bitwise equal to FA4 direct; against the
-core reference where it fits: max_seqlen_q * max_seqlen_k * Hq <= 2**30).
+core reference where it fits: max_seqlen_q * max_seqlen_k * Hq <= 2**30). Paged decode shapes are not here: on
+sm90 they go to ``nvidia.decode_splitkv`` (``decode_splitkv/bench_decode.py``).
 Writes ``DIR/bench_fa4.json`` and ``DIR/bench_fa4.md``.
 """
 
@@ -151,7 +155,6 @@ PREFILL = [
     ("Qwen3-Next 16q/2kv d256 causal, 4 x 4096", (4096,) * 4, 16, 2, 256, True),
     ("Qwen3-Next 16q/2kv d256 causal, 1 x 16384", (16384,), 16, 2, 256, True),
 ]
-DECODE = [(32, 4096), (64, 4096), (128, 2048), (256, 1024)]
 
 
 def bench_prefill(results, quick):
@@ -165,25 +168,6 @@ def bench_prefill(results, quick):
         print(f"{name:55s} ATREX {ta:.3f} ms  FA4 {tb:.3f} ms  x{tb / ta:.3f}  {status}", flush=True)
         del kws
         torch.cuda.empty_cache()
-
-
-def bench_decode(results, quick):
-    hq, hk, d = 32, 8, 128
-    for b, lk in DECODE[: 1 if quick else None]:
-        for page in (16, 128):
-            for qlen in (1, 4):
-                kws = [_kw((qlen,) * b, (lk,) * b, hq=hq, hk=hk, d=d, page=page, causal=True, seed=s)
-                       for s in range(ROTATE)]
-                status = _check(kws[0])
-                ta, tb = _time_pair(kws)
-                nbytes = 2 * b * lk * hk * d * 2  # K and V pages actually read (bf16)
-                name = f"decode B={b} Lk={lk} page={page} q={qlen}"
-                results.append({"kind": "decode", "case": name, "check": status, "atrex_ms": ta, "fa4_ms": tb,
-                                "ratio_fa4_over_atrex": tb / ta, "atrex_tbps": nbytes / ta / 1e9})
-                print(f"{name:55s} ATREX {ta * 1e3:.1f} us  FA4 {tb * 1e3:.1f} us  x{tb / ta:.3f}  "
-                      f"{nbytes / ta / 1e9:.2f} TB/s  {status}", flush=True)
-                del kws
-                torch.cuda.empty_cache()
 
 
 def _host_us(fn, n=2000, repeats=7):
@@ -218,10 +202,7 @@ def bench_host(results):
             seqused_k=kw.get("seqused_k"), max_seqlen_q=sq, max_seqlen_k=64, page_table=kw.get("block_table"),
             softmax_scale=kw["q"].shape[-1] ** -0.5, causal=True, num_splits=1, out=kw["out"])
         at = _atrex(kw)
-        normalize = getattr(api, "normalize", None)
-        if normalize is None:  # older core: the detailed path only
-            def normalize(**k):
-                return api.normalize_flash_attn_call(**k)
+        normalize = api.normalize
         reg = get_registry()
 
         def core_only(kw=kw, normalize=normalize, reg=reg):
@@ -260,9 +241,6 @@ def write(results, meta, out_dir):
         if r["kind"] == "prefill":
             lines.append(f"| {r['case']} | {r['atrex_ms']:.3f} ms | {r['fa4_ms']:.3f} ms | "
                          f"{r['ratio_fa4_over_atrex']:.3f} | {r['atrex_tflops']:.0f} TFLOP/s | {r['check']} |")
-        elif r["kind"] == "decode":
-            lines.append(f"| {r['case']} | {r['atrex_ms'] * 1e3:.1f} us | {r['fa4_ms'] * 1e3:.1f} us | "
-                         f"{r['ratio_fa4_over_atrex']:.3f} | {r['atrex_tbps']:.2f} TB/s | {r['check']} |")
     for r in results:
         if r["kind"] == "host":
             lines += ["", "Host time per eager call (B=1, 64 keys, 8q/2kv d128; perf_counter, 2000 calls, "
@@ -281,8 +259,8 @@ def write(results, meta, out_dir):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", required=True)
-    p.add_argument("--quick", action="store_true", help="two prefill and one decode row (smoke test)")
-    p.add_argument("--skip", default="", help="comma list of prefill,decode,host to skip")
+    p.add_argument("--quick", action="store_true", help="two prefill rows (smoke test)")
+    p.add_argument("--skip", default="", help="comma list of prefill,host to skip")
     a = p.parse_args(argv)
     skip = set(filter(None, a.skip.split(",")))
     meta = _versions()
@@ -292,8 +270,6 @@ def main(argv=None):
             bench_host(results)
         if "prefill" not in skip:
             bench_prefill(results, a.quick)
-        if "decode" not in skip:
-            bench_decode(results, a.quick)
     finally:
         write(results, meta, a.out)
 

@@ -1,4 +1,4 @@
-"""``nvidia.decode_splitkv`` vs FA4 direct (``num_splits=1``) on PERFORMANCE.md's paged-decode matrix (CUDA only).
+"""``nvidia.decode_splitkv`` vs FA4 direct (``num_splits=1``) on the paged-decode matrix (CUDA only).
 
     python -m atrex_nvidia.flash_attn.sm90.decode_splitkv.bench_decode --out DIR [--sweep] [--quick]
 
@@ -7,7 +7,9 @@ Times: ``triton.testing.do_bench`` (eager, L2 flushed) and ``do_bench_cudagraph`
 in us, with input sets rotated so repeated runs do not hit L2; TB/s counts the K and V bytes read
 (``2 * B * Lk * Hk * D * 2``). ATREX runs through the public API forced to ``nvidia.decode_splitkv``.
 Each configuration is checked against the core reference first. ``--sweep`` also times a few
-(BLOCK_N, num_warps, num_stages) x split choices per shape through ``launch``'s override hooks.
+(BLOCK_N, num_warps, num_stages) x split choices per shape through ``launch``'s override hooks: this is the tool
+for retuning ``launch.tile_config`` / ``CTAS_PER_SM``; ``atrex bench run flash_attn --match decode/ --graph``
+records the default launch's numbers in the benchmark history (without B = 1, Lk = 131072).
 Writes ``DIR/bench_decode.json`` and ``DIR/bench_decode.md``.
 """
 
