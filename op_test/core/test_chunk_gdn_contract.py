@@ -83,6 +83,9 @@ REJECTIONS = [
     ("q_not_tensor", _mod(F, q=None), AtrexTypeError, "q"),
     ("device", _mod(F, g=F["g"].to("meta")), AtrexValueError, "g"),
     ("unknown_keyword", _mod(F, use_qk_l2norm=True), AtrexTypeError, "use_qk_l2norm"),
+    ("q_int32", _mod(F, q=F["q"].int()), AtrexTypeError, "q"),
+    ("k_int32", _mod(F, k=F["k"].int()), AtrexTypeError, "k"),
+    ("beta_int32", _mod(F, beta=F["beta"].int()), AtrexTypeError, "beta"),
 ]
 
 

@@ -128,7 +128,22 @@ REJECTIONS = [
     ("batch0_rows", _mod(D, cu_seqlens_q=torch.zeros(1, dtype=torch.int32), seqused_k=torch.zeros(0, dtype=torch.int32),
                          block_table=torch.zeros(0, 1, dtype=torch.int32)), AtrexValueError, "cu_seqlens_q"),
     ("unknown_keyword", _mod(D, dropout=0.0), AtrexTypeError, "dropout"),
+    # an integer tensor is a wrong type (AtrexTypeError naming it), not a dtype no implementation supports
+    ("q_int32", _mod(P, q=P["q"].int(), out=None), AtrexTypeError, "q"),
+    ("k_int32", _mod(P, k=P["k"].int()), AtrexTypeError, "k"),
+    ("v_int32", _mod(D, v=D["v"].int()), AtrexTypeError, "v"),
 ]
+
+
+def test_unknown_keyword_message():
+    with pytest.raises(AtrexTypeError) as info:
+        atrex.flash_attn_varlen_func(**_mod(D, dropout=0.0))
+    msg = str(info.value)
+    assert msg.startswith("argument `dropout`: got an unexpected keyword argument 'dropout'; expected the")
+    assert "got got" not in msg and "normalize_" not in msg
+    with pytest.raises(AtrexTypeError) as info:
+        atrex.flash_attn_varlen_func(D["q"])
+    assert "missing" in str(info.value) and "got missing" not in str(info.value)
 
 
 @pytest.mark.parametrize("case", REJECTIONS, ids=[c[0] for c in REJECTIONS])

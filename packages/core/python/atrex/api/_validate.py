@@ -160,7 +160,14 @@ def binding_error(exc: TypeError, op: str) -> AtrexError:
     arg = "<call>"
     if "'" in msg:
         arg = msg.split("'")[1]
-    return AtrexTypeError(arg, msg.split(")", 1)[-1].strip() or msg, f"the documented parameters of atrex.{op}")
+    # Python's text without the internal function's name: "f() got an unexpected keyword argument 'x'"
+    # (the error's own format adds "got "), "f() missing 1 required ...", "f() takes 6 ... but 7 were given"
+    detail = msg.split(") ", 1)[-1].strip() or msg
+    if detail.startswith("got "):
+        detail = detail[4:]
+    else:
+        detail = f"a call that {detail}" if detail.startswith("takes") else f"no value ({detail})"
+    return AtrexTypeError(arg, detail, f"the documented parameters of atrex.{op}")
 
 
 def bind(spec: Callable, op: str, args, kwargs):

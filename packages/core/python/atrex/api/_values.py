@@ -1,6 +1,10 @@
-"""Value-dependent preconditions (CONTRACTS 3.2): monotone offsets, lengths within capacity, valid
-block ids, matching CPU mirrors. They read device values, so they run only in value-check mode
-(``ATREX_CHECK_VALUES=1``) and never during CUDA-graph capture; by default they are the caller's duty."""
+"""Value-dependent preconditions (docs/errors.md, "Value checks"): monotone offsets, lengths within
+capacity, valid block ids, matching CPU mirrors.
+
+On CPU tensors they always run: the values are in host memory, so reading them costs microseconds and
+no device sync, and the reference would otherwise index out of range or wrap -1 silently. On an
+accelerator they read device values, so they run only with ``ATREX_CHECK_VALUES=1``; never during
+CUDA-graph capture."""
 
 from __future__ import annotations
 
@@ -8,10 +12,20 @@ import math
 
 import torch
 
+from atrex import env as _env
 from atrex.errors import AtrexValueError
 
 
-def _host(t: torch.Tensor) -> list[int]:
+def wanted(call) -> bool:
+    """Whether the value preconditions are checked for this validated call."""
+    if call.capturing:
+        return False
+    return call.device.type == "cpu" or _env.settings().check_values
+
+
+def _host(t: torch.Tensor) -> list:
+    if t.device.type == "cpu":  # integer metadata: tolist() reads host memory, no copy and no aten op
+        return t.tolist()
     return t.detach().to("cpu", torch.int64).tolist()
 
 
@@ -41,12 +55,14 @@ def check_attention_values(call) -> None:
                                       f"0..{width * call.page_size} (block_table width x page_size)")
         if used and max(used) > call.max_seqlen_k:
             raise AtrexValueError("max_seqlen_k", call.max_seqlen_k, f">= the longest KV ({max(used)})")
-        table = call.block_table.detach().cpu()
+        table = _host(call.block_table)
         for b, n in enumerate(used):
-            ids = table[b, : math.ceil(n / call.page_size)]
-            if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= num_blocks):
-                raise AtrexValueError("block_table", f"row {b} references blocks {ids.tolist()[:8]}...",
-                                      f"ids in [0, {num_blocks}) for the first ceil(seqused_k / page_size) entries")
+            ids = table[b][: math.ceil(n / call.page_size)]
+            if ids and (min(ids) < 0 or max(ids) >= num_blocks):
+                bad = next(i for i, x in enumerate(ids) if x < 0 or x >= num_blocks)
+                raise AtrexValueError("block_table", f"block_table[{b}, {bad}] = {ids[bad]}",
+                                      f"block ids in [0, {num_blocks}) (num_blocks of k) for the first "
+                                      "ceil(seqused_k / page_size) entries of each row")
     else:
         cu_k = _host(call.cu_seqlens_k)
         _offsets("cu_seqlens_k", cu_k, call.k.shape[0], exact=False)

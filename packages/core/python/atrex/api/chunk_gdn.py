@@ -6,9 +6,8 @@ from typing import NamedTuple
 
 import torch
 
-from atrex import env as _env
 from atrex.api import _validate as V
-from atrex.api._values import check_gdn_values
+from atrex.api._values import check_gdn_values, wanted
 from atrex.dispatch.registry import get_registry
 from atrex.dispatch.target import DeviceTarget, classify_device
 from atrex.errors import AtrexError, AtrexNotSupportedError, AtrexTypeError, AtrexValueError
@@ -142,6 +141,10 @@ def normalize_gdn_call(
     for name, x in (("q", q), ("k", k), ("v", v)):
         V.last_dim_contiguous(name, x)
         V.same_device(name, x, device)
+    for name, x in (("q", q), ("k", k), ("v", v), ("g", g), ("beta", beta)):  # integers: a wrong type
+        if not x.is_floating_point():
+            raise AtrexTypeError(name, V.shape_str(x), "a floating-point tensor (bfloat16 or float16; "
+                                 "float32 on the CPU reference)")
     if q.dtype not in _IO_DTYPES:
         raise AtrexNotSupportedError.feature("q", V.dname(q.dtype), "bfloat16 or float16 (float32: reference only)",
                                              op=OP)
@@ -204,9 +207,10 @@ def normalize_gdn_call(
 
 
 def normalize(*args, **kwargs) -> GDNCall:
-    """Validate (binding errors -> AtrexTypeError); value preconditions with ``ATREX_CHECK_VALUES=1``."""
+    """Validate (binding errors -> AtrexTypeError); the value preconditions on CPU tensors, elsewhere
+    with ``ATREX_CHECK_VALUES=1`` (never under capture)."""
     call = V.bind(normalize_gdn_call, "chunk_gated_delta_rule", args, kwargs)
-    if _env.settings().check_values and not call.capturing:
+    if wanted(call):
         check_gdn_values(call)
     return call
 

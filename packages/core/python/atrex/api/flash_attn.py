@@ -10,9 +10,8 @@ from typing import NamedTuple
 
 import torch
 
-from atrex import env as _env
 from atrex.api import _validate as V
-from atrex.api._values import check_attention_values
+from atrex.api._values import check_attention_values, wanted
 from atrex.dispatch.registry import get_registry
 from atrex.dispatch.target import DeviceTarget, classify_device
 from atrex.errors import AtrexError, AtrexNotSupportedError, AtrexTypeError, AtrexValueError
@@ -190,6 +189,10 @@ def normalize_flash_attn_call(
     V.last_dim_contiguous("v", v)
     V.same_device("k", k, device)
     V.same_device("v", v, device)
+    for name, t in (("q", q), ("k", k), ("v", v)):  # an integer tensor is a wrong type, not a feature
+        if not t.is_floating_point():
+            raise AtrexTypeError(name, V.shape_str(t), "a floating-point tensor (float16, bfloat16, float8_e4m3fn; "
+                                 "float32 on the CPU reference)")
     if k.dtype != q.dtype or v.dtype != q.dtype:
         bad, t = ("k", k) if k.dtype != q.dtype else ("v", v)
         raise AtrexNotSupportedError.feature(bad, V.dname(t.dtype), f"the dtype of q ({V.dname(q.dtype)}); "
@@ -468,17 +471,18 @@ def _normalize_fast(
 
 def _finish(call: FlashAttnCall | None, args, kwargs, op: str) -> FlashAttnCall:
     """The detailed validation when the fast path declined (binding errors -> AtrexTypeError), then
-    the value preconditions with ``ATREX_CHECK_VALUES=1`` (never under capture)."""
+    the value preconditions: always on CPU tensors, elsewhere with ``ATREX_CHECK_VALUES=1`` (never
+    under capture)."""
     if call is None:
         call = V.bind(normalize_flash_attn_call, op, args, kwargs)
-    if _env.settings().check_values and not call.capturing:
+    if wanted(call):
         check_attention_values(call)
     return call
 
 
 def normalize(*args, **kwargs) -> FlashAttnCall:
     """The fast path when it applies, else the detailed validation (binding errors -> AtrexTypeError).
-    With ``ATREX_CHECK_VALUES=1`` (never under capture) the value preconditions are checked too.
+    The value preconditions are checked on CPU tensors, and elsewhere with ``ATREX_CHECK_VALUES=1``.
     (The public functions inline this: every ``*args, **kwargs`` hop costs ~1 us for vLLM's 21 keywords.)"""
     try:
         call = _normalize_fast(*args, **kwargs)
