@@ -142,3 +142,28 @@ def test_demo():
     out = invoke("demo")
     assert out.count("MATCHES") == 2
     assert "summary" in out
+
+
+@pytest.mark.parametrize("argv", [
+    ["explain", "flash_attn", "--device", "cuda"],
+    ["explain", "chunk_gdn", "--device", "cuda:0"],
+    ["prewarm", "flash_attn", "--device", "cuda"],
+    ["demo", "--device", "cuda"],
+    ["verify", "flash_attn", "--device", "cuda"],
+    ["bench", "run", "chunk_gdn", "--device", "cuda", "--history", os.devnull],
+])
+def test_cuda_without_a_gpu_is_a_one_line_error(monkeypatch, argv):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    result = CliRunner().invoke(main, argv)
+    assert result.exit_code == 2, result.output  # click's usage error, not a traceback
+    assert "Traceback" not in result.output and result.exception is None or isinstance(result.exception, SystemExit)
+    [line] = [ln for ln in result.output.splitlines() if ln.startswith("Error:")]
+    assert "no CUDA device is visible" in line
+
+
+def test_unknown_device_is_a_usage_error():
+    result = CliRunner().invoke(main, ["explain", "flash_attn", "--device", "nonsense"])
+    assert result.exit_code == 2 and "--device" in result.output and "Traceback" not in result.output

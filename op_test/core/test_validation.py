@@ -161,9 +161,13 @@ def test_bench_records_report_plot_and_readme(tmp_path):
     readme = tmp_path / "README.md"
     readme.write_text(f"# x\n\n{bench.START}\nold\n{bench.END}\ntail\n")
     assert bench.update_readme(readme, bench.load_history(hist))
+    text = readme.read_text()  # CPU runs never reach the README's section
+    assert "fake.impl" not in text and "No accelerator benchmark" in text and text.endswith("tail\n")
+    gpu = [{**r, "device": "NVIDIA Fake GPU"} for r in bench.load_history(hist)]
+    assert bench.update_readme(readme, gpu)
     text = readme.read_text()
-    assert "fake.impl" in text and "old" not in text and text.endswith("tail\n")
-    assert not bench.update_readme(readme, bench.load_history(hist))  # idempotent
+    assert "### flash_attn on NVIDIA Fake GPU" in text and "fake.impl" in text and "old" not in text
+    assert not bench.update_readme(readme, gpu)  # idempotent
 
 
 def test_readme_section_keeps_each_cases_latest_record():
@@ -186,11 +190,32 @@ def test_readme_section_keeps_each_cases_latest_record():
     assert "| perf/a | fla | 5.0000 |" not in text  # (run 1's rows of perf/a: replaced by run 2's)
     assert "| perf/b | impl | 2.0000 |" in text and "| perf/b | impl | 9.0000 |" in text
     assert "boom" not in text
+    assert "### chunk_gdn on gpu-a" in text and "### chunk_gdn on gpu-b" in text
     a = text.index("on gpu-a")
     assert text.index("commit c2", a) < text.index("commit c1", a)  # newest run first
     # a later run of a variant (a launcher option changed: commit "<sha>+<variant>") is kept out of the section
     text2 = bench.readme_section(history + [rec(5, "perf/a", 0.1, commit="c2+knob")])
     assert text2 == text and "c2+knob" not in text2
+
+
+def test_bench_run_history_defaults_to_the_user_cache(tmp_path, monkeypatch):
+    """Without --history / --out, `bench run` writes under $ATREX_CACHE_DIR/bench, never the checkout."""
+    from atrex import env
+
+    install_fake("run_correct")
+    monkeypatch.setenv("ATREX_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    env.reload()
+    try:
+        res = CliRunner().invoke(main, ["bench", "run", "flash_attn", "--device", "cpu", "--match", "zero-and-one",
+                                        "--no-progress"])
+    finally:
+        monkeypatch.undo()
+        env.reload()
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "cache" / "bench" / "history.jsonl").exists()
+    assert (tmp_path / "cache" / "bench" / "bench_flash_attn.md").exists()
+    assert not (tmp_path / "bench_results").exists()
 
 
 def test_bench_cli_writes_files(tmp_path):

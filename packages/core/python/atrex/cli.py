@@ -9,12 +9,29 @@ import sys
 import click
 
 
-def _device(name: str | None):
+def resolve_device(name: str | None):
+    """``--device``: cuda:current when a GPU is visible and none is named, else cpu. A device that does
+    not exist here is a one-line usage error (exit 2), never a traceback from the first allocation."""
     import torch
 
-    if name:
-        return torch.device(name)
-    return torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else torch.device("cpu")
+    if not name:
+        return torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else torch.device("cpu")
+    try:
+        dev = torch.device(name)
+    except (RuntimeError, ValueError) as exc:
+        raise click.BadParameter(str(exc).splitlines()[0], param_hint="--device") from None
+    if dev.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            raise click.UsageError(f"--device {name}: no CUDA device is visible")
+        if dev.index is not None and dev.index >= count:
+            raise click.UsageError(f"--device {name}: only {count} CUDA device(s) visible")
+    elif dev.type != "cpu":
+        raise click.BadParameter(f"{name!r}: ATREX's commands take cpu or cuda[:N]", param_hint="--device")
+    return dev
+
+
+_device = resolve_device
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -76,7 +93,8 @@ def env_cmd(as_json: bool, device: str | None) -> None:
                f"runtime {t['runtime'] or '-'}" + ("  [EMULATED]" if t["emulated"] else ""))
     click.echo("plugins:")
     if not rep["plugins"]:
-        click.echo("  (none installed: pip install 'atrex[nvidia]' or 'atrex[ppu]')")
+        click.echo("  (none installed: `uv sync` in the ATREX workspace installs both; elsewhere install the "
+                   "atrex-nvidia / atrex-ppu wheels, see the README's Install section)")
     for p in rep["plugins"]:
         line = f"  {p['name']:<8} {p['distribution'] or '?'} {p['version'] or ''}  [{p['state']}]"
         if p["error"]:
@@ -234,12 +252,13 @@ def prewarm_gdn(device, dtype, seq_lens, heads, v_heads, head_dim, state, v_firs
 
 
 @main.command()
-@click.option("--device", default="cpu", show_default=True, help="cpu, cuda, cuda:1 ...")
-def demo(device: str) -> None:
+@click.option("--device", default=None,
+              help="cpu, cuda, cuda:1 ... (default: the current GPU when ATREX has kernels for it, else cpu)")
+def demo(device: str | None) -> None:
     """Run both operators on a realistic small shape and compare with float64 oracles."""
-    from atrex.demo import run_demo
+    from atrex.demo import default_device, run_demo
 
-    if not run_demo(device):
+    if not run_demo(resolve_device(device) if device else default_device()):
         sys.exit(1)
 
 

@@ -12,7 +12,7 @@ from atrex.dispatch.registry import get_registry
 from atrex.inputs import attn_inputs, gdn_inputs
 from atrex.reference.oracle import attention_oracle, gdn_oracle, rel_rmse
 
-# Tolerances of CONTRACTS.md 4.1 (properties of dtype and algorithm, never loosened).
+# Tolerances of the operator contracts (docs/<operator>.md, "Accuracy"): properties of dtype and algorithm.
 ATTN_ATOL, ATTN_RTOL, LSE_ATOL = 1.5e-2, 1e-2, 2e-3
 GDN_RMSE = 5e-3
 
@@ -87,7 +87,25 @@ def _guarded(step, dev) -> bool:
         return False
 
 
-def run_demo(device: str) -> bool:
+def default_device() -> torch.device:
+    """The current GPU when an installed plugin has an implementation for its target, else the CPU (with
+    a line saying why), so that the plain command shows the vendor kernels wherever there are some."""
+    if not torch.cuda.is_available():
+        return torch.device("cpu")
+    from atrex.dispatch.target import classify_device
+
+    dev = torch.device("cuda", torch.cuda.current_device())
+    target = classify_device(dev)
+    reg = get_registry()
+    if any(not impl.is_reference for op in ("flash_attn_varlen", "chunk_gated_delta_rule")
+           for impl in reg.candidates(op, target.id)):
+        return dev
+    click.echo(f"no installed ATREX implementation targets {dev} ({target.id}, {target.name!r}): "
+               "running on the CPU (see `atrex env`)")
+    return torch.device("cpu")
+
+
+def run_demo(device) -> bool:
     dev = torch.device(device)
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise click.UsageError("--device cuda: no CUDA device is visible")

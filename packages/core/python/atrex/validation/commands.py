@@ -8,15 +8,22 @@ from pathlib import Path
 
 import click
 
-DEFAULT_HISTORY = Path("bench_results/history.jsonl")
+# The repository's record of accelerator runs: what `bench report` reads. `bench run` appends to it only
+# when `--history` names it; by default its records and reports go to the user's cache directory.
+REPO_HISTORY = Path("bench_results/history.jsonl")
+
+
+def default_bench_dir() -> Path:
+    """``$ATREX_CACHE_DIR/bench`` (default ``~/.cache/atrex/bench``): outside any checkout."""
+    from atrex import env
+
+    return env.settings().cache_dir / "bench"
 
 
 def _device(name):
-    import torch
+    from atrex.cli import resolve_device
 
-    if name:
-        return torch.device(name)
-    return torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else torch.device("cpu")
+    return resolve_device(name)
 
 
 @click.command()
@@ -79,8 +86,11 @@ def bench(ctx):
               help="default: perf on an accelerator, small on the CPU")
 @click.option("--match", default=None)
 @click.option("--graph", is_flag=True, help="time CUDA-graph replays")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("bench_results"))
-@click.option("--history", type=click.Path(dir_okay=False, path_type=Path), default=DEFAULT_HISTORY)
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="where bench_<op>.md and .png go (default: ~/.cache/atrex/bench)")
+@click.option("--history", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="the JSONL history to append to (default: ~/.cache/atrex/bench/history.jsonl; the repository's "
+                   "record is bench_results/history.jsonl, appended to only when named here)")
 @click.option("--no-progress", is_flag=True)
 def bench_run(op, device, size, match, graph, out_dir, history, no_progress):
     """Run the cases across eligible implementations and baselines; write <out>/bench_<op>.md and .png,
@@ -88,6 +98,8 @@ def bench_run(op, device, size, match, graph, out_dir, history, no_progress):
     from atrex.validation.bench import append_history, markdown, plot, run_bench
 
     dev = _device(device)
+    out_dir = out_dir or default_bench_dir()
+    history = history or default_bench_dir() / "history.jsonl"
     if size is None:
         size = "perf" if dev.type != "cpu" else "small"
     records = run_bench(op, dev, size=None if size == "all" else size, match=match, graph=graph,
@@ -103,11 +115,11 @@ def bench_run(op, device, size, match, graph, out_dir, history, no_progress):
 
 
 @bench.command("report")
-@click.option("--history", type=click.Path(dir_okay=False, path_type=Path), default=DEFAULT_HISTORY)
+@click.option("--history", type=click.Path(dir_okay=False, path_type=Path), default=REPO_HISTORY, show_default=True)
 @click.option("--readme", type=click.Path(dir_okay=False, path_type=Path), default=Path("README.md"))
 @click.option("--check", is_flag=True, help="exit 1 if the README's section is not up to date")
 def bench_report(history, readme, check):
-    """Regenerate the README's performance section from the recorded history."""
+    """Regenerate the README's performance section from the recorded history (accelerator runs only)."""
     from atrex.validation.bench import load_history, readme_section, update_readme
 
     records = load_history(history)
