@@ -21,7 +21,7 @@ from atrex import env
 from atrex.dispatch import plugins as P
 from atrex.dispatch import registry
 from atrex.errors import AtrexPluginError
-from atrex.plugin import PLUGIN_API, ImplSpec, PluginManifest, validate_manifest
+from atrex.plugin import PLUGIN_API, DeviceRule, ImplSpec, PluginManifest, validate_manifest
 
 HEADER = "from atrex.plugin import PLUGIN_API, ImplSpec, PluginManifest\n"
 
@@ -320,6 +320,26 @@ def test_validate_manifest_never_raises():
     assert validate_manifest(PluginManifest("ok", PLUGIN_API, ("nvidia",), ()), "ok") == []
 
 
+@pytest.mark.parametrize(("rule", "problem"), [
+    (DeviceRule("ppu", "x1", ("X1",)), None),
+    (DeviceRule("ppu", "x1", (), ("nvidia/sm90",)), None),
+    (DeviceRule("nvidia", "x1", ("X1",)), "family must be one of"),
+    (DeviceRule("ppu", "X 1", ("X1",)), "arch lower-case"),
+    (DeviceRule("ppu", "x1", ("X1 ",)), "exact, stripped names"),
+    (DeviceRule("ppu", "x1", "X1"), "exact, stripped names"),  # type: ignore[arg-type]
+    (DeviceRule("ppu", "x1", ("X1",), ("sm90",)), "emulated_on"),
+    (DeviceRule("ppu", "x1"), "names no product"),
+    ("ZW", "not a DeviceRule"),
+])
+def test_validate_device_rules(rule, problem):
+    """A plugin's device rules: its own family, exact stripped product names, target ids as emulation hosts."""
+    problems = validate_manifest(PluginManifest("ppu", PLUGIN_API, ("ppu",), (), (rule,)), "ppu")
+    if problem is None:
+        assert problems == []
+    else:
+        assert len(problems) == 1 and problem in problems[0], problems
+
+
 # ------------------------------------------------------------------------ the real distributions
 
 
@@ -331,3 +351,4 @@ def test_real_distributions_load():
         assert r.ok, r.as_dict()
         assert all(s.id.startswith(f"{r.name}.") for s in r.manifest.impls)
     assert "nvidia" in recs["nvidia"].manifest.families and "ppu" in recs["ppu"].manifest.families
+    assert [d.products for d in recs["ppu"].manifest.devices] == [("ZW-M890P",)]

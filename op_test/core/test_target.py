@@ -1,4 +1,8 @@
-"""TARGETS.md section 0: device classification with stubbed device properties (no GPU needed)."""
+"""Device classification with stubbed device properties and a fake vendor's device rule (no GPU needed).
+
+The core knows no vendor's product names: a plugin declares them (``atrex.plugin.DeviceRule``). The rule
+below has the shape of the PPU plugin's; ``op_test/ppu`` checks the real one.
+"""
 
 from __future__ import annotations
 
@@ -9,11 +13,17 @@ import pytest
 import torch
 
 from atrex import env
+from atrex.dispatch import registry
 from atrex.dispatch import target as T
+from atrex.dispatch.plugins import PluginRecord
 from atrex.dispatch.target import DeviceTarget, classify_device, classify_properties
+from atrex.plugin import PLUGIN_API, DeviceRule, PluginManifest
+
+RULES = (DeviceRule(family="ppu", arch="zwm890p", products=("ZW-M890P",), emulated_on=("nvidia/sm90",)),)
 
 
 def nv(name, cap, **kw):
+    kw.setdefault("devices", RULES)
     return classify_properties(name=name, capability=cap, cuda_version="13.0", **kw)
 
 
@@ -50,6 +60,21 @@ def test_ppu_by_exact_name_before_capability():
     assert nv("ZW-M890P", (9, 0)).id == "ppu/zwm890p"
 
 
+def test_core_alone_knows_no_vendor_product():
+    # Without the plugin's rule the name is just an unknown CUDA device, never an NVIDIA one.
+    assert nv("ZW-M890P", (8, 9), devices=()).id == "unknown"
+    assert nv("NVIDIA H200", (9, 0), devices=(), emulate=("ppu",)).id == "nvidia/sm90"
+
+
+def test_first_matching_rule_wins_and_only_named_families_emulate():
+    other = DeviceRule(family="ppu", arch="other", products=("ZW-M890P", "ZW-X"), emulated_on=("nvidia/sm100",))
+    assert nv("ZW-M890P", (8, 9), devices=RULES + (other,)).arch == "zwm890p"
+    assert nv("ZW-X", (8, 9), devices=RULES + (other,)).arch == "other"
+    b200 = nv("NVIDIA B200", (10, 0), devices=RULES + (other,), emulate=("ppu",))
+    assert (b200.id, b200.emulated) == ("ppu/other", True)
+    assert nv("NVIDIA H200", (9, 0), emulate=("amd",)).id == "nvidia/sm90"
+
+
 @pytest.mark.parametrize(
     "name", ["ZW-M890P-X", "ZW-M890P Pro", "XZW-M890P", "NVIDIA ZW-M890P", "zw-m890p", "ZW-M890"]
 )
@@ -79,7 +104,7 @@ def test_hip_precedes_everything():
     # Even a name in the PPU table or one that looks NVIDIA: a HIP runtime means AMD.
     for name in ("ZW-M890P", "NVIDIA H200"):
         t = classify_properties(name=name, capability=(9, 0), cuda_version="13.0", hip_version="6.4",
-                                gcn_arch="gfx950")
+                                gcn_arch="gfx950", devices=RULES)
         assert t.id == "amd/gfx950"
 
 
@@ -100,17 +125,17 @@ def test_unknown(name, cap, cuda):
     assert t.runtime == (f"cuda {cuda}" if cuda else None)
 
 
-def test_emulation_maps_only_sm90():
-    t = nv("NVIDIA H200", (9, 0), emulate_ppu=True)
+def test_emulation_maps_only_the_rules_hosts():
+    t = nv("NVIDIA H200", (9, 0), emulate=("ppu",))
     assert (t.id, t.emulated) == ("ppu/zwm890p", True)
     assert t.name == "NVIDIA H200" and t.capability == (9, 0)
     assert "EMULATED" in t.describe() and "ATREX_PPU_EMULATE=1" in t.describe()
     for name, cap, expected in [("NVIDIA B200", (10, 0), "nvidia/sm100"), ("NVIDIA L40S", (8, 9), "nvidia/sm89"),
                                 ("NVIDIA GeForce RTX 5090", (12, 0), "nvidia/sm120")]:
-        other = nv(name, cap, emulate_ppu=True)
+        other = nv(name, cap, emulate=("ppu",))
         assert (other.id, other.emulated) == (expected, False)
         assert "EMULATED" not in other.describe()
-    real = nv("ZW-M890P", (8, 9), emulate_ppu=True)
+    real = nv("ZW-M890P", (8, 9), emulate=("ppu",))
     assert (real.id, real.emulated) == ("ppu/zwm890p", False)
     assert "EMULATED" not in real.describe()
     assert "EMULATED" not in nv("NVIDIA H200", (9, 0)).describe()
@@ -155,7 +180,12 @@ class FakeCuda:
 
 @pytest.fixture
 def fake_cuda(monkeypatch):
+    """A stubbed torch.cuda, and a registry whose only plugin is a fake vendor with the rule above (kept
+    across env.reload(), which would otherwise rediscover the installed plugins)."""
     fake = FakeCuda({0: ("NVIDIA H200", (9, 0)), 1: ("ZW-M890P", (8, 9)), 2: ("NVIDIA B200", (10, 0))})
+    manifest = PluginManifest("ppu", PLUGIN_API, ("ppu",), (), RULES)
+    reg = registry.build_registry([PluginRecord("ppu", "fake:plugin", "fake-ppu", "0", "loaded", None, manifest)])
+    monkeypatch.setattr(registry, "get_registry", lambda: reg)
     monkeypatch.setattr(torch, "cuda", fake)
     monkeypatch.setattr(torch.version, "cuda", "13.0")
     monkeypatch.setattr(torch.version, "hip", None)
@@ -225,3 +255,10 @@ def test_id_is_derived_once_and_stays_out_of_eq_and_repr():
     assert t == DeviceTarget("nvidia", "sm90", "NVIDIA H200", (9, 0), "cuda 13.0", 132, False, 0)
     with pytest.raises(dataclasses.FrozenInstanceError):
         t.id = "cpu"
+
+
+def test_registry_collects_the_loaded_plugins_rules():
+    ok = PluginRecord("ppu", "a:b", "d", "1", "loaded", None, PluginManifest("ppu", PLUGIN_API, ("ppu",), (), RULES))
+    bad = PluginRecord("x", "a:b", "d", "1", "failed", "ImportError", None)
+    assert registry.build_registry([bad, ok]).device_rules == RULES
+    assert registry.build_registry([bad]).device_rules == ()

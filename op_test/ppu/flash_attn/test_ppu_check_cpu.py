@@ -57,14 +57,21 @@ def codes(elig) -> set[str]:
 # ---- detection -------------------------------------------------------------------------------------
 
 def test_classification():
-    t = classify_properties(name="ZW-M890P", capability=(8, 9), cuda_version="12.4")
+    """The plugin's device rule: the exact product name before any capability rule; ATREX_PPU_EMULATE maps
+    an NVIDIA SM90 only."""
+    rules = plugin().devices
+
+    def classify(name, cap, cuda, **kw):
+        return classify_properties(name=name, capability=cap, cuda_version=cuda, devices=rules, **kw)
+
+    t = classify("ZW-M890P", (8, 9), "12.4")
     assert (t.id, t.emulated) == ("ppu/zwm890p", False)
-    assert classify_properties(name="NVIDIA L40S", capability=(8, 9), cuda_version="12.4").id == "nvidia/sm89"
-    assert classify_properties(name="ZW-M890P ", capability=(8, 9), cuda_version="12.4").id == "ppu/zwm890p"
-    emu = classify_properties(name="NVIDIA H200", capability=(9, 0), cuda_version="13.0", emulate_ppu=True)
+    assert classify("NVIDIA L40S", (8, 9), "12.4").id == "nvidia/sm89"
+    assert classify("ZW-M890P ", (8, 9), "12.4").id == "ppu/zwm890p"
+    emu = classify("NVIDIA H200", (9, 0), "13.0", emulate=("ppu",))
     assert (emu.id, emu.emulated) == ("ppu/zwm890p", True)
-    assert classify_properties(name="NVIDIA L40S", capability=(8, 9), cuda_version="12.4",
-                               emulate_ppu=True).id == "nvidia/sm89"
+    assert classify("NVIDIA L40S", (8, 9), "12.4", emulate=("ppu",)).id == "nvidia/sm89"
+    assert classify("NVIDIA H200", (9, 0), "13.0").id == "nvidia/sm90"
 
 
 def test_manifest_valid_and_priorities():

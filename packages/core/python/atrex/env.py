@@ -1,7 +1,9 @@
 """Every ``ATREX_*`` environment variable, parsed in one place.
 
 Settings are read once, on first use, and cached (dispatch must stay within a few
-microseconds). Call :func:`reload` after changing the environment in-process.
+microseconds). Call :func:`reload` after changing the environment in-process. This module imports
+nothing from the rest of ATREX: what caches settings-derived state registers a callback with
+:func:`on_reload`.
 
 | Variable | Meaning |
 |---|---|
@@ -11,7 +13,7 @@ microseconds). Call :func:`reload` after changing the environment in-process.
 | ``ATREX_DISABLE=<id>,...`` | remove implementations from dispatch |
 | ``ATREX_ALLOW_REFERENCE=1`` | allow the torch reference on an accelerator (never chosen silently) |
 | ``ATREX_CHECK_VALUES=1`` | also check value-dependent preconditions (device->host reads; never under capture) |
-| ``ATREX_PPU_EMULATE=1`` | classify an NVIDIA SM90 device as ``ppu/zwm890p`` (emulated) for the PPU native sources |
+| ``ATREX_PPU_EMULATE=1`` | let the PPU plugin claim the devices its device rule names as emulation hosts (an NVIDIA SM90 as ``ppu/zwm890p``), flagged emulated |
 | ``ATREX_PPU_HGCC`` | path of the PPU compiler (HGCC) on a PPU host |
 | ``ATREX_PPU_SDK`` | root of the PPU SDK headers on a PPU host |
 | ``ATREX_CACHE_DIR`` | on-disk cache of compiled kernels (default ``~/.cache/atrex``) |
@@ -21,10 +23,11 @@ microseconds). Call :func:`reload` after changing the environment in-process.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["OPS", "Settings", "reload", "settings"]
+__all__ = ["OPS", "Settings", "on_reload", "reload", "settings"]
 
 #: Operator ids known to the core, with the suffix of their ``ATREX_IMPL_<OP>`` variable.
 OPS: dict[str, str] = {
@@ -63,6 +66,11 @@ class Settings:
     cache_dir: Path = field(default_factory=lambda: Path("~/.cache/atrex").expanduser())
     bench_commit: str | None = None
 
+    @property
+    def emulated_families(self) -> frozenset[str]:
+        """Device families whose plugin may claim its emulation hosts (``ATREX_<FAMILY>_EMULATE=1``)."""
+        return frozenset(("ppu",)) if self.ppu_emulate else frozenset()
+
 
 def _read() -> Settings:
     forced = {}
@@ -97,11 +105,21 @@ def settings() -> Settings:
     return _settings
 
 
+#: Called, in registration order, after every reload(): the dispatch modules drop what they derived.
+_reload_hooks: list[Callable[[], None]] = []
+
+
+def on_reload(hook: Callable[[], None]) -> Callable[[], None]:
+    """Register ``hook`` to run after every :func:`reload` (a module's cache of settings-derived state)."""
+    if hook not in _reload_hooks:
+        _reload_hooks.append(hook)
+    return hook
+
+
 def reload() -> Settings:
     """Re-read the environment (tests, or a process that changed ``os.environ``)."""
     global _settings
     _settings = _read()
-    from atrex.dispatch import registry  # local: keep `import atrex.env` light
-
-    registry.invalidate_caches()
+    for hook in tuple(_reload_hooks):
+        hook()
     return _settings

@@ -7,7 +7,9 @@ zero-argument function returning a :class:`PluginManifest`::
     nvidia = "atrex_nvidia._plugin:plugin"
 
 The manifest lists one :class:`ImplSpec` per implementation. ``check`` and ``run`` are
-``"module:attr"`` strings so that discovery imports no kernel module.
+``"module:attr"`` strings so that discovery imports no kernel module. A vendor whose devices the
+core's CUDA / HIP rules would misread (a CUDA-compatible runtime reporting another vendor's
+capability) declares how to recognise them with :class:`DeviceRule` entries.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["OPS", "PLUGIN_API", "ImplSpec", "PluginManifest", "validate_manifest"]
+__all__ = ["OPS", "PLUGIN_API", "DeviceRule", "ImplSpec", "PluginManifest", "validate_manifest"]
 
 #: The plugin API version this core speaks. A manifest with another value is refused.
 PLUGIN_API = 1
@@ -56,11 +58,32 @@ class ImplSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class DeviceRule:
+    """How a plugin recognises one of its device archs.
+
+    Attributes:
+        family: the device family, one of the manifest's ``families`` (e.g. ``"ppu"``).
+        arch: the arch it classifies as; the target id is ``<family>/<arch>``.
+        products: exact product names as the runtime reports them (surrounding blanks stripped). No
+            prefixes or patterns; checked before any capability rule, so a runtime that reports
+            another vendor's capability is never taken for that vendor.
+        emulated_on: target ids (e.g. ``"nvidia/sm90"``) that ``ATREX_<FAMILY>_EMULATE=1`` maps onto
+            this arch, flagged ``emulated`` (to run the vendor's sources on hardware that is lent).
+    """
+
+    family: str
+    arch: str
+    products: tuple[str, ...] = ()
+    emulated_on: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class PluginManifest:
     name: str
     plugin_api: int
     families: tuple[str, ...]
     impls: tuple[ImplSpec, ...]
+    devices: tuple[DeviceRule, ...] = ()
 
 
 def validate_manifest(manifest: object, entry_name: str) -> list[str]:
@@ -102,4 +125,31 @@ def validate_manifest(manifest: object, entry_name: str) -> list[str]:
                 problems.append(f"{spec.id}: {attr}={ref!r} is not 'module:attr'")
         if not isinstance(spec.priority, int) or isinstance(spec.priority, bool):
             problems.append(f"{spec.id}: priority must be an int")
+    problems.extend(_device_problems(manifest))
+    return problems
+
+
+def _device_problems(manifest: PluginManifest) -> list[str]:
+    devices = manifest.devices
+    if not isinstance(devices, (tuple, list)):
+        return [f"devices must be a tuple of DeviceRule, got {type(devices).__name__}"]
+    problems = []
+    families = manifest.families if isinstance(manifest.families, (tuple, list)) else ()
+    for rule in devices:
+        if not isinstance(rule, DeviceRule):
+            problems.append(f"device entry {rule!r} is not a DeviceRule")
+            continue
+        target = f"{rule.family}/{rule.arch}"
+        if rule.family not in families or not isinstance(rule.arch, str) or not _TARGET_RE.match(target):
+            problems.append(f"device rule {target!r}: family must be one of the manifest's {families!r}, "
+                            "arch lower-case letters, digits and '_'")
+        products = rule.products if isinstance(rule.products, (tuple, list)) else None
+        if products is None or any(not isinstance(n, str) or not n.strip() or n != n.strip() for n in products):
+            problems.append(f"device rule {target!r}: products must be a tuple of exact, stripped names")
+        hosts = rule.emulated_on if isinstance(rule.emulated_on, (tuple, list)) else None
+        if hosts is None or any(not isinstance(h, str) or not _TARGET_RE.match(h) or h in ("*", "cpu")
+                                for h in hosts):
+            problems.append(f"device rule {target!r}: emulated_on must be a tuple of target ids like 'nvidia/sm90'")
+        if products is not None and hosts is not None and not products and not hosts:
+            problems.append(f"device rule {target!r} names no product and no emulation host")
     return problems

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
-from atrex.plugin import PLUGIN_API, ImplSpec, PluginManifest
+from atrex.plugin import PLUGIN_API, DeviceRule, ImplSpec, PluginManifest
 
 _ZW = "atrex_ppu.flash_attn.zwm890p"
+
+#: The PPU is recognised by its exact product name: its CUDA-compatible runtime reports capability 8.9
+#: and would pass for an NVIDIA sm89. ATREX_PPU_EMULATE=1 runs the PPU sources on an NVIDIA SM90.
+DEVICES: tuple[DeviceRule, ...] = (
+    DeviceRule(family="ppu", arch="zwm890p", products=("ZW-M890P",), emulated_on=("nvidia/sm90",)),
+)
 
 IMPLS: tuple[ImplSpec, ...] = (
     ImplSpec(
@@ -32,4 +38,4 @@ IMPLS: tuple[ImplSpec, ...] = (
 
 
 def plugin() -> PluginManifest:
-    return PluginManifest(name="ppu", plugin_api=PLUGIN_API, families=("ppu",), impls=IMPLS)
+    return PluginManifest(name="ppu", plugin_api=PLUGIN_API, families=("ppu",), impls=IMPLS, devices=DEVICES)

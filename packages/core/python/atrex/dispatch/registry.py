@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from atrex import env
+from atrex.dispatch.plugins import discover
 from atrex.eligibility import Eligibility, Reason
 from atrex.errors import AtrexNotSupportedError
-from atrex.plugin import ImplSpec
+from atrex.plugin import DeviceRule, ImplSpec
 
 __all__ = ["Impl", "Registry", "get_registry", "invalidate_caches", "set_registry_for_tests"]
 
@@ -113,6 +114,9 @@ class Registry:
     def __init__(self, plugin_records: list, impls: list[Impl]):
         self.plugins = plugin_records
         self.impls = impls
+        #: How the loaded plugins recognise their devices (target.classify_device reads them).
+        self.device_rules: tuple[DeviceRule, ...] = tuple(
+            rule for rec in plugin_records if rec.ok for rule in getattr(rec.manifest, "devices", ()))
         self._cands: dict[tuple[str, str], tuple[Impl, ...]] = {}
         #: (op, target id) -> (forced impl id or None, enabled candidates): what select() reads from the
         #: settings, derived once. Both caches belong to the Settings object they were derived from:
@@ -291,8 +295,6 @@ _lock = threading.Lock()
 
 
 def build_registry(records=None) -> Registry:
-    from atrex.dispatch.plugins import discover
-
     if records is None:
         records = discover()
     impls = [Impl(spec, "core") for spec in CORE_REFERENCE]
@@ -313,14 +315,12 @@ def get_registry() -> Registry:
     return reg
 
 
+@env.on_reload
 def invalidate_caches() -> None:
-    """Forget discovery and selection caches (after ``env.reload()`` or in tests)."""
+    """Forget discovery and selection caches (run by ``env.reload()``; tests may call it too)."""
     global _registry
     with _lock:
         _registry = None
-    from atrex.dispatch import target
-
-    target.clear_cache()
 
 
 def set_registry_for_tests(reg: Registry | None) -> None:

@@ -1,36 +1,34 @@
-"""Device classification (TARGETS.md section 0), cached per device.
+"""Device classification, cached per device.
 
-The pure rule :func:`classify_properties` is separated from the torch probing so that
-tests can feed it stubbed properties.
+The core knows the CUDA and HIP runtimes' own rules; a vendor whose devices those would misread
+declares :class:`atrex.plugin.DeviceRule` entries in its manifest (exact product names, emulation
+hosts), which the registry collects. The pure rule :func:`classify_properties` is separated from
+the torch probing so that tests can feed it stubbed properties and rules.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from atrex import env
+from atrex.dispatch import registry
+from atrex.plugin import DeviceRule
 
-__all__ = ["PPU_PRODUCTS", "DeviceTarget", "classify_device", "classify_properties", "clear_cache"]
-
-#: Exact, observed PPU product names -> arch. No prefixes or patterns: the PPU's
-#: CUDA-compatible runtime reports capability 8.9 and would pass for an NVIDIA sm89.
-PPU_PRODUCTS: dict[str, str] = {"ZW-M890P": "zwm890p"}
-
-#: The NVIDIA arch emulation mode maps onto the PPU (the only lent hardware).
-_EMULATION_HOSTS = ("sm90",)
+__all__ = ["DeviceTarget", "classify_device", "classify_properties", "clear_cache"]
 
 
 @dataclass(frozen=True, slots=True)
 class DeviceTarget:
-    family: str  # nvidia | ppu | amd | cpu | unknown
-    arch: str  # sm90, sm100, sm103, sm120, zwm890p, gfx942, cpu, unknown
+    family: str  # nvidia | amd | a plugin's own family | cpu | unknown
+    arch: str  # sm90, sm100, sm103, sm120, gfx942, a plugin's own arch, cpu, unknown
     name: str  # product name as the runtime reports it
     capability: tuple[int, int] | None = None
     runtime: str | None = None  # "cuda 13.0" / "hip 6.4"
     sm_count: int = 0
     emulated: bool = False
     index: int | None = None
-    #: TARGETS.md 0: the target ids are `cpu`, `unknown` and `<family>/<arch>`. Derived, computed once
+    #: The target ids are `cpu`, `unknown` and `<family>/<arch>`. Derived, computed once
     #: (dispatch reads it on every call); not an argument, not part of eq/hash/repr.
     id: str = field(init=False, repr=False, compare=False)
 
@@ -53,7 +51,8 @@ class DeviceTarget:
         if self.sm_count:
             parts.append(f"{self.sm_count} SMs")
         if self.emulated:
-            parts.append("EMULATED via ATREX_PPU_EMULATE=1 (not real PPU hardware)")
+            fam = self.family.upper()
+            parts.append(f"EMULATED via ATREX_{fam}_EMULATE=1 (not real {fam} hardware)")
         return ", ".join(parts)
 
 
@@ -68,21 +67,28 @@ def classify_properties(
     hip_version: str | None = None,
     gcn_arch: str | None = None,
     sm_count: int = 0,
-    emulate_ppu: bool = False,
+    devices: Sequence[DeviceRule] = (),
+    emulate: Collection[str] = (),
     index: int | None = None,
 ) -> DeviceTarget:
-    """The classification rule, in order: HIP, exact PPU product name, NVIDIA, unknown."""
+    """The classification rule, in order: HIP, a plugin's exact product name, NVIDIA, unknown.
+
+    ``devices``: the plugins' device rules (first match wins); ``emulate``: the families whose rules
+    may claim their emulation hosts (``env.Settings.emulated_families``)."""
     name = (name or "").strip()
     cuda_runtime = f"cuda {cuda_version}" if cuda_version else None
     if hip_version:
         arch = (gcn_arch or "unknown").split(":", 1)[0] or "unknown"
         return DeviceTarget("amd", arch, name, capability, f"hip {hip_version}", sm_count, False, index)
-    if name in PPU_PRODUCTS:
-        return DeviceTarget("ppu", PPU_PRODUCTS[name], name, capability, cuda_runtime, sm_count, False, index)
+    for rule in devices:
+        if name in rule.products:
+            return DeviceTarget(rule.family, rule.arch, name, capability, cuda_runtime, sm_count, False, index)
     if cuda_version and name.startswith("NVIDIA ") and capability is not None:
         arch = f"sm{capability[0]}{capability[1]}"
-        if emulate_ppu and arch in _EMULATION_HOSTS:
-            return DeviceTarget("ppu", "zwm890p", name, capability, cuda_runtime, sm_count, True, index)
+        host = f"nvidia/{arch}"
+        for rule in devices:
+            if rule.family in emulate and host in rule.emulated_on:
+                return DeviceTarget(rule.family, rule.arch, name, capability, cuda_runtime, sm_count, True, index)
         return DeviceTarget("nvidia", arch, name, capability, cuda_runtime, sm_count, False, index)
     return DeviceTarget("unknown", "unknown", name, capability, cuda_runtime, sm_count, False, index)
 
@@ -91,7 +97,9 @@ def classify_properties(
 _cache: dict = {}
 
 
+@env.on_reload
 def clear_cache() -> None:
+    """Forget every classification (run by ``env.reload()``: the emulation settings may have changed)."""
     _cache.clear()
 
 
@@ -123,7 +131,8 @@ def classify_device(device) -> DeviceTarget:
             hip_version=getattr(torch.version, "hip", None),
             gcn_arch=getattr(props, "gcnArchName", None),
             sm_count=props.multi_processor_count,
-            emulate_ppu=env.settings().ppu_emulate,
+            devices=registry.get_registry().device_rules,
+            emulate=env.settings().emulated_families,
             index=index,
         )
     else:
