@@ -1,10 +1,9 @@
-"""``nvidia.gdn_sm90``: ATREX's own chunked Gated-DeltaNet forward (Triton, chunk 64) for SM90.
+"""``nvidia.gdn_sm90``: ATREX's own chunked Gated-DeltaNet forward (Triton and Gluon, chunk 64) for SM90.
 
-Registered by :mod:`atrex_nvidia._plugin` (priority 100, archs ``nvidia/sm90``). Verified on the H200
-by ``op_test/nvidia/chunk_gdn/test_chunk_gdn_sm90.py``; speed against fla is recorded in
-``chunk_gdn/sm90/BENCH_H200.md`` (it does not yet meet issue #6's 3x goal at every shape).
+Registered by :mod:`atrex_nvidia._plugin` (priority 100, archs ``nvidia/sm90``) and tested by
+``op_test/nvidia/chunk_gdn/test_chunk_gdn_sm90.py``; which kernels a call runs is ``plan.plan_call``'s rule.
 
-Domain (TARGETS.md §2.2) is the data below; ``check`` is host-only (shapes, dtypes, strides, flags:
+The domain is the data below; ``check`` is host-only (shapes, dtypes, strides, flags:
 no launch, no allocation, no ``.item()``); the core has already checked devices, shapes and GVA.
 Graph policy: capture-safe after prewarm. The launcher never reads ``cu_seqlens`` on the host (the
 varlen chunk bookkeeping is a device prefix sum sized from ``T`` and ``N`` only, at most
@@ -102,7 +101,6 @@ def run(call):
         use_qk_l2norm_in_kernel=call.use_qk_l2norm_in_kernel,
         state_v_first=call.state_v_first,
         cu_seqlens=call.cu_seqlens,
-        cu_seqlens_cpu=call.cu_seqlens_cpu,
         use_beta_sigmoid_in_kernel=call.use_beta_sigmoid_in_kernel,
         allow_neg_eigval=call.allow_neg_eigval,
         sm_count=call.target.sm_count or None,
