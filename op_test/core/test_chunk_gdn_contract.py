@@ -1,4 +1,4 @@
-"""CONTRACTS.md section 2: signature, every rejection rule, vLLM's and fla's call patterns."""
+"""docs/chunk_gated_delta_rule.md: signature, every rejection rule, vLLM's and fla's call patterns."""
 
 from __future__ import annotations
 

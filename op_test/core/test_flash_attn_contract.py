@@ -1,4 +1,4 @@
-"""CONTRACTS.md section 1: signature, every rejection rule, vLLM's real call patterns."""
+"""docs/flash_attn_varlen_func.md: signature, every rejection rule, vLLM's real call patterns."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ from atrex.reference.oracle import attention_oracle
 from atrex.validation.verify import poison_pages
 
 FP8 = torch.float8_e4m3fn
-# CONTRACTS 4.1: properties of the output dtype (fp8 inputs produce bf16), never loosened.
+# docs/flash_attn_varlen_func.md "Accuracy": properties of the output dtype (fp8 inputs produce bf16), never loosened.
 TOL = {torch.bfloat16: (1.5e-2, 1e-2), torch.float16: (1.5e-2, 1e-2), torch.float32: (1e-5, 1e-5)}
 LSE_ATOL = 2e-3
 SETTINGS = settings(max_examples=500, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))

@@ -1,4 +1,4 @@
-"""``import atrex`` is light (ARCHITECTURE.md idea 3): no torch, no vendor code, no discovery.
+"""``import atrex`` is light: no torch, no vendor code, no discovery.
 
 Checked in a fresh interpreter (this test process has long imported torch).
 """

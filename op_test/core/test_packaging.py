@@ -1,4 +1,4 @@
-"""Workspace packaging rules (ARCHITECTURE.md "Layout" and "Build, lock, CI")."""
+"""Workspace packaging rules."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Plugin discovery and isolation (ARCHITECTURE.md "The plugin contract").
+"""Plugin discovery and isolation.
 
 Fake distributions are real ``*.dist-info`` folders with an ``[atrex.backends]`` entry point,
 put on ``PYTHONPATH`` (subprocess) or ``sys.path`` (in-process): a broken plugin is recorded with its

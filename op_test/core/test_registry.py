@@ -1,4 +1,4 @@
-"""Registry and selection with fake plugins (ARCHITECTURE.md "Dispatch", CONTRACTS.md 3).
+"""Registry and selection with fake plugins (docs/errors.md).
 
 The fake implementations live in ``op_test/fakeplug_impls.py``; their check/run strings point there.
 """

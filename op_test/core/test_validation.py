@@ -40,7 +40,7 @@ def test_case_tables_are_well_formed():
         assert {c.size for c in table} == {"small", "perf"}
         for c in table:
             assert c.flops() > 0 and c.bytes() > 0
-    # PERFORMANCE.md's workloads are in the perf tables
+    # the serving workloads are in the perf tables
     perf = {c.name for c in cases("flash_attn", "perf")}
     assert "prefill/qwen3next-16-2-d256-1x16384" in perf and "decode/b1-lk8192-p16-q1" in perf
     assert len([n for n in perf if n.startswith("decode/")]) == 9 * 2 * 2

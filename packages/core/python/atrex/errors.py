@@ -1,4 +1,4 @@
-"""The errors ATREX raises on purpose (CONTRACTS.md section 3).
+"""The errors ATREX raises on purpose (docs/errors.md).
 
 Every class derives from :class:`AtrexError` and from the builtin a caller would
 catch anyway (``TypeError``, ``ValueError``, ``NotImplementedError``, ``RuntimeError``),

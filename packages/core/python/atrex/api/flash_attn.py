@@ -35,7 +35,7 @@ class FlashAttnCall(NamedTuple):
     Shapes: ``q [Tq, Hq, D]``; paged ``k/v [num_blocks, page_size, Hk, D]`` with ``block_table
     [B, W]`` and ``seqused_k [B]``; non-paged ``k/v [Tk, Hk, D]`` with ``cu_seqlens_k [B+1]``.
     ``window_left/right`` use -1 for unbounded; ``causal`` is True iff the canonical right bound
-    is 0 (CONTRACTS 1.3). Descales are None unless q is fp8 (fp16/bf16 ignore them).
+    is 0 (docs/flash_attn_varlen_func.md, "Masking"). Descales are None unless q is fp8 (fp16/bf16 ignore them).
     """
 
     q: Tensor

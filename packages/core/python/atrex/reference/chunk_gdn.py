@@ -1,4 +1,4 @@
-"""Reference Gated DeltaNet (CONTRACTS 2.3-2.4).
+"""Reference Gated DeltaNet (docs/chunk_gated_delta_rule.md, "Recurrence" and "Chunked form").
 
 ``run`` computes the chunked WY/UT form with chunk 64 in fp32 (the CPU path and the
 oracle kernels are compared with); :func:`recurrent_gated_delta_rule` is the exact

@@ -1,4 +1,4 @@
-"""Reference attention: vLLM varlen / paged contract computed in fp32 (CONTRACTS 1.3-1.6).
+"""Reference attention: vLLM varlen / paged contract computed in fp32 (docs/flash_attn_varlen_func.md).
 
 Per sequence: gather the visible keys (paged: block ids in any order), dense scores in fp32,
 softcap, bottom-right causal / sliding-window mask, optional sink logit, softmax with LSE.

@@ -17,7 +17,8 @@ def available(module: str) -> bool:
 
 
 def fa4_direct(kw: dict, target) -> Callable | None:
-    """FlashAttention-4 b19's public varlen API with the vLLM arguments mapped as CONTRACTS 1.9 says."""
+    """FlashAttention-4 b19's public varlen API with the vLLM arguments mapped as
+    docs/flash_attn_varlen_func.md says ("Notes for FlashAttention-4-backed implementations")."""
     if target.family != "nvidia" or not available("flash_attn.cute"):
         return None
     if kw["q"].dtype not in (torch.float16, torch.bfloat16):
@@ -38,7 +39,7 @@ def fa4_direct(kw: dict, target) -> Callable | None:
 
 
 def fla_chunk(kw: dict, target) -> Callable | None:
-    """fla-core's chunk_gated_delta_rule (the Triton baseline of PERFORMANCE.md)."""
+    """fla-core's chunk_gated_delta_rule (the Triton baseline of the GDN perf cases)."""
     if target.family != "nvidia" or not available("fla"):
         return None
     from fla.ops.gated_delta_rule import chunk_gated_delta_rule as fla

@@ -2,7 +2,7 @@
 
 A case is data: the builder arguments of :mod:`atrex.inputs`, a size class and how to count its
 work. ``small`` cases run anywhere (the CPU reference included); ``perf`` cases are the
-PERFORMANCE.md workloads and only make sense on an accelerator.
+serving-sized workloads the kernels are measured on and only make sense on an accelerator.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ class Case:
         seq_lens = p.pop("seq_lens", None)
         return gdn_inputs(seq_lens, device=device, seed=seed, **p)
 
-    # ---- work counts (PERFORMANCE.md "Method") ----------------------------------------------
+    # ---- work counts (useful FLOPs and compulsory bytes) ----------------------------------------------
     def flops(self) -> float:
         p = self.params
         if self.op == "flash_attn":
@@ -43,7 +43,7 @@ class Case:
                 pairs = causal_pairs(sq, sk) if p.get("causal", True) else sq * sk
                 total += 4 * pairs * d * p.get("num_heads_q", 8)
             return total
-        # GDN chunked algorithm, per token per value head (CONTRACTS 2.4): KK^T, solve, W, U, WS, QS, QK^T,
+        # GDN chunked algorithm, per token per value head (docs/chunk_gated_delta_rule.md, "Chunked form"): KK^T, solve, W, U, WS, QS, QK^T,
         # (QK^T)U, state update: about 2*(C*K + C*C/2 + C*K + C*V + K*V + K*V + C*K + C*V + K*V) FLOPs.
         kd, vd, c = p.get("head_k_dim", 64), p.get("head_v_dim", 64), 64
         per_token = 2 * (c * kd + c * c / 2 + c * kd + c * vd + 2 * kd * vd + c * kd + c * vd + kd * vd)
@@ -106,7 +106,7 @@ FLASH_ATTN_CASES: tuple[Case, ...] = (
           head_dim=64, page_size=16, return_lse=True),
     _attn("small/fp8-descales", "small", "decode", [1, 2], [40, 70], num_heads_q=8, num_heads_k=1, head_dim=128,
           page_size=16, dtype=torch.float8_e4m3fn),
-    # perf: PERFORMANCE.md prefill
+    # perf: prefill
     _attn("prefill/gqa32-8-d128-1k2k3k4k", "perf", "prefill", [1000, 2000, 3000, 4096], [1000, 2000, 3000, 4096],
           num_heads_q=32, num_heads_k=8, head_dim=128, page_size=None),
     _attn("prefill/mha32-d128-2x8192-noncausal", "perf", "prefill", [8192, 8192], [8192, 8192], num_heads_q=32,
@@ -119,7 +119,7 @@ FLASH_ATTN_CASES: tuple[Case, ...] = (
           num_heads_k=2, head_dim=256, page_size=None),
     _attn("prefill/qwen3next-16-2-d256-1x16384", "perf", "prefill", [16384], [16384], num_heads_q=16, num_heads_k=2,
           head_dim=256, page_size=None),
-    # perf: PERFORMANCE.md decode matrix (32q/8kv, d128), pages 16 and 128, q 1 and 4
+    # perf: decode matrix (32q/8kv, d128), pages 16 and 128, q 1 and 4
     *(
         _attn(f"decode/b{b}-lk{lk}-p{page}-q{q}", "perf", "decode", [q] * b, [lk] * b, num_heads_q=32,
               num_heads_k=8, head_dim=128, page_size=page, shuffle_blocks=True)

@@ -1,5 +1,5 @@
 """``atrex verify <op>``: every implementation eligible on this device against the reference over the
-operator's case table, plus numerical probes and the check/run agreement sweep (VALIDATION.md gates 2-4).
+operator's case table, plus numerical probes and the check/run agreement sweep.
 
 On a CPU the only implementation is the torch reference itself; it is then held against the
 independent float64 oracles, so the command is meaningful everywhere.
@@ -17,7 +17,7 @@ from atrex.errors import AtrexError
 from atrex.reference.oracle import attention_oracle, gdn_oracle, rel_rmse
 from atrex.validation.cases import OP_IDS, Case, cases
 
-# CONTRACTS 4.1, by output dtype; never loosened.
+# docs/<operator>.md "Accuracy", by output dtype; never loosened.
 ATTN_TOL = {torch.bfloat16: (1.5e-2, 1e-2), torch.float16: (1.5e-2, 1e-2), torch.float32: (1e-5, 1e-5)}
 FP8_TOL = (3e-2, 5e-2)  # fp8 inputs vs the reference from the same fp8 inputs with descales
 LSE_ATOL = 2e-3
@@ -153,7 +153,7 @@ def poison_pages(kw: dict, fill: float = float("nan")) -> dict | None:
 
 def poison_allocator(device) -> None:
     """Leave NaN in the caching allocator's free blocks so a workspace that is read before it is
-    written shows up (TARGETS 6.1)."""
+    written shows up."""
     if device.type != "cuda":
         return
     free, _ = torch.cuda.mem_get_info(device)
@@ -170,7 +170,7 @@ def _scaled(kw: dict, factor: float) -> dict:
 # ---- the agreement sweep -------------------------------------------------------------------------
 
 def sweep_variants(op: str, device) -> list[tuple[str, dict]]:
-    """Calls around every domain boundary the targets declare (TARGETS 2-5): small shapes, so that
+    """Calls around every domain boundary the targets' check() tables declare: small shapes, so that
     each accepted one can actually run."""
     from atrex.inputs import attn_inputs, gdn_inputs
 
