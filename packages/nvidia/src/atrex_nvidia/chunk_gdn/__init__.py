@@ -1,1 +1,1 @@
-"""Chunked Gated-DeltaNet (CONTRACTS.md §2) kernels for NVIDIA targets."""
+"""Chunked Gated-DeltaNet forward kernels for NVIDIA targets (the contract: docs/chunk_gated_delta_rule.md)."""

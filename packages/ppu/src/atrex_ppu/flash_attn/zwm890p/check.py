@@ -1,4 +1,4 @@
-"""Host-only eligibility of ``ppu.decode`` and ``ppu.prefill`` (TARGETS.md section 5.1).
+"""Host-only eligibility of ``ppu.decode`` and ``ppu.prefill`` on the ZW-M890P.
 
 Reads shapes, dtypes, strides, data pointers and host ints of the normalized call only: never tensor
 contents, never a device sync. The domains are the data tables below.

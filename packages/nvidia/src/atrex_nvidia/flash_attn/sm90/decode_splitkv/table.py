@@ -1,4 +1,4 @@
-"""``nvidia.decode_splitkv`` domain on nvidia/sm90 as data (TARGETS §2.1), read by ``impl.check``."""
+"""``nvidia.decode_splitkv`` domain on nvidia/sm90 as data, read by ``impl.check``."""
 
 import torch
 
