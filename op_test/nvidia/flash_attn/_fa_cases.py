@@ -1,11 +1,13 @@
-"""Shared target-tier cases of ``nvidia.fa4`` (FA4 b19 through ATREX), used by
-``test_flash_attn_sm{90,100,103,120}.py`` (each skips at module level without its hardware).
+"""Shared target-tier cases of ``nvidia.fa4`` (FA4 through ATREX, whichever supported release is
+installed: b19 or b36), used by ``test_flash_attn_sm{90,100,103,120}.py`` (each skips at module level
+without its hardware). Test ids start with the installed release (``b19-`` / ``b36-``).
 
 Oracle: the core torch reference (``core.reference`` on CPU copies of the same inputs), CONTRACTS
 §4.1 tolerances (fp16/bf16 atol 1.5e-2 rtol 1e-2, LSE abs 2e-3, -inf rows exactly -inf); graph
 replay and FA4-direct parity are bitwise.
 """
 
+import importlib.metadata
 import math
 
 import pytest
@@ -14,7 +16,19 @@ import torch
 ATOL, RTOL, LSE_ATOL = 1.5e-2, 1e-2, 2e-3
 ARCH = None
 
-#: Third-party kernels the profiler may show for an ``nvidia.fa4`` call (FA4 b19's own CuTe-DSL
+
+def _fa4_version():
+    try:
+        return importlib.metadata.version("flash-attn-4")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+#: the installed FA4 release (prefix of every test id: the same case under b19 and b36 is told apart)
+FA4_VERSION = _fa4_version()
+FA4_TAG = "b" + FA4_VERSION.rsplit("b", 1)[-1] if FA4_VERSION else "nofa4"
+
+#: Third-party kernels the profiler may show for an ``nvidia.fa4`` call (FA4's own CuTe-DSL
 #: kernel classes; not ATREX-owned, so they do not carry the ``atrex_`` prefix).
 FA4_KERNELS = {
     "sm90": ("FlashAttentionForwardSm90",),
@@ -35,7 +49,7 @@ def skip_unless(capability, arch):
     try:
         import flash_attn.cute.interface  # noqa: F401
     except Exception as exc:  # pragma: no cover - depends on the host
-        pytest.skip(f"flash_attn.cute (flash-attn-4==4.0.0b19) not importable: {exc}", allow_module_level=True)
+        pytest.skip(f"flash_attn.cute (flash-attn-4 {FA4_VERSION}) not importable: {exc}", allow_module_level=True)
     ARCH = arch
 
 
@@ -63,7 +77,10 @@ def _inputs(case: dict) -> dict:
     layout = c.pop("layout", None)
     nan_tails = c.pop("nan_tails", False)
     sliced_table = c.pop("sliced_table", False)
+    sink_dtype = c.pop("sink_dtype", None)
     kw = attn_inputs(list(q_lens), list(k_lens), **c)
+    if sink_dtype is not None:
+        kw["s_aux"] = kw["s_aux"].to(sink_dtype)
     if layout is not None:
         k, v = kw["k"], kw["v"]
         if layout == "hnd":  # [nb, Hk, bs, D] physical, viewed as [nb, bs, Hk, D]
@@ -158,7 +175,7 @@ def run_case(case, *, must_accept):
     return kw, out, lse
 
 
-# ---- the case table: every vLLM-contract feature FA4 b19 supports on SM90 ---------------------------
+# ---- the case table: every vLLM-contract feature FA4 (b19 and b36) supports on SM90 ------------------
 
 V3 = dict(q_lens=(1, 5, 129), k_lens=(1328, 18, 463))  # vLLM test_flash_attn seq_lens
 DEC = dict(q_lens=(1, 1, 1, 1), k_lens=(1328, 18, 463, 70))
@@ -213,6 +230,33 @@ CASES = {
     "block_table_column_slice": dict(**V3, page_size=16, sliced_table=True),
     "nan_page_tails": dict(**V3, page_size=16, num_blocks=400, nan_tails=True),
     "nan_page_tails_tma": dict(**V3, head_dim=128, page_size=128, num_blocks=64, nan_tails=True),
+    # varlen batches above 256: b36 passes a per-call block-count prefix sum to its kernel
+    "batch300_varlen_gqa4": dict(q_lens=[1 + (7 * i) % 23 for i in range(300)],
+                                 k_lens=[30 + (11 * i) % 97 for i in range(300)], num_heads_q=8, num_heads_k=2,
+                                 head_dim=128, page_size=None),
+    "batch300_paged16_q1to4": dict(q_lens=[1 + i % 4 for i in range(300)], k_lens=[20 + (13 * i) % 300 for i in range(300)],
+                                   num_heads_q=8, num_heads_k=2, head_dim=128, page_size=16, return_lse=True),
+}
+
+#: Calls only the b36 table accepts on SM90 (the b19 table declines them, with the reason named).
+CASES_B36 = {
+    # cp.async paging with tile_n % 128 != 0 (b36 gives each producer thread ceil(tile_n / 128) page entries)
+    "paged16_d256_cpasync": (dict(**V3, head_dim=256, page_size=16), "page_size"),
+    "paged16_d192_cpasync": (dict(**V3, head_dim=192, page_size=16), "page_size"),
+    "paged64_d96_full_cpasync": (dict(**V3, head_dim=96, page_size=64, causal=False), "page_size"),
+    "paged16_d256_local_lse": (dict(**V3, head_dim=256, page_size=16, window_size=(63, 0), return_lse=True),
+                               "page_size"),
+    "qwen3next_paged16_d256": (dict(q_lens=(1, 1, 64), k_lens=(4000, 33, 700), num_heads_q=16, num_heads_k=2,
+                                    head_dim=256, page_size=16, return_lse=True), "page_size"),
+    "nan_page_tails_d256_cpasync": (dict(**V3, head_dim=256, page_size=16, num_blocks=400, nan_tails=True),
+                                    "page_size"),
+    # learnable_sink fp32 / fp16
+    "sinks_fp32_paged_lse": (dict(**V3, page_size=16, sinks=True, sink_dtype=torch.float32, return_lse=True),
+                             "sinks"),
+    "sinks_fp16_window": (dict(**V3, page_size=None, sinks=True, sink_dtype=torch.float16, window_size=(31, 0)),
+                          "sinks"),
+    "zero_len_kv_sink_fp32": (dict(q_lens=(3, 2), k_lens=(0, 7), page_size=None, sinks=True,
+                                   sink_dtype=torch.float32, return_lse=True, causal=False), "sinks"),
 }
 
 
@@ -223,11 +267,26 @@ KNOWN_GAPS = {
 }
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(reason=KNOWN_GAPS[n], strict=False))
-                                  if n in KNOWN_GAPS else n for n in CASES])
+@pytest.mark.parametrize("name", [pytest.param(n, id=f"{FA4_TAG}-{n}", marks=pytest.mark.xfail(
+    reason=KNOWN_GAPS[n], strict=False) if n in KNOWN_GAPS else ()) for n in CASES])
 @pytest.mark.usefixtures("force_fa4")
 def test_cases(name):
     run_case(CASES[name], must_accept=ARCH == "sm90")
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, id=f"{FA4_TAG}-{n}") for n in CASES_B36])
+@pytest.mark.usefixtures("force_fa4")
+def test_cases_b36_table(name):
+    """Runs and is correct under b36; under b19 the table declines it with the expected reason."""
+    import atrex
+
+    case, b19_reason = CASES_B36[name]
+    if FA4_VERSION == "4.0.0b36":
+        run_case(case, must_accept=ARCH == "sm90")
+        return
+    trace = atrex.explain_flash_attn_varlen_func(**to_dev(_inputs(case)))
+    fa4_row = next(r for r in trace.rows if r[0] == "nvidia.fa4")
+    assert b19_reason in {r.code for r in fa4_row[2].reasons}, str(fa4_row[2])
 
 
 # ---- eligibility boundary sweep: what check() accepts runs and is correct ---------------------------
@@ -241,7 +300,7 @@ SWEEP = [
 
 
 @pytest.mark.usefixtures("force_fa4")
-@pytest.mark.parametrize("i", range(len(SWEEP)))
+@pytest.mark.parametrize("i", [pytest.param(i, id=f"{FA4_TAG}-{i}") for i in range(len(SWEEP))])
 def test_boundary_sweep(i):
     import atrex
 
@@ -257,12 +316,26 @@ def test_boundary_sweep(i):
 
 # ---- FA4-direct parity (the cached fast path calls FA4's own compiled kernel) ------------------------
 
-@pytest.mark.parametrize("name", ["paged16_d128", "sinks_paged", "softcap10_lse", "window_encoder",
-                                  "qwen3next_full_attn_varlen"])
-@pytest.mark.usefixtures("force_fa4")
-def test_bitwise_equal_to_fa4_direct(name):
+def _fa4_direct(kw):
     from flash_attn.cute.interface import _flash_attn_fwd
 
+    left, right = kw.get("window_size") or (-1, -1)
+    if kw.get("causal"):
+        right = 0
+    return _flash_attn_fwd(
+        q=kw["q"], k=kw["k"], v=kw["v"], cu_seqlens_q=kw["cu_seqlens_q"], cu_seqlens_k=kw.get("cu_seqlens_k"),
+        seqused_k=kw.get("seqused_k"), max_seqlen_q=kw["max_seqlen_q"], max_seqlen_k=kw["max_seqlen_k"],
+        page_table=kw.get("block_table"), softmax_scale=kw["q"].shape[-1] ** -0.5, causal=kw.get("causal", False),
+        softcap=kw.get("softcap", 0.0), window_size_left=None if left == -1 else left,
+        window_size_right=None if right == -1 else right, learnable_sink=kw.get("s_aux"), num_splits=1,
+        return_lse=bool(kw.get("return_softmax_lse")))
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, id=f"{FA4_TAG}-{n}") for n in (
+    "paged16_d128", "sinks_paged", "softcap10_lse", "window_encoder", "qwen3next_full_attn_varlen",
+    "batch300_varlen_gqa4", "batch300_paged16_q1to4")])
+@pytest.mark.usefixtures("force_fa4")
+def test_bitwise_equal_to_fa4_direct(name):
     import atrex
 
     kw = to_dev(_inputs(CASES[name]))
@@ -270,19 +343,28 @@ def test_bitwise_equal_to_fa4_direct(name):
     for _ in range(2):  # first call: FA4's path (compiles/records); second: ATREX's cached fast path
         res = atrex.flash_attn_varlen_func(**kw)
     lse = res[1] if kw.get("return_softmax_lse") else None
-    left, right = kw.get("window_size") or (-1, -1)
-    if kw.get("causal"):
-        right = 0
-    fa = _flash_attn_fwd(
-        q=kw["q"], k=kw["k"], v=kw["v"], cu_seqlens_q=kw["cu_seqlens_q"], cu_seqlens_k=kw.get("cu_seqlens_k"),
-        seqused_k=kw.get("seqused_k"), max_seqlen_q=kw["max_seqlen_q"], max_seqlen_k=kw["max_seqlen_k"],
-        page_table=kw.get("block_table"), softmax_scale=kw["q"].shape[-1] ** -0.5, causal=kw.get("causal", False),
-        softcap=kw.get("softcap", 0.0), window_size_left=None if left == -1 else left,
-        window_size_right=None if right == -1 else right, learnable_sink=kw.get("s_aux"), num_splits=1,
-        return_lse=bool(kw.get("return_softmax_lse")))
+    fa = _fa4_direct(kw)
     assert torch.equal(fa[0], kw["out"])
     if lse is not None:
         assert torch.equal(fa[1], lse)
+
+
+@pytest.mark.usefixtures("force_fa4")
+def test_fast_path_keeps_fa4_specializations_apart():
+    """Calls that differ only where b36's compile key does (batch above 256; max_seqlen_q * G within one
+    tile_m block or not) each get their own cached kernel: interleaved fast-path calls equal FA4's path."""
+    import atrex
+
+    base = dict(num_heads_q=8, num_heads_k=2, head_dim=128, page_size=16, return_lse=True)
+    kws = [to_dev(_inputs(dict(q_lens=q, k_lens=[50 + 3 * i for i in range(len(q))], **base)))
+           for q in ([1] * 8, [1] * 300, [40] * 8, [1] * 299 + [40])]
+    for kw in kws:
+        kw["out"] = torch.empty_like(kw["q"])
+        atrex.flash_attn_varlen_func(**kw)  # FA4's path, recorded
+    for kw in kws + kws[::-1]:
+        _, lse = atrex.flash_attn_varlen_func(**kw)
+        fa = _fa4_direct(kw)
+        assert torch.equal(fa[0], kw["out"]) and torch.equal(fa[1], lse)
 
 
 # ---- CUDA graphs -----------------------------------------------------------------------------------

@@ -1,7 +1,9 @@
-"""CPU tier: ``nvidia.fa4``'s check tables on all four archs, both sides of every boundary.
+"""CPU tier: ``nvidia.fa4``'s check tables on all four archs and for every supported FA4 release (b19,
+b36), both sides of every boundary.
 
 Calls are normalized on CPU tensors and given a faked ``target``; FA4 is never imported (the import
-probe is pinned per test), kernels never run.
+probe is pinned per test, once per release: the ``fa4v`` parameter, ids ``b19`` / ``b36``), kernels
+never run. Rules that differ between releases are tested on both sides in the last section.
 """
 
 import dataclasses
@@ -17,7 +19,16 @@ from atrex.plugin import validate_manifest
 from atrex_nvidia import _plugin
 from atrex_nvidia.flash_attn import fa4
 from atrex_nvidia.flash_attn.common_utils import fa4_domain, fa4_launch
-from atrex_nvidia.flash_attn.common_utils.fa4_domain import DecodePolicy, check_fa4, fa4_window
+from atrex_nvidia.flash_attn.common_utils.fa4_domain import (
+    FA4_B19,
+    FA4_B36,
+    FA4_RECOMMENDED,
+    FA4_SUPPORTED,
+    FA4_VERSIONS,
+    DecodePolicy,
+    check_fa4,
+    fa4_window,
+)
 from atrex_nvidia.flash_attn.sm90.fa4_table import tile_n_sm90
 from testlib import OpRecorder
 
@@ -31,11 +42,14 @@ ARCHS = tuple(TARGETS)
 FP8 = (torch.float8_e4m3fn, torch.float8_e5m2)
 
 
-@pytest.fixture(autouse=True)
-def fa4_importable(monkeypatch):
-    """Pretend the probe succeeded (the real import is the GPU tier's business)."""
+@pytest.fixture(autouse=True, params=FA4_VERSIONS, ids=lambda v: "b" + v.rsplit("b", 1)[-1])
+def fa4v(request, monkeypatch):
+    """Pretend the probe found this FA4 release importable (the real import is the GPU tier's business)."""
     monkeypatch.setattr(fa4_domain, "_probe_done", True)
     monkeypatch.setattr(fa4_domain, "_probe_reason", None)
+    monkeypatch.setattr(fa4_domain, "_probe_version", request.param)
+    fa4._verdicts.clear()
+    return request.param
 
 
 def mk(arch="sm90", q_lens=(17, 20), k_lens=(40, 70), **kw):
@@ -66,7 +80,10 @@ def test_manifest_valid_and_fa4_registered():
     assert spec.op == "flash_attn_varlen" and spec.priority == 100
     assert spec.archs == ("nvidia/sm90", "nvidia/sm100", "nvidia/sm103", "nvidia/sm120")
     assert spec.prewarm and spec.summary
-    assert set(fa4.DOMAINS) == {a.split("/")[1] for a in spec.archs}
+    for table in fa4.TABLES.values():
+        assert set(table) == {a.split("/")[1] for a in spec.archs}
+    assert set(fa4.TABLES) == set(FA4_VERSIONS) and FA4_RECOMMENDED in FA4_VERSIONS
+    assert all(d.fa4_version == v for v, t in fa4.TABLES.items() for d in t.values())
 
 
 def test_other_targets_declined():
@@ -84,7 +101,7 @@ def test_requires_when_fa4_not_importable(monkeypatch):
         elig = fa4.check(mk(arch))
         assert not elig.ok
         (r,) = elig.reasons
-        assert r.code == "requires" and "flash-attn-4==4.0.0b19" in r.supported
+        assert r.code == "requires" and "importable" in r.supported and "flash-attn-4==" in r.supported
     # probed once, cached: a later "fix" is not seen until reset
     monkeypatch.setattr(fa4_domain, "FA4_MODULE", "json")
     assert codes(mk()) == ["requires"]
@@ -92,11 +109,18 @@ def test_requires_when_fa4_not_importable(monkeypatch):
     assert fa4.check(mk()).ok
 
 
-def test_requires_other_version(monkeypatch):
+@pytest.mark.parametrize("other", ["4.0.0b18", "4.0.0b30", "4.0.0b37", "4.0.0"])
+def test_unknown_version_declined_with_the_supported_list(monkeypatch, other):
+    import importlib.metadata as md
+
     fa4_domain.reset_fa4_probe()
-    monkeypatch.setattr(fa4_domain, "FA4_VERSION", "4.0.0b18")
+    real = md.version
+    monkeypatch.setattr(md, "version", lambda d: other if d == fa4_domain.FA4_DIST else real(d))
     r = fa4.check(mk()).reasons
-    assert [x.code for x in r] == ["requires"] and "4.0.0b18" in r[0].supported
+    assert [x.code for x in r] == ["requires"] and r[0].got == f"flash-attn-4=={other}"
+    assert "flash-attn-4==4.0.0b19 or flash-attn-4==4.0.0b36" in r[0].supported
+    assert fa4_domain.fa4_table_version() == FA4_RECOMMENDED  # other reasons listed from its tables
+    assert codes(mk("sm120", page_size=16)) == ["paged", "requires"]
 
 
 def test_requires_not_installed(monkeypatch):
@@ -107,7 +131,7 @@ def test_requires_not_installed(monkeypatch):
 
 def test_requires_listed_with_other_reasons(monkeypatch):
     monkeypatch.setattr(fa4_domain, "_probe_reason", fa4_domain.Reason("requires", "flash_attn.cute", "x",
-                                                                       fa4_domain.FA4_PIN))
+                                                                       FA4_SUPPORTED))
     assert codes(mk("sm120", page_size=16)) == ["paged", "requires"]
 
 
@@ -157,7 +181,9 @@ def test_head_dim_range(arch, lo, hi):
 
 
 @pytest.mark.parametrize("arch", ["sm100", "sm103"])
-def test_hd256_dedicated_kernel_envelope(arch):
+def test_hd256_dedicated_kernel_envelope(arch, fa4v):
+    if fa4v == FA4_B36:
+        pytest.skip("b36 has no dedicated D=256 kernel: test_b36_10x_d256_declined")
     ok(mk(arch, head_dim=256))
     ok(mk(arch, head_dim=256, causal=False))
     ok(mk(arch, head_dim=256, return_lse=True))
@@ -181,7 +207,10 @@ def test_sm90_d256_generic_kernel():
     (192, 16, True, None), (144, 128, True, None), (160, 112, True, (31, 0)),
     (80, 16, False, None), (96, 64, False, None),  # tile_n 144: rows 128..143 would lack a page entry
 ])
-def test_sm90_cpasync_paging_needs_tile_n_128(d, page, causal, window):
+def test_sm90_cpasync_paging_needs_tile_n_128(d, page, causal, window, fa4v):
+    if fa4v == FA4_B36:  # b36 gives each producer thread ceil(tile_n / 128) page entries
+        ok(mk("sm90", head_dim=d, page_size=page, causal=causal, window_size=window))
+        return
     assert codes(mk("sm90", head_dim=d, page_size=page, causal=causal, window_size=window)) == ["page_size"]
 
 
@@ -251,11 +280,16 @@ def test_sm120_no_paged(page):
 # ---- options --------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("arch", ["sm90", "sm100", "sm103"])
-def test_sinks_bf16_only(arch):
+def test_sinks_dtypes(arch, fa4v):
     ok(mk(arch, sinks=True))
     call = mk(arch, sinks=True)
-    assert codes(call._replace(s_aux=call.s_aux.float())) == ["sinks"]
-    assert codes(call._replace(s_aux=call.s_aux.half())) == ["sinks"]
+    for other in (call.s_aux.float(), call.s_aux.half()):
+        if fa4v == FA4_B19:  # b19 asserts learnable_sink.dtype == torch.bfloat16
+            assert codes(call._replace(s_aux=other)) == ["sinks"]
+            assert fa4.check(call._replace(s_aux=other)).reasons[0].supported == "bfloat16 [num_heads_q]"
+        else:  # b36: _LEARNABLE_SINK_DTYPES = (float16, bfloat16, float32)
+            ok(call._replace(s_aux=other))
+    assert codes(call._replace(s_aux=call.s_aux.to(torch.float64))) == ["sinks"]
 
 
 def test_sm120_no_sinks():
@@ -323,7 +357,7 @@ def test_misaligned_views_declined():
 # ---- SM90 decode-shape policy: paged max_seqlen_q <= 16 goes to nvidia.decode_splitkv -------------
 
 def test_sm90_decode_policy_hands_decode_to_splitkv():
-    pol = fa4.DOMAINS["sm90"].decode_policy
+    pol = fa4.domains()["sm90"].decode_policy
     assert pol is not None and pol.enabled and pol.max_seqlen_q == 16
     assert pol.goes_to == "nvidia.decode_splitkv"
     call = mk("sm90", q_lens=(1, 1), page_size=16)
@@ -356,7 +390,7 @@ def test_sm90_decode_policy_keeps_fa4_when_splitkv_disabled_or_declines(monkeypa
 
 
 def test_sm90_decode_policy_when_enabled():
-    dom = dataclasses.replace(fa4.DOMAINS["sm90"], decode_policy=DecodePolicy(True, 16, "nvidia.decode_splitkv"))
+    dom = dataclasses.replace(fa4.domains()["sm90"], decode_policy=DecodePolicy(True, 16, "nvidia.decode_splitkv"))
     def c(call):
         return sorted({r.code for r in check_fa4(call, dom).reasons})
     assert c(mk("sm90", q_lens=(1, 1), page_size=16)) == ["policy.decode_shape"]
@@ -395,7 +429,7 @@ def test_window_mapping(window, causal, expect):
 
 def test_spec_key_separates_binaries():
     base = mk("sm90", page_size=16)
-    dom = fa4.DOMAINS["sm90"]
+    dom = fa4.domains()["sm90"]
     k0 = fa4_launch.spec_key(base, dom)
     assert fa4_launch.spec_key(mk("sm90", page_size=16, q_lens=(1, 9), k_lens=(3, 500)), dom) == k0
     for other in (mk("sm90", page_size=32), mk("sm90", page_size=None), mk("sm90", page_size=16, softcap=5.0),
@@ -408,10 +442,10 @@ def test_spec_key_separates_binaries():
     assert fa4_launch.spec_key(mk("sm90", page_size=16, softcap=5.0), dom) != \
         fa4_launch.spec_key(mk("sm90", page_size=16, softcap=6.0), dom)
     # 10.x: FA4's q_stage reads max_seqlen_q * G against tile_m 128
-    d100 = fa4.DOMAINS["sm100"]
+    d100 = fa4.domains()["sm100"]
     assert fa4_launch.spec_key(mk("sm100", q_lens=(1, 16)), d100) != fa4_launch.spec_key(mk("sm100", q_lens=(1, 40)),
                                                                                          d100)
-    assert fa4_launch.spec_key(mk("sm103"), fa4.DOMAINS["sm103"])[0] == 103
+    assert fa4_launch.spec_key(mk("sm103"), fa4.domains()["sm103"])[0] == 103
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -443,7 +477,7 @@ def test_memoized_verdict_equals_a_fresh_check(arch):
     fa4._verdicts.clear()
     for _ in range(2):  # second pass is served from the memo
         for call in variants:
-            assert fa4.check(call) == check_fa4(call, fa4.DOMAINS[arch])
+            assert fa4.check(call) == check_fa4(call, fa4.domains()[arch])
 
 
 def test_core_alignment_flag_matches_the_tensors():
@@ -456,3 +490,96 @@ def test_core_alignment_flag_matches_the_tensors():
     assert not normalize_flash_attn_call(**{**kw, "q": shifted}).aligned16
     odd = torch.empty(q.shape[0], q.shape[1], q.shape[2] + 4, dtype=q.dtype)[..., : q.shape[2]]  # row stride 68
     assert not normalize_flash_attn_call(**{**kw, "q": odd}).aligned16
+
+
+# ---- what differs between the releases' tables -------------------------------------------------------
+
+def _verdicts(version, calls):
+    return [check_fa4(c, fa4.TABLES[version][c.target.arch]) for c in calls]
+
+
+def test_release_tables_differ_only_in_the_derived_rules():
+    """Every other rule is the same in b19 and b36: a sweep over head dims, pages, masks and options
+    gets the same verdict from both tables, except the calls the three b36 rules below admit."""
+    calls = [mk(arch, head_dim=d, page_size=p, **extra)
+             for arch in ARCHS for d in (40, 64, 72, 96, 128, 192, 256) for p in (None, 16, 64, 80, 128, 144)
+             for extra in ({}, {"causal": False}, {"window_size": (31, 0)}, {"softcap": 5.0},
+                           {"sinks": True}, {"dtype": torch.float8_e4m3fn}, {"dtype": torch.float16})]
+    differ = set()
+    for c, a, b in zip(calls, _verdicts(FA4_B19, calls), _verdicts(FA4_B36, calls)):
+        ca, cb = {r.code for r in a.reasons}, {r.code for r in b.reasons}
+        if ca == cb:
+            continue
+        if c.target.arch in ("sm100", "sm103"):  # b36 has no dedicated D=256 kernel
+            assert c.head_dim == 256 and cb == {"head_dim"}
+            differ.add("10.x D=256")
+        else:  # sm90: cp.async paging for tile_n % 128 != 0
+            assert c.target.arch == "sm90" and ca - cb == {"page_size"} and cb < ca
+            differ.add("sm90 cp.async tile_n")
+    assert differ == {"10.x D=256", "sm90 cp.async tile_n"}
+
+
+def test_b36_sm90_cpasync_paging_any_tile_n():
+    b36 = fa4.TABLES[FA4_B36]["sm90"]
+    assert b36.paged_cpasync_tile_n_multiple == 1 and fa4.TABLES[FA4_B19]["sm90"].paged_cpasync_tile_n_multiple == 128
+    for d, page, causal, window in ((256, 16, True, None), (192, 16, True, None), (80, 16, False, None),
+                                    (160, 112, True, (31, 0)), (256, 4224, True, None)):
+        call = mk("sm90", head_dim=d, page_size=page, causal=causal, window_size=window)
+        assert check_fa4(call, b36).ok
+        assert [r.code for r in check_fa4(call, fa4.TABLES[FA4_B19]["sm90"]).reasons] == ["page_size"]
+    # still FA4's assert: cp.async paging needs D % 16 == 0 (TMA, page == tile_n, is fine)
+    assert [r.code for r in check_fa4(mk("sm90", head_dim=72, page_size=16), b36).reasons] == ["head_dim"]
+    assert check_fa4(mk("sm90", head_dim=72, page_size=128), b36).ok
+
+
+@pytest.mark.parametrize("arch", ["sm100", "sm103"])
+def test_b36_10x_d256_declined(arch):
+    dom = fa4.TABLES[FA4_B36][arch]
+    for kw in ({}, {"causal": False}, {"page_size": 128}, {"dtype": torch.float8_e4m3fn}):
+        r = check_fa4(mk(arch, head_dim=256, **kw), dom).reasons
+        assert [x.code for x in r] == ["head_dim"] and "or 256" not in r[0].supported
+    assert check_fa4(mk(arch, head_dim=128, sinks=True, softcap=3.0, window_size=(31, 0)), dom).ok
+
+
+def test_b36_keeps_the_12x_and_fp8_asserts():
+    b36 = fa4.TABLES[FA4_B36]
+    sm120 = [x.code for x in check_fa4(mk("sm120", page_size=16, sinks=True), b36["sm120"]).reasons]
+    assert sm120 == ["paged", "sinks"]
+    r = check_fa4(mk("sm120", page_size=16), b36["sm120"]).reasons[0]
+    assert "FA4 b36 asserts page_table is None" in r.supported
+    r = check_fa4(mk("sm90", dtype=torch.float8_e4m3fn, head_dim=128), b36["sm90"]).reasons
+    assert [x.code for x in r] == ["dtype"] and "FA4 b36 asserts fp8 only on arch 10.x" in r[0].supported
+    assert "FA4 b19" in check_fa4(mk("sm120", page_size=16), fa4.TABLES[FA4_B19]["sm120"]).reasons[0].supported
+
+
+def test_spec_key_per_release():
+    """b19's key is unchanged; b36's adds the sink dtype, batch > 256 (FA4's block-count prefix sum) and
+    whether max_seqlen_q * G fits one q_stage * tile_m block (its is_static_persistent flag)."""
+    b19, b36 = fa4.TABLES[FA4_B19]["sm90"], fa4.TABLES[FA4_B36]["sm90"]
+    call = mk("sm90", page_size=16)
+    assert len(fa4_launch.spec_key(call, b19)) == 16
+    assert fa4_launch.spec_key(call, b36)[:16] == fa4_launch.spec_key(call, b19)
+    many = mk("sm90", page_size=16, q_lens=(1,) * 257, k_lens=(9,) * 257)
+    few = mk("sm90", page_size=16, q_lens=(1,) * 256, k_lens=(9,) * 256)
+    assert fa4_launch.spec_key(many, b19) == fa4_launch.spec_key(few, b19)
+    assert fa4_launch.spec_key(many, b36) != fa4_launch.spec_key(few, b36)
+    # D = 64: tile_m 192 on SM90; G = 1 here
+    lo, hi = (mk("sm90", head_dim=64, num_heads_q=2, num_heads_k=2, q_lens=(q, 3)) for q in (192, 193))
+    assert fa4_launch.spec_key(lo, b19) == fa4_launch.spec_key(hi, b19)
+    assert fa4_launch.spec_key(lo, b36)[-1] is True and fa4_launch.spec_key(hi, b36)[-1] is False
+    # D = 128: tile_m 128, G = 4 -> max_seqlen_q 32 fits, 33 does not
+    lo, hi = (mk("sm90", head_dim=128, num_heads_q=8, num_heads_k=2, q_lens=(q, 3)) for q in (32, 33))
+    assert fa4_launch.spec_key(lo, b36)[-1] is True and fa4_launch.spec_key(hi, b36)[-1] is False
+    s = mk("sm90", sinks=True)
+    assert fa4_launch.spec_key(s, b36) != fa4_launch.spec_key(s._replace(s_aux=s.s_aux.float()), b36)
+    # 10.x: q_stage 2 doubles the block (max_seqlen_q * G <= 256)
+    d100 = fa4.TABLES[FA4_B36]["sm100"]
+    k = [fa4_launch.spec_key(mk("sm100", num_heads_q=4, num_heads_k=2, q_lens=(q, 3)), d100) for q in (64, 65, 128, 129)]
+    assert [x[15] for x in k] == [1, 2, 2, 2] and [x[-1] for x in k] == [True, True, True, False]
+
+
+def test_requires_reason_lists_the_supported_releases(monkeypatch):
+    fa4_domain.reset_fa4_probe()
+    monkeypatch.setattr(fa4_domain, "FA4_DIST", "atrex-no-such-dist")
+    (r,) = fa4.check(mk()).reasons
+    assert r.code == "requires" and r.supported.startswith(FA4_SUPPORTED)

@@ -1,9 +1,11 @@
 """Target test of the sm90 (H100/H200/H20) attention implementations.
 
 ``nvidia.decode_splitkv`` (ATREX's split-KV paged decode, ``_decode_cases.py``): each test skips without
-a CUDA device of capability (9, 0); FA4 is not needed. ``nvidia.fa4`` (FlashAttention-4 b19 through
-ATREX, ``_fa_cases.py``, shared by the four arch files): collected only when the device is sm90 and
-``flash_attn.cute`` imports; otherwise one placeholder test reports the skip reason.
+a CUDA device of capability (9, 0); FA4 is not needed. ``nvidia.fa4`` (FlashAttention-4 through ATREX,
+``_fa_cases.py``, shared by the four arch files): collected only when the device is sm90 and
+``flash_attn.cute`` imports; otherwise one placeholder test reports the skip reason. The FA4 cases run
+against whichever supported release is installed (b19 or b36): their ids start with it, and
+``test_fa4_release`` prints it and checks the adapter uses that release's table.
 """
 
 import _fa_cases as _c
@@ -31,10 +33,21 @@ if FA4_SKIP is None:
                            test_boundary_sweep,
                            test_capture_unwarmed_raises_before_launch,
                            test_cases,
+                           test_cases_b36_table,
+                           test_fast_path_keeps_fa4_specializations_apart,
                            test_graph_decode_replay_changed_seqused_and_table,
                            test_graph_prefill_replay_changed_cu_seqlens,
                            test_profiler_kernel_names,
     )
+
+    def test_fa4_release():
+        from atrex_nvidia.flash_attn import fa4
+        from atrex_nvidia.flash_attn.common_utils import fa4_domain
+
+        print(f"flash-attn-4 {_c.FA4_VERSION} ({_c.FA4_TAG})")
+        assert fa4_domain.fa4_requirement() is None, fa4_domain.fa4_requirement()
+        assert fa4_domain.fa4_table_version() == _c.FA4_VERSION
+        assert fa4.domains()["sm90"].fa4_version == _c.FA4_VERSION
 else:
     @pytest.mark.skip(reason=FA4_SKIP)
     def test_fa4_sm90():

@@ -17,11 +17,11 @@ IMPLS: tuple[ImplSpec, ...] = (
         check=f"{_FA4}:check",
         run=f"{_FA4}:run",
         prewarm=f"{_FA4}:prewarm",
-        summary="FlashAttention-4 b19 (flash-attn-4==4.0.0b19, CuTe DSL) adapter; cached compiled kernels, "
-                "num_splits=1 on SM90",
+        summary="FlashAttention-4 (flash-attn-4 4.0.0b19 or 4.0.0b36, CuTe DSL) adapter; check tables per "
+                "release, cached compiled kernels, num_splits=1 on SM90",
     ),
     # Lower priority wins: FA4 (100) is asked first; on sm90 its check hands paged decode shapes
-    # (max_seqlen_q <= 16) to this kernel, which also takes what FA4 b19 cannot (fp8, fp32 sinks, D 40/72).
+    # (max_seqlen_q <= 16) to this kernel, which also takes what FA4 cannot (fp8; b19: fp32 sinks; D 40/72 paged).
     ImplSpec(
         op="flash_attn_varlen",
         id="nvidia.decode_splitkv",

@@ -1,9 +1,12 @@
-"""``nvidia.fa4``: FlashAttention-4 b19 (CuTe DSL) behind the vLLM contract on sm90/sm100/sm103/sm120.
+"""``nvidia.fa4``: FlashAttention-4 (CuTe DSL; releases b19 and b36) behind the vLLM contract on
+sm90/sm100/sm103/sm120.
 
 Registered by :mod:`atrex_nvidia._plugin` as ``check`` / ``run`` / ``prewarm``. The per-arch domains
-are data in ``<arch>/fa4_table.py``; the mapping vLLM -> FA4 (CONTRACTS §1.9) and the compiled-kernel
-cache live in ``common_utils/``. FA4 is never required at import time: when ``flash_attn.cute``
-cannot be imported, ``check`` declines with reason ``requires`` (probed once per process).
+are data in ``<arch>/fa4_table.py``, one per supported FA4 release (:data:`TABLES`); the installed
+release picks the table and the call convention. The mapping vLLM -> FA4 (CONTRACTS §1.9) and the
+compiled-kernel cache live in ``common_utils/``. FA4 is never required at import time: when
+``flash_attn.cute`` cannot be imported, or the installed release has no table, ``check`` declines
+with reason ``requires`` naming the supported releases (probed once per process).
 """
 
 from __future__ import annotations
@@ -13,17 +16,30 @@ import torch
 from atrex.dispatch.registry import get_registry
 from atrex.eligibility import Eligibility, Reason
 
-from .common_utils.fa4_domain import Fa4Domain, check_fa4, check_key, fa4_requirement
+from .common_utils.fa4_domain import (
+    FA4_VERSIONS,
+    Fa4Domain,
+    check_fa4,
+    check_key,
+    fa4_requirement,
+    fa4_table_version,
+)
 from .common_utils.fa4_launch import prewarm_call, run_call
-from .sm90.fa4_table import DOMAIN as SM90
-from .sm100.fa4_table import DOMAIN as SM100
-from .sm103.fa4_table import DOMAIN as SM103
-from .sm120.fa4_table import DOMAIN as SM120
+from .sm90.fa4_table import TABLES as SM90
+from .sm100.fa4_table import TABLES as SM100
+from .sm103.fa4_table import TABLES as SM103
+from .sm120.fa4_table import TABLES as SM120
 
-__all__ = ["DOMAINS", "check", "prewarm", "run"]
+__all__ = ["TABLES", "check", "domains", "prewarm", "run"]
 
-#: target arch -> FA4 domain (the archs of the ImplSpec in ``_plugin.py``)
-DOMAINS: dict[str, Fa4Domain] = {d.arch: d for d in (SM90, SM100, SM103, SM120)}
+#: FA4 release -> target arch -> FA4 domain (the archs of the ImplSpec in ``_plugin.py``)
+TABLES: dict[str, dict[str, Fa4Domain]] = {
+    v: {t[v].arch: t[v] for t in (SM90, SM100, SM103, SM120)} for v in FA4_VERSIONS}
+
+
+def domains() -> dict[str, Fa4Domain]:
+    """target arch -> domain of the installed FA4 release (the recommended one's when unsupported)."""
+    return TABLES[fa4_table_version()]
 
 
 #: check_key -> Eligibility. A serving engine repeats a handful of static configurations, so the
@@ -32,15 +48,17 @@ _verdicts: dict[tuple, Eligibility] = {}
 
 
 def check(call) -> Eligibility:
-    """Host-only eligibility of ``call`` for FA4 b19 on the call's target (every reason listed)."""
+    """Host-only eligibility of ``call`` for the installed FA4 release on the call's target (every
+    reason listed)."""
     target = call.target
-    dom = DOMAINS.get(target.arch) if target.family == "nvidia" else None
+    table = domains()
+    dom = table.get(target.arch) if target.family == "nvidia" else None
     if dom is None:
-        return Eligibility.no(Reason("target", "q", target.id, "nvidia/" + ", nvidia/".join(DOMAINS)))
+        return Eligibility.no(Reason("target", "q", target.id, "nvidia/" + ", nvidia/".join(table)))
     key = check_key(call, dom)
     if key is None:
         return check_fa4(call, dom)
-    key = (key, fa4_requirement())  # the import probe's answer is part of the verdict
+    key = (key, dom.fa4_version, fa4_requirement())  # the table and the import probe are part of the verdict
     verdict = _verdicts.get(key)
     if verdict is None:
         verdict = _verdicts[key] = check_fa4(call, dom)
@@ -72,7 +90,7 @@ def _taken_over(call, impl_id: str) -> bool:
 
 def run(call, out: torch.Tensor):
     """Run on the call's device and current stream; returns the LSE ``[Hq, Tq]`` fp32 or None."""
-    dom = DOMAINS[call.target.arch]
+    dom = domains()[call.target.arch]
     index = call.device.index
     if index is not None and index != torch.cuda.current_device():
         with torch.cuda.device(index):
@@ -82,7 +100,7 @@ def run(call, out: torch.Tensor):
 
 def prewarm(call) -> None:
     """Compile the FA4 specialization of ``call`` (one run into scratch buffers); no-op when warm."""
-    dom = DOMAINS[call.target.arch]
+    dom = domains()[call.target.arch]
     index = call.device.index
     if index is not None and index != torch.cuda.current_device():
         with torch.cuda.device(index):

@@ -1,14 +1,16 @@
-"""The FA4 b19 eligibility domain as data, and the one ``check`` engine that reads it.
+"""The FA4 eligibility domains as data (one per supported FA4 release), and the one ``check`` engine.
 
 Each arch folder (``sm90/``, ``sm100/``, ``sm103/``, ``sm120/``) declares one :class:`Fa4Domain`
-in its ``fa4_table.py``; :func:`check_fa4` turns a normalized call plus a domain into an
-``Eligibility`` listing every reason. The check is host-only: it reads shapes, dtypes, strides,
-data pointers and host ints, never tensor contents, and never imports FA4 (the import probe runs
-once and is cached, :func:`fa4_requirement`).
+per supported FA4 release in its ``fa4_table.py`` (``TABLES``: version -> domain);
+:func:`check_fa4` turns a normalized call plus a domain into an ``Eligibility`` listing every
+reason. The check is host-only: it reads shapes, dtypes, strides, data pointers and host ints,
+never tensor contents, and never imports FA4 (the import probe runs once and is cached,
+:func:`fa4_requirement`; it also names the installed release, :func:`fa4_table_version`).
 
-The rules mirror the asserts of FA4 b19 (``flash_attn/cute/interface.py::_flash_attn_fwd`` and
-the kernel classes it builds, CONTRACTS §1.9). Where ATREX is deliberately stricter than FA4 the
-domain field carries the reason in its comment.
+The rules of each table mirror the asserts of that release (``flash_attn/cute/interface.py::
+_flash_attn_fwd`` and the kernel classes it builds, CONTRACTS §1.9). Where ATREX is deliberately
+stricter than FA4 the domain field carries the reason in its comment. Any other release is declined
+(reason ``requires``, listing the supported ones).
 """
 
 from __future__ import annotations
@@ -21,13 +23,18 @@ import torch
 
 from atrex.eligibility import Eligibility, Reason
 
-__all__ = ["FA4_DIST", "FA4_MODULE", "FA4_PIN", "FA4_VERSION", "DecodePolicy", "Fa4Domain", "check_fa4", "check_key",
-           "fa4_requirement", "fa4_window", "reset_fa4_probe"]
+__all__ = ["FA4_B19", "FA4_B36", "FA4_DIST", "FA4_MODULE", "FA4_RECOMMENDED", "FA4_SUPPORTED", "FA4_VERSIONS",
+           "DecodePolicy", "Fa4Domain", "check_fa4", "check_key", "fa4_requirement", "fa4_table_version",
+           "fa4_window", "reset_fa4_probe"]
 
-#: The exact wheel the adapter is written against (product pin, CONTRACTS header).
 FA4_DIST = "flash-attn-4"
-FA4_VERSION = "4.0.0b19"
-FA4_PIN = f"{FA4_DIST}=={FA4_VERSION}"
+FA4_B19 = "4.0.0b19"  # the product's original pin (CONTRACTS header)
+FA4_B36 = "4.0.0b36"
+#: The releases the adapter has check tables for (each derived from that release's asserts).
+FA4_VERSIONS = (FA4_B19, FA4_B36)
+#: The release uv.lock pins; its tables also list the other reasons when FA4 is missing or unsupported.
+FA4_RECOMMENDED = FA4_B36
+FA4_SUPPORTED = " or ".join(f"{FA4_DIST}=={v}" for v in FA4_VERSIONS)
 #: The module whose import proves FA4 usable (the launcher calls into it).
 FA4_MODULE = "flash_attn.cute.interface"
 
@@ -47,7 +54,8 @@ class DecodePolicy:
 
 @dataclass(frozen=True)
 class Fa4Domain:
-    """What ``nvidia.fa4`` accepts on one arch (FA4 b19 facts unless a comment says otherwise)."""
+    """What ``nvidia.fa4`` accepts on one arch with one FA4 release (that release's facts unless a
+    comment says otherwise)."""
 
     arch: str  # target arch id, e.g. "sm90"
     fa4_arch: int  # FA4's ``_arch`` integer (major*10 + minor); also part of its compile key
@@ -60,7 +68,7 @@ class Fa4Domain:
     # "Paged KV does not support irregular head dim" unless D % 16 == 0
     paged_cpasync_head_dim_multiple: int
     tile_n: Callable[[int, bool, bool], int]  # (D, causal, local) -> FA4 forward tile_n
-    sink_dtypes: tuple  # learnable_sink dtypes (bf16 [Hq]); () = no sinks on this arch
+    sink_dtypes: tuple  # learnable_sink dtypes ([Hq]); () = no sinks on this arch
     softcap: bool
     window: bool
     # Stricter than FA4's asserts: the cp.async paged path gives each of its 128 producer threads
@@ -74,6 +82,18 @@ class Fa4Domain:
     hd256_dedicated: bool = False
     decode_policy: DecodePolicy | None = None
     notes: tuple[str, ...] = ()
+    fa4_version: str = FA4_B19  # the release whose asserts this table mirrors (and its call convention)
+    # b36 only (None on b19): varlen batches above this size make FA4 pass a per-call block-count
+    # prefix sum (``_compute_tile_cumsum``) to a kernel compiled for it (BIN_BATCH_SEARCH_THRESH).
+    cu_hint_batch_above: int | None = None
+    # b36 only: head_dim -> FA4 forward tile_m (its ``is_static_persistent`` compile flag compares
+    # max_seqlen_q * G with q_stage * tile_m) and the tile size of that prefix sum
+    tile_m: Callable[[int], int] | None = None
+
+    @property
+    def fa4_tag(self) -> str:
+        """``b19`` for ``4.0.0b19``: the short name used in reasons."""
+        return "b" + self.fa4_version.rsplit("b", 1)[-1]
 
     def head_dim_supported(self) -> str:
         lo, hi = self.head_dim_range
@@ -88,58 +108,71 @@ class Fa4Domain:
 _probe_lock = threading.Lock()
 _probe_done = False
 _probe_reason: Reason | None = None
+_probe_version: str | None = None  # the installed release when it is one of FA4_VERSIONS
 
 
 def reset_fa4_probe() -> None:
     """Forget the cached probe (tests; after installing FA4 in a running process)."""
-    global _probe_done, _probe_reason
+    global _probe_done, _probe_reason, _probe_version
     with _probe_lock:
         _probe_done = False
         _probe_reason = None
+        _probe_version = None
 
 
-def _probe() -> Reason | None:
+def _probe() -> tuple[Reason | None, str | None]:
     import importlib
     import importlib.metadata as md
 
-    pin = f"{FA4_DIST}=={FA4_VERSION}"
     try:
         version = md.version(FA4_DIST)
     except md.PackageNotFoundError:
         return Reason("requires", "flash_attn.cute", f"{FA4_DIST} not installed",
-                      f"{pin} installed and importable (pip install 'atrex[nvidia]')")
+                      f"{FA4_SUPPORTED} installed and importable (pip install 'atrex[nvidia]')"), None
     except Exception as exc:  # broken metadata
-        return Reason("requires", "flash_attn.cute", f"{type(exc).__name__}: {exc}", FA4_PIN)
-    if version != FA4_VERSION:
+        return Reason("requires", "flash_attn.cute", f"{type(exc).__name__}: {exc}", FA4_SUPPORTED), None
+    if version not in FA4_VERSIONS:
         return Reason("requires", "flash_attn.cute", f"{FA4_DIST}=={version}",
-                      f"{pin} exactly (the adapter mirrors that release's asserts)")
+                      f"{FA4_SUPPORTED} (the adapter mirrors those releases' asserts)"), None
     try:
         importlib.import_module(FA4_MODULE)
     except Exception as exc:  # ImportError, or a CUDA-DSL runtime failing at import
         return Reason("requires", "flash_attn.cute", f"import failed: {type(exc).__name__}: {exc}",
-                      f"{pin} importable")
-    return None
+                      f"{FA4_DIST}=={version} importable"), version
+    return None, version
+
+
+def _probe_once() -> None:
+    global _probe_done, _probe_reason, _probe_version
+    with _probe_lock:
+        if not _probe_done:
+            _probe_reason, _probe_version = _probe()
+            _probe_done = True
 
 
 def fa4_requirement() -> Reason | None:
-    """None when FA4 b19 is importable, else the ``requires`` reason (probed once, then cached)."""
-    global _probe_done, _probe_reason
-    if _probe_done:
-        return _probe_reason
-    with _probe_lock:
-        if not _probe_done:
-            _probe_reason = _probe()
-            _probe_done = True
+    """None when a supported FA4 release is importable, else the ``requires`` reason (probed once,
+    then cached)."""
+    if not _probe_done:
+        _probe_once()
     return _probe_reason
+
+
+def fa4_table_version() -> str:
+    """The release whose check tables and call convention apply: the installed one when supported,
+    else :data:`FA4_RECOMMENDED` (its tables list the other reasons beside ``requires``)."""
+    if not _probe_done:
+        _probe_once()
+    return _probe_version or FA4_RECOMMENDED
 
 
 # ---- vLLM window -> FA4 window ------------------------------------------------------------------
 
 def fa4_window(call) -> tuple[str, int | None, int | None]:
-    """``(mask, left, right)`` exactly as FA4 b19 resolves ``causal``/``window_size_left/right``.
+    """``(mask, left, right)`` exactly as FA4 (b19 and b36) resolves ``causal``/``window_size_left/right``.
 
     Each vLLM bound maps separately (-1 -> None; never pass -1: FA4 treats ``L + R < 0`` as "no
-    window"). ``mask`` is ``"none"``, ``"causal"`` (FA4 collapses ``(None, 0)`` to plain causal, both
+    window"; b36 when both are negative). ``mask`` is ``"none"``, ``"causal"`` (FA4 collapses ``(None, 0)`` to plain causal, both
     bounds None) or ``"local"``.
     """
     left, right = call.window_left, call.window_right
@@ -177,7 +210,7 @@ def check_fa4(call, dom: Fa4Domain) -> Eligibility:
         if dtype not in dom.fp8_dtypes:
             reasons.append(Reason("dtype", "q", str(dtype), "float16, bfloat16" + (
                 ", float8_e4m3fn, float8_e5m2" if dom.fp8_dtypes else
-                f" (FA4 b19 asserts fp8 only on arch 10.x; {dom.arch} has none)")))
+                f" (FA4 {dom.fa4_tag} asserts fp8 only on arch 10.x; {dom.arch} has none)")))
     elif dtype not in dom.dtypes:
         reasons.append(Reason("dtype", "q", str(dtype), ", ".join(str(d) for d in dom.dtypes + dom.fp8_dtypes)))
     d = call.head_dim
@@ -207,7 +240,7 @@ def check_fa4(call, dom: Fa4Domain) -> Eligibility:
     if call.paged:
         if not dom.paged:
             reasons.append(Reason("paged", "block_table", f"paged KV (page_size {call.page_size})",
-                                  f"non-paged KV only on {dom.arch} (FA4 b19 asserts page_table is None)"))
+                                  f"non-paged KV only on {dom.arch} (FA4 {dom.fa4_tag} asserts page_table is None)"))
         elif not (dom.hd256_dedicated and d == 256):
             tile_n = dom.tile_n(d, mask == "causal", local)
             if call.page_size != tile_n:  # FA4's cp.async paged path
@@ -225,8 +258,9 @@ def check_fa4(call, dom: Fa4Domain) -> Eligibility:
                                   f"> {pol.max_seqlen_q} for paged calls (decode/MTP shapes go to {pol.goes_to})"))
     if call.s_aux is not None and call.s_aux.dtype not in dom.sink_dtypes:
         reasons.append(Reason("sinks", "s_aux", str(call.s_aux.dtype),
-                              "bfloat16 [num_heads_q]" if dom.sink_dtypes else
-                              f"None on {dom.arch} (FA4 b19's kernel asserts learnable_sink is None)"))
+                              " or ".join(str(t).replace("torch.", "") for t in dom.sink_dtypes) + " [num_heads_q]"
+                              if dom.sink_dtypes else
+                              f"None on {dom.arch} (FA4 {dom.fa4_tag}'s kernel asserts learnable_sink is None)"))
     if call.softcap != 0.0 and not dom.softcap:
         reasons.append(Reason("softcap", "softcap", call.softcap, f"0 on {dom.arch}"))
     if local and not dom.window:

@@ -1,4 +1,4 @@
-"""Launching FA4 b19 for a normalized call, with a per-configuration cache of compiled kernels.
+"""Launching FA4 (b19 or b36) for a normalized call, with a per-configuration cache of compiled kernels.
 
 FA4's own Python path (``_flash_attn_fwd``) re-derives tiles, hashes the softcap closure's source and
 builds its compile key on every call (73-121 us of host time on the H200 host). ATREX calls it only
@@ -12,8 +12,17 @@ The ATREX key holds everything that changes FA4's binary (its compile key, restr
 options the adapter uses) and more (page size and softcap value exactly), so it is never coarser
 than FA4's: dtype, D, GQA ratio, paged/page size, mask kind and which window bounds are present,
 softcap value, sink and LSE presence, descale presence, FA4 arch, and on 10.x the q_stage choice
-that reads ``max_seqlen_q``. The set of keys is the record of warmed specializations: under CUDA
-graph capture a missing key raises :class:`AtrexCaptureError` before any allocation or launch.
+that reads ``max_seqlen_q``. With b36 the key also holds the two flags its compile key adds for
+ATREX's calls: whether the varlen batch is above 256 (FA4 then passes a per-call block-count prefix
+sum, recomputed here on the fast path with FA4's own helper) and whether max_seqlen_q * G fits one
+q_stage * tile_m block (``is_static_persistent``). The set of keys is the record of warmed
+specializations: under CUDA graph capture a missing key raises :class:`AtrexCaptureError` before any
+allocation or launch.
+
+The compiled kernel's positional arguments are FA4's own call in each release: b19 passes
+``(..., window_left, window_right, sink[, descales], None, aux)``; b36 appends the prefix sum
+(9.x/12.x: ``cu_total_m_blocks, None``; 10.x: ``None x4, cu_total_m_blocks, None,
+blocks_to_batch, max_seqlen_q``).
 """
 
 from __future__ import annotations
@@ -24,7 +33,7 @@ import torch
 
 from atrex.errors import AtrexCaptureError
 
-from .fa4_domain import FA4_MODULE, Fa4Domain, fa4_window
+from .fa4_domain import FA4_B19, FA4_MODULE, Fa4Domain, fa4_window
 
 __all__ = ["clear_compiled", "prewarm_call", "run_call", "spec_key", "warmed_keys"]
 
@@ -54,12 +63,23 @@ def spec_key(call, dom: Fa4Domain) -> tuple:
     """The ATREX specialization key of ``call`` (host values only)."""
     mask, wl, wr = fa4_window(call)
     g = call.num_heads_q // call.num_heads_k
-    q_stage = 0
-    if dom.fa4_arch // 10 == 10:  # FA4: q_stage = 2 if max_seqlen_q * G > tile_m (128) else 1
-        q_stage = 2 if call.max_seqlen_q * g > 128 else 1
-    return (dom.fa4_arch, call.dtype, call.head_dim, call.head_dim_v, g, call.page_size, mask,
-            wl is None, wr is None, call.softcap, call.s_aux is not None, call.return_lse,
-            call.q_descale is not None, call.k_descale is not None, call.v_descale is not None, q_stage)
+    q_stage = _q_stage(call, dom)
+    key = (dom.fa4_arch, call.dtype, call.head_dim, call.head_dim_v, g, call.page_size, mask,
+           wl is None, wr is None, call.softcap, call.s_aux is not None, call.return_lse,
+           call.q_descale is not None, call.k_descale is not None, call.v_descale is not None, q_stage)
+    if dom.fa4_version == FA4_B19:
+        return key
+    one_m_block = call.max_seqlen_q * g <= max(q_stage, 1) * dom.tile_m(call.head_dim)
+    return (*key, dom.fa4_version, call.s_aux.dtype if call.s_aux is not None else None,
+            call.batch > dom.cu_hint_batch_above, one_m_block)
+
+
+def _q_stage(call, dom: Fa4Domain) -> int:
+    """FA4's q_stage on 10.x (2 if max_seqlen_q * G > tile_m (128) else 1; D = 256 is not served
+    there with b36), 0 elsewhere (q_stage 1, not part of the key)."""
+    if dom.fa4_arch // 10 == 10:
+        return 2 if call.max_seqlen_q * (call.num_heads_q // call.num_heads_k) > 128 else 1
+    return 0
 
 
 def warmed_keys() -> tuple[tuple, ...]:
@@ -118,7 +138,7 @@ def _run_fa4(call, out, dom: Fa4Domain, key: tuple | None):
         softmax_scale=call.softmax_scale, causal=call.causal, softcap=call.softcap,
         window_size_left=wl, window_size_right=wr,  # each -1 -> None separately
         learnable_sink=call.s_aux,
-        num_splits=1,  # SM90: b19 has no split-KV; elsewhere ATREX's graph-static choice
+        num_splits=1,  # SM90: FA4 has no split-KV; elsewhere ATREX's graph-static choice
         pack_gqa=None, _arch=dom.fa4_arch,
         return_lse=call.return_lse, out=out,
         q_descale=qd, k_descale=kd, v_descale=vd,
@@ -133,7 +153,7 @@ def _run_fa4(call, out, dom: Fa4Domain, key: tuple | None):
             fwd.compile_cache = rec.inner
         if key is not None and rec.fn is not None:
             _compiled[key] = rec.fn
-    return _fix_sink_lse(call, res[1])  # b19 returns (out, lse) or (out, lse, p, row_max): index, never unpack
+    return _fix_sink_lse(call, res[1])  # b19 returns 2 or 4 values, b36 5: index, never unpack
 
 
 def _fix_sink_lse(call, lse):
@@ -179,19 +199,47 @@ def run_call(call, out, dom: Fa4Domain):
         q, k, v = q.view(torch.uint8), k.view(torch.uint8), v.view(torch.uint8)
     elif q.requires_grad or k.requires_grad or v.requires_grad:
         q, k, v = q.detach(), k.detach(), v.detach()
-    if dom.fa4_arch // 10 == 10:
+    ten_x = dom.fa4_arch // 10 == 10
+    if ten_x:
         if dom.hd256_dedicated and call.head_dim == 256:  # FA4 makes these fully contiguous first
             q, k, v = (x if x.is_contiguous() else x.contiguous() for x in (q, k, v))
         qd, kd, vd = _descales(call)
         desc = None if qd is None and kd is None and vd is None else _descale_cls(qd, kd, vd)
-        fn(q, k, v, out, lse, call.softmax_scale, call.cu_seqlens_q, call.cu_seqlens_k, None, call.seqused_k,
-           call.block_table, wl, wr, call.s_aux, desc, None, _aux_none)
+    args = (q, k, v, out, lse, call.softmax_scale, call.cu_seqlens_q, call.cu_seqlens_k, None, call.seqused_k,
+            call.block_table, wl, wr, call.s_aux)
+    if dom.fa4_version == FA4_B19:
+        if ten_x:
+            fn(*args, desc, None, _aux_none)
+        else:
+            fn(*args, None, _aux_none)
     else:
-        fn(q, k, v, out, lse, call.softmax_scale, call.cu_seqlens_q, call.cu_seqlens_k, None, call.seqused_k,
-           call.block_table, wl, wr, call.s_aux, None, _aux_none)
+        cu_total, blocks_to_batch = _cu_hint(call, dom)
+        if ten_x:
+            fn(*args, desc, None, _aux_none, None, None, None, None, cu_total, None, blocks_to_batch,
+               call.max_seqlen_q)
+        else:
+            fn(*args, None, _aux_none, cu_total, None)
     if call.s_aux is not None and lse is not None:
         return _fix_sink_lse(call, lse)
     return lse
+
+
+def _cu_hint(call, dom: Fa4Domain):
+    """b36: ``(cu_total_m_blocks, blocks_to_batch)`` as FA4 computes them for this call (both None
+    for batches up to ``dom.cu_hint_batch_above``), with FA4's own helpers and its arguments for
+    ATREX's calls (no block sparsity, no split-KV, 1-CTA tiles, pack_gqa = G > 1)."""
+    if call.batch <= dom.cu_hint_batch_above:
+        return None, None
+    g = call.num_heads_q // call.num_heads_k
+    tile_m, q_stage = dom.tile_m(call.head_dim), max(_q_stage(call, dom), 1)
+    cu_total, _ = _iface._compute_tile_cumsum(
+        cu_seqlens=call.cu_seqlens_q, tile_size=tile_m, q_stage=q_stage, cluster_shape_m=1,
+        qhead_per_kvhead=g, pack_gqa=g > 1)
+    blocks_to_batch = None
+    if dom.fa4_arch // 10 == 10 and _iface.USE_BLOCKS_TO_BATCH:  # passed only on 10.x
+        n = _iface._blocks_to_batch_size(call.total_q, call.batch, tile_m, g, g > 1)
+        blocks_to_batch = _iface._compute_blocks_to_batch(cu_total, n, cu_total.device)
+    return cu_total, blocks_to_batch
 
 
 def prewarm_call(call, dom: Fa4Domain) -> None:

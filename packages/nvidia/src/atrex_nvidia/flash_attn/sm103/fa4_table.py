@@ -1,5 +1,5 @@
-"""``nvidia.fa4`` domain on nvidia/sm103 (B300 class): FA4 b19 runs the same 10.x code as on sm100
-(its compile key carries arch 103). The generic envelope of TARGETS §3.4; the product's dedicated
+"""``nvidia.fa4`` domains on nvidia/sm103 (B300 class): FA4 (b19 and b36) runs the same 10.x code as
+on sm100 (its compile key carries arch 103). The generic envelope of TARGETS §3.4; the product's dedicated
 SM103 kernels (AKA q4, short-Q decode, HD256 prefill) are later work. Not hardware-verified.
 """
 
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from atrex_nvidia.flash_attn.sm100.fa4_table import DOMAIN as _SM100
+from atrex_nvidia.flash_attn.sm100.fa4_table import TABLES as _SM100
 
-DOMAIN = dataclasses.replace(_SM100, arch="sm103", fa4_arch=103)
+#: FA4 release -> domain
+TABLES = {v: dataclasses.replace(d, arch="sm103", fa4_arch=103) for v, d in _SM100.items()}

@@ -1,1 +1,1 @@
-"""FA4 b19 domain table for nvidia/sm90 (see fa4_table.py)."""
+"""FA4 domain tables (per FA4 release) for nvidia/sm90 (see fa4_table.py)."""

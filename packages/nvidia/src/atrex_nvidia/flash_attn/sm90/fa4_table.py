@@ -1,20 +1,28 @@
-"""``nvidia.fa4`` domain on nvidia/sm90 (H100 / H200 / H20), TARGETS §2.1.
+"""``nvidia.fa4`` domains on nvidia/sm90 (H100 / H200 / H20), TARGETS §2.1: one per FA4 release.
 
 FA4 b19 facts: fp16/bf16 only (fp8 asserts arch 10.x); D = Dv in 8..256, a multiple of 8;
 paged KV through TMA when page_size == tile_n, else cp.async (asserts unless D % 16 == 0);
 learnable_sink bf16 [Hq]; no split-KV ("SplitKV not supported on SM 9.0"), so the adapter always
 passes num_splits=1 (vLLM's 0 would run FA4's split heuristic and assert for small B*Hk, long KV).
+
+FA4 b36 differs on SM90 in three facts (same head dims, tiles, dtypes and asserts otherwise):
+learnable_sink may be fp16, bf16 or fp32 (``_LEARNABLE_SINK_DTYPES``); the cp.async paged loader
+gives each producer thread ``ceil(tile_n / 128)`` page-table entries (b19: ``tile_n // 128``), so
+cp.async paging works for every tile_n (80, 96, 112, 144 included); varlen batches above 256 get
+a block-count prefix sum as an extra kernel argument (``cu_hint_batch_above``).
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 
-from atrex_nvidia.flash_attn.common_utils.fa4_domain import DecodePolicy, Fa4Domain
+from atrex_nvidia.flash_attn.common_utils.fa4_domain import FA4_B19, FA4_B36, DecodePolicy, Fa4Domain
 
 
 def tile_n_sm90(head_dim: int, causal: bool, local: bool) -> int:
-    """FA4 b19 ``_tile_size_fwd_sm90`` n-tile for D = Dv (TARGETS §2.1). page_size == tile_n selects
+    """FA4 ``_tile_size_fwd_sm90`` (identical in b19 and b36) n-tile for D = Dv (TARGETS §2.1). page_size == tile_n selects
     FA4's TMA paged path; any other page size its cp.async path."""
     if head_dim <= 64:
         return 128
@@ -27,7 +35,12 @@ def tile_n_sm90(head_dim: int, causal: bool, local: bool) -> int:
     return 64 if local else 80
 
 
-DOMAIN = Fa4Domain(
+def tile_m_sm90(head_dim: int) -> int:
+    """FA4 ``_tile_size_fwd_sm90`` m-tile (no block sparsity): 192 for D <= 96, else 128."""
+    return 192 if head_dim <= 96 else 128
+
+
+DOMAIN_B19 = Fa4Domain(
     arch="sm90",
     fa4_arch=90,
     dtypes=(torch.float16, torch.bfloat16),
@@ -56,3 +69,20 @@ DOMAIN = Fa4Domain(
         "output (0*NaN); the cp.async path is clean. To be served by nvidia.decode_splitkv or sanitised.",
     ),
 )
+
+DOMAIN_B36 = dataclasses.replace(
+    DOMAIN_B19,
+    fa4_version=FA4_B36,
+    sink_dtypes=(torch.float16, torch.bfloat16, torch.float32),
+    paged_cpasync_tile_n_multiple=1,  # b36 rounds the per-thread page entries up: any tile_n
+    cu_hint_batch_above=256,
+    tile_m=tile_m_sm90,
+    notes=(
+        "num_splits: always 1 (b36 still asserts 'SplitKV not supported on SM 9.0')",
+        "cp.async paged KV for every tile_n (D % 16 == 0), TMA when page_size == tile_n (irregular D too)",
+        "learnable_sink fp16, bf16 or fp32",
+    ),
+)
+
+#: FA4 release -> domain
+TABLES = {FA4_B19: DOMAIN_B19, FA4_B36: DOMAIN_B36}
