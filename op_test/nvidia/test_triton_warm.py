@@ -29,9 +29,9 @@ def test_key_separates_what_triton_specialises_on():
 def test_key_separates_jit_twins_that_differ_in_do_not_specialize():
     """The GDN launcher compiles its state kernels a second time without the specialisation of T (for T == 1):
     one kernel name, two JIT functions, which must not share launch keys."""
-    from atrex_nvidia.chunk_gdn.sm90 import kernels as K
-    kern = K.atrex_sm90_gdn_state_output_v2
-    twin = K.NO_T1_SPECIALISATION[kern]
+    from atrex_nvidia.chunk_gdn.sm90 import triton_state
+    kern = triton_state.atrex_sm90_gdn_state_output_v2
+    twin = triton_state.NO_T1_SPECIALISATION[kern]
     assert twin.__name__ == kern.__name__ == "atrex_sm90_gdn_state_output_v2"
     args, meta = (torch.zeros(8), 1, 2), dict(BV=32, num_warps=4)
     assert launch_key(kern, args, meta) != launch_key(twin, args, meta)

@@ -200,11 +200,11 @@ def bound_for(kw):
 
 
 def case_inputs(case_id, kw, device):
-    """(inputs, extra gdn_fwd flags) of a case; ``beta_sigmoid_neg`` passes raw beta through the in-kernel sigmoid
+    """(inputs, extra gdn_fwd flags) of a case; ``beta_sigmoid*`` cases pass raw beta through the in-kernel sigmoid
     with negative eigenvalues allowed."""
     x = make_inputs(device=device, **kw)
     extra = {}
-    if case_id == "beta_sigmoid_neg":
+    if case_id.startswith("beta_sigmoid"):
         x["beta"] = (torch.randn(x["beta"].shape, generator=torch.Generator().manual_seed(1)) * 2).to(
             x["beta"].dtype).to(device)
         extra = dict(use_beta_sigmoid_in_kernel=True, allow_neg_eigval=True)
@@ -300,8 +300,8 @@ def plan_for(path, x, sm_count=132):
         return P.GdnPlan("per_head", "triton", bv, 4, 2, gs, split_xu=BK <= 32)
     qn, kn = (None, None) if l2 else (q, k)  # (normalised copies are fresh, describable buffers)
     if path == "tma":
-        ok = P.describable(qn, kn, v, B, T, H, HV, K, V, BK, bv)
-        return P.GdnPlan("per_head", "tma", bv, 4, 3, gs, split_xu=BK <= 32) if ok else None
+        ok = bv == 32 and P.describable(qn, kn, v, B, T, H, HV, K, V, BK, 32)
+        return P.GdnPlan("per_head", "tma", 32, 4, 3, gs, split_xu=BK <= 32) if ok else None
     gluon = P.is_sm90(q.device) and not P.interpreting() and P.gluon_supported() and BK in (64, 128)
     if not gluon:
         return None
@@ -384,13 +384,15 @@ def segment_scan_check(device="cpu", bvs=8):
 
 
 def fp16_guard_inputs(device):
-    """One chunk with positive g (decay factors above 1, outside the range the fp16 UT inverse is safe in) and
-    strongly correlated keys: the intra kernel's per-tile guard must take its bf16 + Newton branch."""
+    """One chunk with positive g (decay factors up to e^(0.3 x 63), far outside the range the fp16 UT inverse's
+    merges are safe in): the intra kernel's per-tile guard must take its bf16 + Newton branch. Random keys keep the
+    recurrence well-conditioned (strongly correlated keys make any bf16 computation, the generic pair's included,
+    depart from float64 by ~6e-2 here)."""
     gen = torch.Generator().manual_seed(3)
     T, H, K = 64, 1, 128
-    k = (torch.randn(K, generator=gen) + 0.05 * torch.randn(1, T, H, K, generator=gen)).bfloat16()
     q = torch.randn(1, T, H, K, generator=gen).bfloat16()
     v = torch.randn(1, T, H, K, generator=gen).bfloat16()
+    k = torch.randn(1, T, H, K, generator=gen).bfloat16()
     return dict(q=q.to(device), k=k.to(device), v=v.to(device), g=torch.full((1, T, H), 0.3, device=device),
                 beta=torch.ones(1, T, H, device=device).bfloat16(), scale=K ** -0.5, initial_state=None,
                 state_v_first=False, use_qk_l2norm_in_kernel=True, cu_seqlens=None)

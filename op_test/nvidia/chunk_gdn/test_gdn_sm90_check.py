@@ -1,4 +1,4 @@
-"""CPU tier: ``nvidia.gdn_sm90``'s registration and check domain (TARGETS.md §2.2), both sides of
+"""CPU tier: ``nvidia.gdn_sm90``'s registration and check domain, both sides of
 each rule. Calls are normalized on CPU tensors and given a faked SM90 target; no kernel runs."""
 
 import pytest
