@@ -1,15 +1,16 @@
 """The attention reference against an independent float64 oracle, over generated calls (hypothesis),
-plus can_use/call agreement and fast-path/detailed-path agreement of the validation."""
+plus can_use/call agreement and agreement of the validator with a rule-by-rule oracle."""
 
 from __future__ import annotations
 
 import pytest
 import torch
+from fa_validation_oracle import oracle_normalize
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import atrex
-from atrex.api.flash_attn import _normalize_fast, normalize_flash_attn_call
+from atrex.api.flash_attn import FlashAttnCall, normalize_flash_attn_call
 from atrex.errors import AtrexError
 from atrex.inputs import attn_inputs
 from atrex.reference.oracle import attention_oracle
@@ -214,37 +215,44 @@ def test_can_use_and_call_never_disagree(kw):
     assert can == ran
 
 
+def _outcome(fn, kw):
+    try:
+        return fn(**kw)
+    except (AtrexError, TypeError) as exc:
+        return type(exc)
+
+
 @SETTINGS
 @given(maybe_broken_calls())
-def test_fast_path_agrees_with_detailed_validation(kw):
-    try:
-        fast = _normalize_fast(**kw)
-    except TypeError:
-        fast = None
-    try:
-        slow = normalize_flash_attn_call(**kw)
-    except (AtrexError, TypeError):
-        assert fast is None, "the fast path accepted a call the detailed validation rejects"
-        return
-    if fast is not None:
-        assert fast == slow
+def test_validator_agrees_with_the_rule_by_rule_oracle(kw):
+    """The product's single validator (written for host cost) accepts exactly what the contract's rules,
+    written one by one, accept; returns the same record; and raises the same error class."""
+    got, want = _outcome(normalize_flash_attn_call, kw), _outcome(oracle_normalize, kw)
+    if isinstance(want, FlashAttnCall):
+        assert isinstance(got, FlashAttnCall) and got == want
+    else:
+        assert got is want or (isinstance(got, type) and issubclass(got, want)), (got, want)
 
 
 @pytest.mark.parametrize("grad", [False, True])
 @pytest.mark.parametrize("paged", [False, True])
-def test_fast_path_takes_the_common_calls(paged, grad):
-    """The shapes vLLM sends take the fast path (with out, sinks, ignored descales, hints), grad mode or not;
-    a tensor requiring grad under grad mode leaves it (the detailed path raises)."""
+def test_common_calls_match_the_oracle(paged, grad):
+    """The shapes vLLM sends (with out, sinks, ignored descales, hints), grad mode or not; a tensor
+    requiring grad under grad mode is refused."""
     kw = attn_inputs([1, 5, 2], [9, 33, 2], num_heads_q=8, num_heads_k=2, head_dim=64,
                      page_size=16 if paged else None, sinks=True, return_lse=True, out=True, seed=3)
     ones = torch.ones(1, 1).expand(3, 2)
     kw.update(softmax_scale=0.125, window_size=(-1, -1), fa_version=3, scheduler_metadata=None,
               q_descale=ones, k_descale=ones, v_descale=ones, num_splits=0)
     with torch.set_grad_enabled(grad):
-        fast = _normalize_fast(**kw)
-        assert fast is not None and fast == normalize_flash_attn_call(**kw) and fast.aligned16
+        call = normalize_flash_attn_call(**kw)
+        assert call == oracle_normalize(**kw) and call.aligned16 and call.q_descale is None
         kw["q"] = kw["q"].clone().requires_grad_(True)
-        assert (_normalize_fast(**kw) is None) == grad
+        if grad:
+            with pytest.raises(atrex.AtrexNotSupportedError, match="requires_grad"):
+                normalize_flash_attn_call(**kw)
+        else:
+            normalize_flash_attn_call(**kw)
 
 
 def _aliased_layouts():
@@ -265,24 +273,23 @@ def _aliased_layouts():
 
 
 @pytest.mark.parametrize("target", ["q", "k", "v"])
-def test_fast_path_overlap_is_exact_across_aliasing_storages(target):
-    """The overlap test of the fast path compares byte ranges, never storages: two storages can view
-    the same memory (DLPack, from_blob), and a tensor can start below out's storage and run into it."""
+def test_overlap_is_exact_across_aliasing_storages(target):
+    """The overlap test compares byte ranges, never storages: two storages can view the same memory
+    (DLPack, from_blob), and a tensor can start below out's storage and run into it."""
     kw = attn_inputs([2, 2], [2, 2], num_heads_q=2, num_heads_k=2, head_dim=64, page_size=None, out=True)
     for x, out, overlapping in _aliased_layouts():
         call = dict(kw, out=out, **{target: x})
-        fast = _normalize_fast(**call)
         if overlapping:
-            assert fast is None
             with pytest.raises(AtrexError, match="overlapping"):
                 normalize_flash_attn_call(**call)
+            with pytest.raises(AtrexError, match="overlapping"):
+                oracle_normalize(**call)
         else:
-            assert fast is not None and fast == normalize_flash_attn_call(**call)
+            assert normalize_flash_attn_call(**call) == oracle_normalize(**call)
 
 
-def test_fast_path_rejects_zero_query_heads():
+def test_zero_query_heads_rejected():
     kw = attn_inputs([2, 3], [5, 7], num_heads_q=4, num_heads_k=2, head_dim=16, page_size=None)
     kw["q"] = torch.zeros(5, 0, 16, dtype=kw["q"].dtype)
-    assert _normalize_fast(**kw) is None
     with pytest.raises(AtrexError, match="positive multiple"):
         normalize_flash_attn_call(**kw)
