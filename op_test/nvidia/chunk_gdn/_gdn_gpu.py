@@ -66,19 +66,30 @@ def test_default_dispatch(case_id, kw, record_property):
 
 
 FORCED = path_cases(STATE_PATHS, GPU_CASES + RING_CASES)
+FORCED_TRITON = [c for c in FORCED if c[0] not in GLUON_STATES]
+_PATH_KERNEL = {"ws": "_gl_ws", "rc": "_gl_rc", "rc2": "_gl_rc2", "tma": "_tma", "triton": "_v2", "generic": "output"}
+
+
+def _forced(path, case_id, kw, record_property):
+    x, _ = case_inputs(case_id, kw, "cuda")
+    plan = _plan_or_skip(path, x)
+    _, launches = call(x, plan=plan, plan_only=True)
+    assert _names(launches)[-1].endswith(_PATH_KERNEL[path]), _names(launches)
+    eo, eh, bound = run_case(case_id, kw, "cuda", plan=plan)
+    report(f"{case_id} {path}", eo, eh, bound, record_property)
 
 
 @pytest.mark.parametrize("path,case_id,kw", FORCED, ids=[f"{c}-{p}" for p, c, _ in FORCED])
 def test_forced_plan(path, case_id, kw, record_property):
     """Each state path (and with ``generic`` the generic intra kernel) through a ``GdnPlan`` on every case it
     applies to, against the float64 recurrence; the call launched that path's state kernel."""
-    x, _ = case_inputs(case_id, kw, "cuda")
-    plan = _plan_or_skip(path, x)
-    _, launches = call(x, plan=plan, plan_only=True)
-    want = {"ws": "_gl_ws", "rc": "_gl_rc", "rc2": "_gl_rc2", "tma": "_tma", "triton": "_v2", "generic": "output"}
-    assert _names(launches)[-1].endswith(want[path]), _names(launches)
-    eo, eh, bound = run_case(case_id, kw, "cuda", plan=plan)
-    report(f"{case_id} {path}", eo, eh, bound, record_property)
+    _forced(path, case_id, kw, record_property)
+
+
+@pytest.mark.parametrize("path,case_id,kw", FORCED_TRITON, ids=[f"{c}-{p}" for p, c, _ in FORCED_TRITON])
+def test_forced_triton_plan(path, case_id, kw, record_property):
+    """``test_forced_plan`` for the Triton state paths (tma, triton, generic), the ones other GPUs run."""
+    _forced(path, case_id, kw, record_property)
 
 
 RING = path_cases(GLUON_STATES, RING_CASES)

@@ -10,7 +10,7 @@ from _gdn_gpu import (  # noqa: E402,F401
     test_all_sequences_empty,
     test_compiled_kernel_replay_same_bits,
     test_default_dispatch,
-    test_forced_plan,
+    test_forced_triton_plan,
     test_fp16_inverse_guard_positive_g,
     test_graph_capture_replay_changed_cu_seqlens,
     test_kernel_names_in_profiler,
