@@ -13,13 +13,12 @@ import atrex
 from atrex.api.flash_attn import FlashAttnCall, normalize_flash_attn_call
 from atrex.errors import AtrexError
 from atrex.inputs import attn_inputs
-from atrex.reference.oracle import attention_oracle
 from atrex.validation.verify import poison_pages
+from testlib import assert_attn_matches, attn_oracle
 
 FP8 = torch.float8_e4m3fn
-# docs/flash_attn_varlen_func.md "Accuracy": properties of the output dtype (fp8 inputs produce bf16), never loosened.
-TOL = {torch.bfloat16: (1.5e-2, 1e-2), torch.float16: (1.5e-2, 1e-2), torch.float32: (1e-5, 1e-5)}
-LSE_ATOL = 2e-3
+# docs/flash_attn_varlen_func.md "Accuracy": properties of the output dtype (fp8 inputs produce bf16), never
+# loosened: testlib.ATTN_ELEMENTWISE (bf16/fp16 atol 1.5e-2 rtol 1e-2, fp32 1e-5/1e-5), LSE abs 2e-3.
 SETTINGS = settings(max_examples=500, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 
 HEADS = [(1, 1), (2, 1), (4, 2), (4, 4), (6, 3), (6, 1), (8, 2)]
@@ -51,25 +50,18 @@ def attn_calls(draw):
 
 
 def oracle_for(kw):
-    return attention_oracle(
-        kw["q"], kw["k"], kw["v"], kw["cu_seqlens_q"], seqused_k=kw.get("seqused_k"),
-        block_table=kw.get("block_table"), cu_seqlens_k=kw.get("cu_seqlens_k"),
-        softmax_scale=kw.get("softmax_scale"), causal=kw["causal"], window_size=kw["window_size"],
-        softcap=kw["softcap"], s_aux=kw.get("s_aux"), q_descale=kw.get("q_descale"),
-        k_descale=kw.get("k_descale"), v_descale=kw.get("v_descale"))
+    return attn_oracle(kw)
 
 
 def assert_matches_oracle(kw, res):
+    """testlib.assert_attn_matches: NaN-aware, the elementwise pair of the output dtype (fp8 inputs: the bf16
+    pair, stricter than the kernels' fp8 pair), the per-row relative error, rows without keys exactly 0, LSE."""
     out, lse = res if kw["return_softmax_lse"] else (res, None)
     ref_out, ref_lse = oracle_for(kw)
-    atol, rtol = TOL[out.dtype]
-    tq = int(kw["cu_seqlens_q"][-1])
-    torch.testing.assert_close(out[:tq].double(), ref_out[:tq], atol=atol, rtol=rtol)
     if lse is not None:
         assert lse.shape == ref_lse.shape and lse.dtype == torch.float32
-        inf = torch.isinf(ref_lse)
-        assert torch.equal(torch.isinf(lse[:, :tq]), inf[:, :tq]), "-inf rows must be exactly -inf"
-        assert ((lse.double() - ref_lse).abs()[~inf] <= LSE_ATOL).all()
+    assert_attn_matches(out, lse, ref_out, ref_lse if lse is not None else None,
+                        rows=int(kw["cu_seqlens_q"][-1]))
 
 
 @SETTINGS

@@ -2,9 +2,13 @@
 ``test_flash_attn_sm90.py``. Independent of FA4: every test skips unless a CUDA device of capability
 (9, 0) is present, and forces the implementation with ``ATREX_IMPL_FLASH_ATTN_VARLEN``.
 
-Oracle: the core torch reference on CPU copies of the same inputs, CONTRACTS §4.1 tolerances (fp16/bf16
-atol 1.5e-2 rtol 1e-2; fp8 against the reference of the same fp8 inputs with descales atol 3e-2 rtol
-5e-2; LSE abs 2e-3 with -inf rows exactly -inf); graph replay vs eager and run vs run are bitwise.
+Oracle: the core float64 oracle (``testlib.attn_oracle``) on CPU copies of the same inputs (fp8: the same
+fp8 inputs with their descales), compared by ``testlib.assert_attn_matches``: NaN anywhere fails; CONTRACTS
+§4.1 elementwise tolerances (fp16/bf16 atol 1.5e-2 rtol 1e-2, fp8 atol 3e-2 rtol 5e-2); the per-row
+relative error ||out - ref|| / ||ref|| (RMS over rows <= 5e-3, max <= 2e-2: a 1% scale error or the
+oldest 1% of keys dropped fails, which atol 1.5e-2 alone misses at 20k keys, where |out| ~ 0.01); rows
+with no visible key exactly 0; LSE abs 2e-3 with -inf rows exactly -inf. Graph replay vs eager and run vs
+run are bitwise, in addition to the oracle.
 """
 
 import contextlib
@@ -13,9 +17,10 @@ import os
 import pytest
 import torch
 
+from testlib import assert_attn_matches, attn_oracle
+
 IMPL = "nvidia.decode_splitkv"
 ENV = "ATREX_IMPL_FLASH_ATTN_VARLEN"
-LSE_ATOL = 2e-3
 F16, BF16 = torch.float16, torch.bfloat16
 FP8 = getattr(torch, "float8_e4m3fn", None)
 
@@ -77,28 +82,11 @@ def make(case: dict, device="cuda") -> dict:
     return {n: (x.to(device) if isinstance(x, torch.Tensor) else x) for n, x in kw.items()}
 
 
-def to_cpu(kw):
-    return {n: (x.cpu() if isinstance(x, torch.Tensor) else x) for n, x in kw.items()}
-
-
-def reference(kw_cpu):
-    import atrex
-
-    return atrex.flash_attn_varlen_func(**dict(kw_cpu, out=None))
-
-
-def check_close(out, lse, ref, fp8=False):
-    ref_out, ref_lse = ref if lse is not None else (ref, None)
-    atol, rtol = (3e-2, 5e-2) if fp8 else (1.5e-2, 1e-2)
-    assert not out.isnan().any(), "NaN in output"
-    torch.testing.assert_close(out.float().cpu(), ref_out.float(), atol=atol, rtol=rtol)
-    if lse is not None:
-        gl = lse.cpu()
-        assert torch.equal(torch.isneginf(gl), torch.isneginf(ref_lse)), "-inf LSE rows differ"
-        fin = torch.isfinite(ref_lse)
-        if fin.any():
-            err = (gl[fin] - ref_lse[fin]).abs().max().item()
-            assert err <= LSE_ATOL, f"LSE max abs error {err}"
+def check_close(out, lse, kw):
+    """``out`` / ``lse`` (None when the call returns no LSE) against the float64 oracle of ``kw``'s inputs."""
+    ref_out, ref_lse = attn_oracle(kw)
+    assert_attn_matches(out, lse, ref_out, ref_lse if lse is not None else None, fp8=kw["q"].dtype == FP8,
+                        rows=int(kw["cu_seqlens_q"][-1]))
 
 
 def bits(t):
@@ -165,7 +153,7 @@ def test_decode_cases(name):
         assert out is kw["out"]
     if lse is not None:
         assert lse.shape == (kw["q"].shape[1], kw["q"].shape[0]) and lse.dtype == torch.float32
-    check_close(out, lse, reference(kw_cpu), fp8=kw["q"].dtype == FP8)
+    check_close(out, lse, kw_cpu)
 
 
 @sm90_only
@@ -175,7 +163,7 @@ def test_decode_grid_pages_gqa(page, gqa):
     case = dict(q_lens=(1, 3, 1), k_lens=(777, 64, 5), num_heads_q=2 * gqa, num_heads_k=2, page_size=page,
                 return_lse=True, dtype=BF16)
     out, lse = run_forced(make(case))
-    check_close(out, lse, reference(make(case, "cpu")))
+    check_close(out, lse, make(case, "cpu"))
 
 
 @sm90_only
@@ -189,7 +177,7 @@ def test_decode_poisoned_workspace(nsplits):
     kw["num_splits"] = nsplits
     poison_allocator(kw["q"].device)
     out, lse = run_forced(kw)
-    check_close(out, lse, reference(make(case, "cpu")))
+    check_close(out, lse, dict(make(case, "cpu"), num_splits=nsplits))
 
 
 @sm90_only
@@ -198,6 +186,7 @@ def test_decode_deterministic():
     a_out, a_lse = run_forced(kw)
     b_out, b_lse = run_forced(kw)
     assert torch.equal(bits(a_out), bits(b_out)) and torch.equal(a_lse, b_lse)
+    check_close(a_out, a_lse, kw)
 
 
 def _graph_inputs(seed=0):
@@ -230,7 +219,7 @@ def test_decode_graph_replay_changed_seqused_and_table():
             e_out, e_lse = atrex.flash_attn_varlen_func(**dict(kw, out=torch.empty_like(kw["out"])))
             assert torch.equal(bits(kw["out"]), bits(e_out)), f"round {rnd}: replay != eager"
             assert torch.equal(lse_g, e_lse)
-    check_close(kw["out"], lse_g, reference(to_cpu(kw)))
+            check_close(kw["out"], lse_g, kw)
 
 
 @sm90_only
@@ -260,6 +249,7 @@ def test_decode_capture_unwarmed_raises():
         torch.cuda.synchronize()
         e = atrex.flash_attn_varlen_func(**dict(kw, out=torch.empty_like(kw["out"])))
     assert torch.equal(bits(e), bits(kw["out"]))
+    check_close(e, None, kw)
 
 
 @sm90_only

@@ -1,6 +1,7 @@
-"""Target test of ``nvidia.fa4`` (FlashAttention-4 b19 through ATREX) on sm120 (RTX 50xx / RTX PRO 6000).
+"""Target test of ``nvidia.fa4`` (FlashAttention-4 b19 or b36 through ATREX) on sm120 (RTX 50xx / RTX PRO 6000).
 
-Skips at module level without a CUDA device of capability (12, 0) or without flash_attn.cute.
+Skips at module level without a CUDA device of capability (12, 0); with one, a flash_attn.cute that does
+not import fails the module (a broken host, not a skip).
 The cases live in ``_fa_cases.py`` (shared by the four arch files).
 """
 
