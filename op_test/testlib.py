@@ -71,7 +71,8 @@ def run_result_script(script: str, *, set_env: dict | None = None, drop_env=("CU
 
 # ---- attention: the float64 oracle and the magnitude-aware comparison --------------------------------
 
-#: Elementwise (atol, rtol) by output dtype; fp8 inputs (bf16 output) keep their own pair (CONTRACTS §4.1).
+#: Elementwise (atol, rtol) by output dtype; fp8 inputs (bf16 output) keep their own pair
+#: (docs/flash_attn_varlen_func.md, Accuracy).
 ATTN_ELEMENTWISE = {torch.float16: (1.5e-2, 1e-2), torch.bfloat16: (1.5e-2, 1e-2), torch.float32: (1e-5, 1e-5)}
 ATTN_ELEMENTWISE_FP8 = (3e-2, 5e-2)
 #: Relative bounds by output dtype: (RMS over rows, max over rows) of the per-row relative error
@@ -134,7 +135,8 @@ def attn_mismatches(out, lse, ref_out, ref_lse, *, fp8: bool = False, rows: int 
     ``ref_out`` / ``ref_lse`` beyond the contract; [] when they agree. Each entry starts with the check's name:
 
     * ``nan``: a NaN or infinity anywhere in ``out`` or ``lse`` (and in the oracle: the cases never ask for one);
-    * ``elementwise``: ``|out - ref| <= atol + rtol |ref|`` fails (CONTRACTS §4.1, unchanged);
+    * ``elementwise``: ``|out - ref| <= atol + rtol |ref|`` fails (the Accuracy bounds of
+      docs/flash_attn_varlen_func.md);
     * ``rel_rms`` / ``rel_max``: the RMS / the max over rows of ||out_row - ref_row|| / ||ref_row|| exceeds
       ``ATTN_REL`` (rows whose reference is not all zero);
     * ``zero_rows``: a row with no visible key (reference exactly 0) is not exactly 0;

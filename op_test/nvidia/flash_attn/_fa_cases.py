@@ -3,7 +3,8 @@ installed: b19 or b36), used by ``test_flash_attn_sm{90,100,103,120}.py`` (each 
 without its hardware). Test ids start with the installed release (``b19-`` / ``b36-``).
 
 Oracle: the core float64 oracle (``testlib.attn_oracle``) on CPU copies of the same inputs, compared by
-``testlib.assert_attn_matches``: NaN anywhere fails; CONTRACTS §4.1 elementwise tolerances (fp16/bf16
+``testlib.assert_attn_matches``: NaN anywhere fails; the elementwise tolerances of
+docs/flash_attn_varlen_func.md (fp16/bf16
 atol 1.5e-2 rtol 1e-2); the per-row relative error ||out - ref|| / ||ref|| (RMS over rows <= 5e-3, max
 <= 2e-2: a 1% scale error or the oldest 1% of keys dropped fails); rows with no visible key exactly 0;
 LSE abs 2e-3, -inf rows exactly -inf. Graph replay and FA4-direct parity are bitwise, in addition to

@@ -1,5 +1,5 @@
-"""CPU tier of ``nvidia.decode_splitkv``: registration, the check table (both sides of every rule of
-TARGETS §2.1, every reason naming its argument, no aten op), the graph-static split rule, the capture
+"""CPU tier of ``nvidia.decode_splitkv``: registration, the check table (both sides of every rule,
+every reason naming its argument, no aten op), the graph-static split rule, the capture
 guard, and the Triton kernels themselves under ``TRITON_INTERPRET=1`` against the float64 oracle
 (``testlib.attn_mismatches``: NaN-aware, elementwise and relative to the output's magnitude), plus the proof
 that this comparison rejects a 1% scale error, the oldest 1% of keys dropped and a single NaN.
@@ -258,7 +258,8 @@ def _fp8(item):
 
 
 def test_interpreted_kernels_match_the_float64_oracle(interpreted):
-    """Output (NaN-aware, elementwise CONTRACTS §4.1 tolerances and relative to the output's magnitude) and
+    """Output (NaN-aware, the elementwise tolerances of docs/flash_attn_varlen_func.md and relative to the
+    output's magnitude) and
     LSE of every interpreted case against the float64 oracle."""
     assert len(interpreted) == 16
     assert sum(v["has_lse"] for v in interpreted.values()) >= 8
@@ -334,7 +335,7 @@ def test_comparison_rejects_injected_bugs_in_interpreted_results(interpreted):
 
 @pytest.mark.parametrize("name", ["long_b1_split", "num_splits_1"])
 def test_comparison_rejects_injected_bugs_at_long_lengths(name):
-    """The two GPU cases of issue #54 (20000 keys, where |out| ~ 0.009 lies below atol 1.5e-2, and 5000 keys)
+    """The two long-KV GPU cases (20000 keys, where |out| ~ 0.009 lies below atol 1.5e-2, and 5000 keys)
     with the core reference's result (fp32, rounded to the output dtype) standing in for the kernel: it
     passes, and every mutation is rejected, although the elementwise check alone misses a 1.2 scale at 20k
     keys and the oldest 1% of keys dropped at both lengths."""

@@ -232,7 +232,7 @@ def test_sm120_d256_declined():
 # ---- paged KV -------------------------------------------------------------------------------------
 
 def test_sm90_tile_n_table():
-    # TARGETS §2.1 (FA4 b19 _tile_size_fwd_sm90 with Dv = D)
+    # FA4 b19 _tile_size_fwd_sm90 with Dv = D
     assert [tile_n_sm90(d, False, False) for d in (64, 96, 128, 192, 256)] == [128, 144, 128, 112, 80]
     assert [tile_n_sm90(d, True, False) for d in (64, 96, 128, 192, 256)] == [128, 128, 128, 112, 80]
     assert [tile_n_sm90(d, False, True) for d in (64, 96, 128, 192, 256)] == [128, 128, 128, 96, 64]

@@ -1,4 +1,4 @@
-"""Target test of ``ppu.decode`` / ``ppu.prefill`` (TARGETS.md 5.4).
+"""Target test of ``ppu.decode`` / ``ppu.prefill``.
 
 Runs on a real ZW-M890P or, in emulation, on an NVIDIA SM90 GPU with ``ATREX_PPU_EMULATE=1`` (the same
 native sources built by nvcc for sm_90: correctness evidence for the CUDA-compatible source only).
@@ -130,7 +130,7 @@ DECODE = [
 ]
 
 
-# The systematic matrix (TARGETS 5.4): heads x pages x splits, cycling layouts, descale forms and three
+# The systematic matrix: heads x pages x splits, cycling layouts, descale forms and three
 # length patterns (sq <= sk, sq > sk with an empty sequence, one long + short sequences).
 _LAYOUTS = ("nhd", "interleaved", "hnd")
 _DESC = (True, False, "stride0")

@@ -3,8 +3,8 @@ sm90/sm100/sm103/sm120.
 
 Registered by :mod:`atrex_nvidia._plugin` as ``check`` / ``run`` / ``prewarm``. The per-arch domains
 are data in ``<arch>/fa4_table.py``, one per supported FA4 release (:data:`TABLES`); the installed
-release picks the table and the call convention. The mapping vLLM -> FA4 (CONTRACTS §1.9) and the
-compiled-kernel cache live in ``common_utils/``. FA4 is never required at import time: when
+release picks the table and the call convention. The mapping vLLM -> FA4 (docs/flash_attn_varlen_func.md)
+and the compiled-kernel cache live in ``common_utils/``. FA4 is never required at import time: when
 ``flash_attn.cute`` cannot be imported, or the installed release has no table, ``check`` declines
 with reason ``requires`` naming the supported releases (probed once per process).
 """

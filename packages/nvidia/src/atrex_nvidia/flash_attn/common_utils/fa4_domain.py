@@ -8,8 +8,9 @@ never tensor contents, and never imports FA4 (the import probe runs once and is 
 :func:`fa4_requirement`; it also names the installed release, :func:`fa4_table_version`).
 
 The rules of each table mirror the asserts of that release (``flash_attn/cute/interface.py::
-_flash_attn_fwd`` and the kernel classes it builds, CONTRACTS §1.9). Where ATREX is deliberately
-stricter than FA4 the domain field carries the reason in its comment. Any other release is declined
+_flash_attn_fwd`` and the kernel classes it builds; the adapter's mapping is in
+docs/flash_attn_varlen_func.md, "Notes for FlashAttention-4-backed implementations"). Where ATREX is
+deliberately stricter than FA4 the domain field carries the reason in its comment. Any other release is declined
 (reason ``requires``, listing the supported ones).
 """
 
@@ -28,7 +29,7 @@ __all__ = ["FA4_B19", "FA4_B36", "FA4_DIST", "FA4_MODULE", "FA4_RECOMMENDED", "F
            "fa4_window", "reset_fa4_probe"]
 
 FA4_DIST = "flash-attn-4"
-FA4_B19 = "4.0.0b19"  # the product's original pin (CONTRACTS header)
+FA4_B19 = "4.0.0b19"  # the first release ATREX pinned
 FA4_B36 = "4.0.0b36"
 #: The releases the adapter has check tables for (each derived from that release's asserts).
 FA4_VERSIONS = (FA4_B19, FA4_B36)

@@ -1,4 +1,4 @@
-"""``nvidia.fa4`` domains on nvidia/sm100 (B200 class), TARGETS §3.4 (CPU-verified only), per FA4 release.
+"""``nvidia.fa4`` domains on nvidia/sm100 (B200 class), per FA4 release (CPU-verified only).
 
 FA4 b19 facts: fp16/bf16 and fp8 e4m3/e5m2 (fp8 only on 10.x, with fp32 [B, Hk] descales, bf16
 out); generic kernel D = Dv in 8..128, a multiple of 16 bytes; D = Dv = 256 only through the

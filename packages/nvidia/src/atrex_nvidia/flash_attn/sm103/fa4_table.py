@@ -1,5 +1,5 @@
 """``nvidia.fa4`` domains on nvidia/sm103 (B300 class): FA4 (b19 and b36) runs the same 10.x code as
-on sm100 (its compile key carries arch 103). The generic envelope of TARGETS §3.4; the product's dedicated
+on sm100 (its compile key carries arch 103), so this is sm100's generic envelope; dedicated
 SM103 kernels (AKA q4, short-Q decode, HD256 prefill) are later work. Not hardware-verified.
 """
 

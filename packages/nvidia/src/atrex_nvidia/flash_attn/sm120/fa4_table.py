@@ -1,4 +1,4 @@
-"""``nvidia.fa4`` domains on nvidia/sm120 (RTX 50xx / RTX PRO 6000), TARGETS §4 (CPU-verified only).
+"""``nvidia.fa4`` domains on nvidia/sm120 (RTX 50xx / RTX PRO 6000), CPU-verified only.
 
 FA4 b19's SM120 path is the SM80-MMA kernel (``FlashAttentionForwardSm120``): fp16/bf16 only
 (fp8 asserts arch 10.x), no paged KV ("Paged KV not supported on SM 12.0"), no split-KV, and

@@ -1,4 +1,4 @@
-"""``nvidia.fa4`` domains on nvidia/sm90 (H100 / H200 / H20), TARGETS §2.1: one per FA4 release.
+"""``nvidia.fa4`` domains on nvidia/sm90 (H100 / H200 / H20): one per FA4 release.
 
 FA4 b19 facts: fp16/bf16 only (fp8 asserts arch 10.x); D = Dv in 8..256, a multiple of 8;
 paged KV through TMA when page_size == tile_n, else cp.async (asserts unless D % 16 == 0);
@@ -22,7 +22,7 @@ from atrex_nvidia.flash_attn.common_utils.fa4_domain import FA4_B19, FA4_B36, De
 
 
 def tile_n_sm90(head_dim: int, causal: bool, local: bool) -> int:
-    """FA4 ``_tile_size_fwd_sm90`` (identical in b19 and b36) n-tile for D = Dv (TARGETS §2.1). page_size == tile_n selects
+    """FA4 ``_tile_size_fwd_sm90`` (identical in b19 and b36) n-tile for D = Dv. page_size == tile_n selects
     FA4's TMA paged path; any other page size its cp.async path."""
     if head_dim <= 64:
         return 128
@@ -54,12 +54,12 @@ DOMAIN_B19 = Fa4Domain(
     window=True,
     fp8_dtypes=(),  # b19: "FP8 is only supported on SM100 (compute capability 10.x)"
     hd256_dedicated=False,  # SM90 runs D=256 in its generic kernel (tile 128x80, 128x64 if local)
-    # TARGETS §2.1 policy: paged calls with max_seqlen_q <= 16 belong to nvidia.decode_splitkv, which
+    # Paged calls with max_seqlen_q <= 16 belong to nvidia.decode_splitkv (faster than FA4 there), which
     # fa4.check confirms is enabled and accepts the call before declining it (else FA4 keeps it).
     # Measured on the H200 (2026-12-02, bench_decode, bf16 32q/8kv d128, CUDA-graph replay, same run):
     # nvidia.decode_splitkv / FA4 (num_splits=1) speedup 5.6-11.7x at B=1 (Lk 8k-128k), 1.2-1.55x at B=8,
     # 1.15-1.56x at B=64-256, and 0.91-0.95x at B=32 Lk=4096 with 1 split (the split rule now gives that
-    # shape 2 splits; see decode_splitkv/BENCH_H200.md for the run that checks it).
+    # shape 2 splits; see docs/results/flash_attn.md for the run that checks it).
     decode_policy=DecodePolicy(enabled=True, max_seqlen_q=16, goes_to="nvidia.decode_splitkv"),
     notes=(
         "num_splits: always 1 (b19 has no split-KV on SM90)",
