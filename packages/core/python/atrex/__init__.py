@@ -19,6 +19,9 @@ _EXPORTS = {
     "chunk_gated_delta_rule": "atrex.api.chunk_gdn",
     "can_use_chunk_gated_delta_rule": "atrex.api.chunk_gdn",
     "explain_chunk_gated_delta_rule": "atrex.api.chunk_gdn",
+    "fused_recurrent_gated_delta_rule": "atrex.api.gdn_decode",
+    "can_use_fused_recurrent_gated_delta_rule": "atrex.api.gdn_decode",
+    "explain_fused_recurrent_gated_delta_rule": "atrex.api.gdn_decode",
     "prewarm": "atrex.api.prewarm",
     "get_scheduler_metadata": "atrex.compat.vllm_flash_attn",
     # errors and eligibility (no torch needed)
@@ -58,6 +61,11 @@ if TYPE_CHECKING:  # pragma: no cover
         can_use_flash_attn_varlen_func,
         explain_flash_attn_varlen_func,
         flash_attn_varlen_func,
+    )
+    from atrex.api.gdn_decode import (
+        can_use_fused_recurrent_gated_delta_rule,
+        explain_fused_recurrent_gated_delta_rule,
+        fused_recurrent_gated_delta_rule,
     )
     from atrex.api.prewarm import prewarm
     from atrex.compat.vllm_flash_attn import get_scheduler_metadata

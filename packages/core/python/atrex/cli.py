@@ -155,6 +155,28 @@ _gdn_options = [
 ]
 
 
+_decode_options = [
+    click.option("--device", default=None),
+    click.option("--dtype", default="bf16", type=click.Choice(["bf16", "fp16", "fp32"])),
+    click.option("--batch", default=32, show_default=True, help="sequences (packed, vLLM-style)"),
+    click.option("--tokens", default=1, show_default=True, help="tokens per sequence (> 1: MTP slots)"),
+    click.option("--heads", default=16, show_default=True),
+    click.option("--v-heads", default=32, show_default=True),
+    click.option("--head-dim", default=128, show_default=True),
+    click.option("--pool", default="fp32", type=click.Choice(["fp32", "bf16"])),
+    click.option("--v-first/--k-first", default=True),
+    click.option("--l2norm/--no-l2norm", default=True),
+]
+
+
+def _decode_kwargs(device, dtype, batch, tokens, heads, v_heads, head_dim, pool, v_first, l2norm):
+    from atrex.inputs import DTYPES, gdn_decode_inputs
+
+    return gdn_decode_inputs([tokens] * batch, num_heads=heads, num_v_heads=v_heads, head_k_dim=head_dim,
+                             head_v_dim=head_dim, dtype=DTYPES[dtype], pool=pool, state_v_first=v_first,
+                             mtp=tokens > 1, l2norm=l2norm, extra_slots=0, device=device)
+
+
 def _apply(options):
     def deco(fn):
         for opt in reversed(options):
@@ -222,6 +244,19 @@ def explain_gdn(device, dtype, seq_lens, heads, v_heads, head_dim, state, v_firs
     click.echo(json.dumps(trace.as_dict(), indent=2) if as_json else str(trace))
 
 
+@explain.command("gdn_decode")
+@_apply(_decode_options)
+@click.option("--json", "as_json", is_flag=True)
+@_atrex_errors
+def explain_decode(device, dtype, batch, tokens, heads, v_heads, head_dim, pool, v_first, l2norm, as_json):
+    """Explain fused_recurrent_gated_delta_rule for a vLLM-style decode / MTP step."""
+    import atrex
+
+    kw = _decode_kwargs(_device(device), dtype, batch, tokens, heads, v_heads, head_dim, pool, v_first, l2norm)
+    trace = atrex.explain_fused_recurrent_gated_delta_rule(**kw)
+    click.echo(json.dumps(trace.as_dict(), indent=2) if as_json else str(trace))
+
+
 @main.group()
 def prewarm() -> None:
     """Compile ahead (before CUDA-graph capture) the kernels a call shape needs."""
@@ -248,6 +283,17 @@ def prewarm_gdn(device, dtype, seq_lens, heads, v_heads, head_dim, state, v_firs
 
     kw = _gdn_kwargs(_device(device), dtype, seq_lens, heads, v_heads, head_dim, state, v_first, l2norm)
     for impl_id, status in atrex.prewarm("chunk_gated_delta_rule", [kw]):
+        click.echo(f"{impl_id}: {status}")
+
+
+@prewarm.command("gdn_decode")
+@_apply(_decode_options)
+@_atrex_errors
+def prewarm_decode(device, dtype, batch, tokens, heads, v_heads, head_dim, pool, v_first, l2norm):
+    import atrex
+
+    kw = _decode_kwargs(_device(device), dtype, batch, tokens, heads, v_heads, head_dim, pool, v_first, l2norm)
+    for impl_id, status in atrex.prewarm("fused_recurrent_gated_delta_rule", [kw]):
         click.echo(f"{impl_id}: {status}")
 
 

@@ -33,6 +33,7 @@ __all__ = ["OPS", "Settings", "on_reload", "reload", "settings"]
 OPS: dict[str, str] = {
     "flash_attn_varlen": "FLASH_ATTN_VARLEN",
     "chunk_gated_delta_rule": "CHUNK_GATED_DELTA_RULE",
+    "fused_recurrent_gated_delta_rule": "FUSED_RECURRENT_GATED_DELTA_RULE",
 }
 
 _TRUE = {"1", "true", "yes", "on"}

@@ -145,3 +145,62 @@ def gdn_inputs(
         shape = (n, num_v_heads, head_v_dim, head_k_dim) if state_v_first else (n, num_v_heads, head_k_dim, head_v_dim)
         kw["initial_state"] = (0.1 * torch.randn(*shape, generator=gen)).to(DTYPES[initial_state])
     return {n_: (x.to(device) if isinstance(x, torch.Tensor) else x) for n_, x in kw.items()}
+
+
+def gdn_decode_inputs(
+    seq_lens: Sequence[int] | None = None,
+    *,
+    batch: int = 4,
+    seq_len: int = 1,
+    num_heads: int = 4,
+    num_v_heads: int = 8,
+    head_k_dim: int = 64,
+    head_v_dim: int = 64,
+    dtype: torch.dtype = torch.bfloat16,
+    pool: str = "fp32",
+    state_v_first: bool = True,
+    mtp: bool = False,
+    padded: int = 0,
+    extra_slots: int = 3,
+    l2norm: bool = True,
+    inplace: bool = True,
+    beta: bool = True,
+    device="cpu",
+    seed: int = 0,
+) -> dict:
+    """A vLLM-style decode / MTP step: packed varlen when ``seq_lens`` is given (B = 1, as vLLM calls it),
+    else ``[batch, seq_len]``. Slots are a random permutation of a pool with ``extra_slots`` spare slots per
+    sequence; ``mtp`` gives ``[N, T_max]`` indices and random ``num_accepted_tokens``; the last ``padded``
+    sequences get slot -1 everywhere."""
+    gen = torch.Generator().manual_seed(seed)
+    if seq_lens is not None:
+        n, b, t = len(seq_lens), 1, sum(seq_lens)
+        t_max = max([*seq_lens, 1])
+        cu = torch.tensor([0, *torch.tensor(list(seq_lens)).cumsum(0).tolist()], dtype=torch.int32)
+    else:
+        n, b, t, t_max, cu = batch, batch, seq_len, max(seq_len, 1), None
+    width = t_max if mtp else 1
+    p = n * width + extra_slots * n + 1
+    slots = torch.randperm(p, generator=gen)[: n * width].to(torch.int32).reshape(n, width)
+    if padded:
+        slots[n - padded:] = -1
+    kw = dict(
+        q=torch.randn(b, t, num_heads, head_k_dim, generator=gen).to(dtype),
+        k=torch.randn(b, t, num_heads, head_k_dim, generator=gen).to(dtype),
+        v=torch.randn(b, t, num_v_heads, head_v_dim, generator=gen).to(dtype),
+        g=torch.nn.functional.logsigmoid(torch.randn(b, t, num_v_heads, generator=gen)).float(),
+        beta=torch.sigmoid(torch.randn(b, t, num_v_heads, generator=gen)).to(dtype) if beta else None,
+        inplace_final_state=inplace,
+        cu_seqlens=cu,
+        ssm_state_indices=slots if mtp else slots[:, 0].contiguous(),
+        use_qk_l2norm_in_kernel=l2norm,
+        state_v_first=state_v_first,
+    )
+    if mtp:
+        kw["num_accepted_tokens"] = torch.randint(1, width + 1, (n,), generator=gen, dtype=torch.int32)
+    if not l2norm:  # keep the recurrence stable without normalisation
+        kw["q"] = (kw["q"].float() / head_k_dim ** 0.5).to(dtype)
+        kw["k"] = (kw["k"].float() / head_k_dim ** 0.5).to(dtype)
+    shape = (p, num_v_heads, head_v_dim, head_k_dim) if state_v_first else (p, num_v_heads, head_k_dim, head_v_dim)
+    kw["initial_state"] = (0.1 * torch.randn(*shape, generator=gen)).to(DTYPES[pool])
+    return {n_: (x.to(device) if isinstance(x, torch.Tensor) else x) for n_, x in kw.items()}

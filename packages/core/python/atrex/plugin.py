@@ -23,7 +23,7 @@ __all__ = ["OPS", "PLUGIN_API", "DeviceRule", "ImplSpec", "PluginManifest", "val
 PLUGIN_API = 1
 
 #: Operator ids a plugin may implement.
-OPS = ("flash_attn_varlen", "chunk_gated_delta_rule")
+OPS = ("flash_attn_varlen", "chunk_gated_delta_rule", "fused_recurrent_gated_delta_rule")
 
 #: Target ids: ``cpu``, ``<family>/<arch>``, or ``*`` (every target; the core reference only).
 _TARGET_RE = re.compile(r"^(cpu|\*|(nvidia|ppu|amd)/[a-z0-9_]+)$")

@@ -13,6 +13,7 @@ _OPS = {
     "flash_attn_varlen": ("atrex.api.flash_attn", "normalize_flash_attn_call"),
     "flash_attn_varlen_func": ("atrex.api.flash_attn", "normalize_flash_attn_call"),
     "chunk_gated_delta_rule": ("atrex.api.chunk_gdn", "normalize_gdn_call"),
+    "fused_recurrent_gated_delta_rule": ("atrex.api.gdn_decode", "normalize_gdn_decode_call"),
 }
 
 
@@ -21,7 +22,8 @@ def prewarm(op: str, cases: Iterable[Mapping]) -> list[tuple[str, str]]:
 
     Parameters
     ----------
-    op : ``"flash_attn_varlen"`` (or ``"flash_attn_varlen_func"``) or ``"chunk_gated_delta_rule"``.
+    op : ``"flash_attn_varlen"`` (or ``"flash_attn_varlen_func"``), ``"chunk_gated_delta_rule"`` or
+        ``"fused_recurrent_gated_delta_rule"``.
     cases : iterable of keyword dicts, exactly the arguments the operator would receive
         (tensors of the serving shapes and dtypes, on the serving device).
 

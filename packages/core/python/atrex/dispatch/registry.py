@@ -40,6 +40,16 @@ CORE_REFERENCE = (
         run="atrex.reference.chunk_gdn:run",
         summary="torch chunked reference (chunk 64, fp32 state); CPU, or accelerators with ATREX_ALLOW_REFERENCE=1",
     ),
+    ImplSpec(
+        op="fused_recurrent_gated_delta_rule",
+        id="core.reference",
+        archs=("*",),
+        priority=1_000_000,
+        check="atrex.reference.gdn_decode:check",
+        run="atrex.reference.gdn_decode:run",
+        summary="torch recurrent reference over the state pool (fp32 state); CPU, or accelerators with "
+                "ATREX_ALLOW_REFERENCE=1",
+    ),
 )
 
 #: Families served by installable vendor wheels (used in "nothing installed" messages).

@@ -117,6 +117,58 @@ def gdn_oracle(q, k, v, g, beta, *, scale=None, initial_state=None, state_v_firs
     return o, torch.stack(finals)
 
 
+def gdn_decode_oracle(q, k, v, g, beta=None, *, initial_state, scale=None, inplace_final_state=True,
+                      cu_seqlens=None, ssm_state_indices=None, num_accepted_tokens=None,
+                      use_qk_l2norm_in_kernel=False, state_v_first=True):
+    """The pool-indexed recurrence in float64, never touching its arguments. Returns (o [B,T,HV,V] float64,
+    final float64): the whole pool after the step when ``inplace_final_state``, else ``[N, HV, *]``."""
+    b_, t_, h_, kd = q.shape
+    hv, vd = v.shape[2], v.shape[3]
+    group = hv // h_
+    scale = kd ** -0.5 if scale is None else scale
+    q, k, v, g = (x.cpu().double() for x in (q, k, v, g))
+    beta = torch.ones_like(g) if beta is None else beta.cpu().double()
+    if use_qk_l2norm_in_kernel:
+        q = q / torch.sqrt((q * q).sum(-1, keepdim=True) + 1e-6)
+        k = k / torch.sqrt((k * k).sum(-1, keepdim=True) + 1e-6)
+    pool = initial_state.cpu().double().clone()
+    p = pool.shape[0]
+    if cu_seqlens is None:
+        seqs = [(b, 0, t_) for b in range(b_)]
+    else:
+        cu = [int(x) for x in cu_seqlens.cpu()]
+        seqs = [(0, cu[i], cu[i + 1]) for i in range(len(cu) - 1)]
+    idx = None if ssm_state_indices is None else ssm_state_indices.cpu().tolist()
+    o = torch.zeros(b_, t_, hv, vd, dtype=torch.float64)
+    ret = torch.zeros((len(seqs), *pool.shape[1:]), dtype=torch.float64)
+    pending = []
+    for n, (b, s0, s1) in enumerate(seqs):
+        row = [n] if idx is None else (idx[n] if isinstance(idx[n], list) else [idx[n]])
+        a = 1 if num_accepted_tokens is None else int(num_accepted_tokens[n])
+        if not 1 <= a <= len(row) or not 0 <= row[a - 1] < p:
+            continue  # padded: output rows stay 0, no slot read or written
+        for j in range(hv):
+            s = pool[row[a - 1], j]
+            M = s.clone() if state_v_first else s.t().clone()  # working layout [V, K]
+            for i, t in enumerate(range(s0, s1)):
+                kt, qt = k[b, t, j // group], q[b, t, j // group]
+                M = torch.exp(g[b, t, j]) * M
+                M = M + beta[b, t, j] * torch.outer(v[b, t, j] - M @ kt, kt)
+                o[b, t, j] = scale * (M @ qt)
+                if isinstance(idx[n] if idx is not None else None, list):
+                    dst = row[i] if i < len(row) else -1
+                else:
+                    dst = row[0] if t == s1 - 1 else -1
+                if 0 <= dst < p:
+                    pending.append((dst, j, M.clone() if state_v_first else M.t().clone()))
+            ret[n, j] = M if state_v_first else M.t()
+    if not inplace_final_state:
+        return o, ret
+    for dst, j, m in pending:
+        pool[dst, j] = m
+    return o, pool
+
+
 def rel_rmse(ref: torch.Tensor, x: torch.Tensor) -> float:
     """||ref - x||_2 / ||ref||_2 in float64 (0 when both are empty)."""
     ref = ref.double().cpu()

@@ -52,6 +52,34 @@ def fla_chunk(kw: dict, target) -> Callable | None:
     return lambda: fla(q, k, v, g, beta, **args)
 
 
+def fla_recurrent(kw: dict, target) -> Callable | None:
+    """fla-core's fused_recurrent_gated_delta_rule (fla.ops.gated_delta_rule; no state pool): each sequence's
+    start slot is gathered into fla's ``[N, HV, K, V]`` fp32 layout once, outside the timed call, and fla returns a
+    new final state instead of updating a pool. Only for calls without padded sequences."""
+    if target.family != "nvidia" or not available("fla"):
+        return None
+    from fla.ops.gated_delta_rule import fused_recurrent_gated_delta_rule as fla
+
+    idx, nat, pool = kw.get("ssm_state_indices"), kw.get("num_accepted_tokens"), kw["initial_state"]
+    n = kw["q"].shape[0] if kw.get("cu_seqlens") is None else kw["cu_seqlens"].shape[0] - 1
+    if idx is None:
+        start = torch.arange(n, device=pool.device)
+    elif idx.dim() == 1:
+        start = idx.long()
+    else:
+        col = (nat.long() - 1) if nat is not None else torch.zeros(n, dtype=torch.long, device=idx.device)
+        start = idx.long().gather(1, col[:, None])[:, 0]
+    if bool((start < 0).any()):
+        return None
+    h0 = pool[start].float()
+    h0 = (h0.transpose(-1, -2) if kw.get("state_v_first", True) else h0).contiguous()
+    beta = kw.get("beta") if kw.get("beta") is not None else torch.ones_like(kw["g"])  # [B, T, HV], not fla's [B, T, H]
+    args = dict(g=kw["g"], beta=beta, scale=kw.get("scale"), initial_state=h0, output_final_state=True,
+                use_qk_l2norm_in_kernel=kw.get("use_qk_l2norm_in_kernel", False), cu_seqlens=kw.get("cu_seqlens"))
+    q, k, v = kw["q"], kw["k"], kw["v"]
+    return lambda: fla(q, k, v, **args)
+
+
 def torch_sdpa(kw: dict, target) -> Callable | None:
     """Per-sequence ``scaled_dot_product_attention`` for plain non-paged prefill (no window, softcap,
     sinks; causal only when every sequence is square, where SDPA's top-left mask is the same)."""
@@ -86,4 +114,5 @@ def torch_sdpa(kw: dict, target) -> Callable | None:
 BASELINES = {
     "flash_attn": {"fa4_direct": fa4_direct, "torch_sdpa": torch_sdpa},
     "chunk_gdn": {"fla": fla_chunk},
+    "gdn_decode": {"fla": fla_recurrent},
 }

@@ -21,9 +21,10 @@ from atrex.validation.verify import compare, reference_result, run_impl
 def contenders(op: str, case: Case, kw: dict, device) -> list[tuple[str, object]]:
     """(label, zero-arg callable) for each eligible ATREX implementation (through validation and
     dispatch, as users call it) and each applicable baseline."""
-    from atrex.api import chunk_gdn, flash_attn
+    from atrex.api import chunk_gdn, flash_attn, gdn_decode
 
-    call = (flash_attn.normalize(**kw) if op == "flash_attn" else chunk_gdn.normalize_gdn_call(**kw))
+    call = (flash_attn.normalize(**kw) if op == "flash_attn" else gdn_decode.normalize(**kw) if op == "gdn_decode"
+            else chunk_gdn.normalize_gdn_call(**kw))
     out = []
     for impl in get_registry().all_candidates(OP_IDS[op], call.target.id):
         if impl.is_reference and device.type != "cpu":
@@ -32,6 +33,8 @@ def contenders(op: str, case: Case, kw: dict, device) -> list[tuple[str, object]
             continue
         if op == "flash_attn":
             out.append((impl.id, lambda impl=impl: flash_attn.run_call(flash_attn.normalize(**kw), impl)))
+        elif op == "gdn_decode":  # updates kw's pool in place on every call, as a serving step does
+            out.append((impl.id, lambda impl=impl: gdn_decode.run_call(gdn_decode.normalize(**kw), impl)))
         else:
             out.append((impl.id, lambda impl=impl: chunk_gdn.run_call(chunk_gdn.normalize_gdn_call(**kw), impl)))
     for name, make in B.BASELINES[op].items():
@@ -50,6 +53,8 @@ def _check_baseline(op, kw, fn, ref) -> bool | None:
         lse = res[1] if isinstance(res, tuple) and kw.get("return_softmax_lse") else None
         return compare(op, kw, (out, lse), ref)[0]
     o, s = res
+    if op == "gdn_decode":  # a baseline without a pool: outputs only
+        return compare(op, kw, (o, None), ref)[0]
     return compare(op, kw, (o, s), ref)[0]
 
 

@@ -12,17 +12,17 @@ from dataclasses import dataclass, field
 
 import torch
 
-from atrex.inputs import attn_inputs, gdn_inputs
+from atrex.inputs import attn_inputs, gdn_decode_inputs, gdn_inputs
 
-OPS = ("flash_attn", "chunk_gdn")
+OPS = ("flash_attn", "chunk_gdn", "gdn_decode")
 
 
 @dataclass(frozen=True)
 class Case:
-    op: str  # flash_attn | chunk_gdn
+    op: str  # flash_attn | chunk_gdn | gdn_decode
     name: str
     size: str  # small | perf
-    kind: str  # prefill | decode (attention), prefill (gdn)
+    kind: str  # prefill | decode (attention), prefill (chunk_gdn), decode | mtp (gdn_decode)
     params: dict = field(default_factory=dict)
 
     def inputs(self, device, seed: int = 0) -> dict:
@@ -31,6 +31,8 @@ class Case:
             q_lens, k_lens = p.pop("q_lens"), p.pop("k_lens")
             return attn_inputs(q_lens, k_lens, device=device, seed=seed, **p)
         seq_lens = p.pop("seq_lens", None)
+        if self.op == "gdn_decode":
+            return gdn_decode_inputs(seq_lens, device=device, seed=seed, **p)
         return gdn_inputs(seq_lens, device=device, seed=seed, **p)
 
     # ---- work counts (useful FLOPs and compulsory bytes) ----------------------------------------------
@@ -43,6 +45,9 @@ class Case:
                 pairs = causal_pairs(sq, sk) if p.get("causal", True) else sq * sk
                 total += 4 * pairs * d * p.get("num_heads_q", 8)
             return total
+        if self.op == "gdn_decode":  # per token and value head: decay, S k, rank-1 update, S q (about 7 K V)
+            kd, vd = p.get("head_k_dim", 64), p.get("head_v_dim", 64)
+            return 7.0 * kd * vd * self._decode_tokens() * p.get("num_v_heads", 8)
         # GDN chunked algorithm, per token per value head (docs/chunk_gated_delta_rule.md, "Chunked form"): KK^T, solve, W, U, WS, QS, QK^T,
         # (QK^T)U, state update: about 2*(C*K + C*C/2 + C*K + C*V + K*V + K*V + C*K + C*V + K*V) FLOPs.
         kd, vd, c = p.get("head_k_dim", 64), p.get("head_v_dim", 64), 64
@@ -63,8 +68,21 @@ class Case:
             return (tq * hq * d * es) * 2 + 2 * kv_tokens * hk * d * es
         kd, vd = p.get("head_k_dim", 64), p.get("head_v_dim", 64)
         h, hv = p.get("num_heads", 4), p.get("num_v_heads", 8)
+        if self.op == "gdn_decode":  # each live sequence's state read once, written once per token (MTP) or once
+            es = torch.empty(0, dtype=p.get("dtype", torch.bfloat16)).element_size()
+            ps = 4 if p.get("pool", "fp32") == "fp32" else 2
+            lens = p.get("seq_lens") or [p.get("seq_len", 1)] * p.get("batch", 4)
+            lens = lens[: len(lens) - p.get("padded", 0)]
+            writes = sum(lens) if p.get("mtp") else len(lens)
+            state = hv * kd * vd * ps * (len(lens) + writes)
+            return state + sum(lens) * ((2 * h * kd + 2 * hv * vd) * es + hv * 8)
         tokens = sum(p["seq_lens"]) if p.get("seq_lens") else p.get("batch", 1) * p.get("seq_len", 0)
         return tokens * (2 * h * kd + 2 * hv * vd) * 2 + tokens * hv * 8
+
+    def _decode_tokens(self) -> int:
+        p = self.params
+        lens = p.get("seq_lens") or [p.get("seq_len", 1)] * p.get("batch", 4)
+        return sum(lens[: len(lens) - p.get("padded", 0)])
 
     def describe(self) -> str:
         return self.name
@@ -166,9 +184,35 @@ CHUNK_GDN_CASES: tuple[Case, ...] = (
          num_heads=16, num_v_heads=32, head_k_dim=128, head_v_dim=128, initial_state="fp32", state_v_first=True),
 )
 
-TABLES = {"flash_attn": FLASH_ATTN_CASES, "chunk_gdn": CHUNK_GDN_CASES}
+
+
+def _dec(name, size, **kw):
+    return Case("gdn_decode", name, size, "mtp" if kw.get("mtp") else "decode", kw)
+
+
+GDN_DECODE_CASES: tuple[Case, ...] = (
+    _dec("small/decode-gva-padded", "small", seq_lens=[1] * 6, num_heads=2, num_v_heads=4, head_k_dim=32,
+         head_v_dim=32, padded=2),
+    _dec("small/mtp-bf16-pool", "small", seq_lens=[3, 1, 2, 3, 3], num_heads=1, num_v_heads=2, head_k_dim=64,
+         head_v_dim=64, mtp=True, padded=1, pool="bf16"),
+    _dec("small/fixed-kfirst-returned-fp16", "small", batch=3, seq_len=2, num_heads=2, num_v_heads=2,
+         head_k_dim=16, head_v_dim=16, state_v_first=False, inplace=False, dtype=torch.float16, beta=False),
+    _dec("small/no-l2norm-k128", "small", seq_lens=[1, 1, 1], num_heads=1, num_v_heads=1, head_k_dim=128,
+         head_v_dim=128, l2norm=False),
+    # perf: Qwen3-Next's linear-attention heads (16 q/k, 32 value heads, K = V = 128), bf16, fp32 pool in vLLM's
+    # layout; decode (T = 1, one slot per sequence) and MTP (T = 2, 4: a slot per token, accepted-token offsets)
+    *(
+        _dec(f"perf/b{b}-t{t}-H16-HV32", "perf", seq_lens=[t] * b, num_heads=16, num_v_heads=32, head_k_dim=128,
+             head_v_dim=128, mtp=t > 1, extra_slots=0)
+        for t in (1, 2, 4)
+        for b in (1, 8, 32, 64, 128, 256)
+    ),
+)
+
+TABLES = {"flash_attn": FLASH_ATTN_CASES, "chunk_gdn": CHUNK_GDN_CASES, "gdn_decode": GDN_DECODE_CASES}
 #: CLI names -> operator ids of the registry
-OP_IDS = {"flash_attn": "flash_attn_varlen", "chunk_gdn": "chunk_gated_delta_rule"}
+OP_IDS = {"flash_attn": "flash_attn_varlen", "chunk_gdn": "chunk_gated_delta_rule",
+          "gdn_decode": "fused_recurrent_gated_delta_rule"}
 
 
 def cases(op: str, size: str | None = None, match: str | None = None) -> list[Case]:

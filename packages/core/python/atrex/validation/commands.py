@@ -27,7 +27,7 @@ def _device(name):
 
 
 @click.command()
-@click.argument("op", required=False, type=click.Choice(["flash_attn", "chunk_gdn"]))
+@click.argument("op", required=False, type=click.Choice(["flash_attn", "chunk_gdn", "gdn_decode"]))
 @click.option("--device", default=None, help="default: cuda:current if present, else cpu")
 @click.option("--size", default="small", type=click.Choice(["small", "perf", "all"]),
               help="case size class (perf cases need an accelerator)")
@@ -59,7 +59,7 @@ def verify(op, device, size, match, no_sweep, op_dir, atrex_op, atol, rtol, as_j
             click.echo(f"{n_ok} passed, {len(results) - n_ok} failed")
         sys.exit(0 if all(r["ok"] for r in results) else 1)
     if op is None:
-        raise click.UsageError("give an operator (flash_attn, chunk_gdn) or --op-dir")
+        raise click.UsageError("give an operator (flash_attn, chunk_gdn, gdn_decode) or --op-dir")
     from atrex.validation.verify import render
     from atrex.validation.verify import verify as run_verify
 
@@ -80,7 +80,7 @@ def bench(ctx):
 
 
 @bench.command("run")
-@click.argument("op", type=click.Choice(["flash_attn", "chunk_gdn"]))
+@click.argument("op", type=click.Choice(["flash_attn", "chunk_gdn", "gdn_decode"]))
 @click.option("--device", default=None)
 @click.option("--size", default=None, type=click.Choice(["small", "perf", "all"]),
               help="default: perf on an accelerator, small on the CPU")

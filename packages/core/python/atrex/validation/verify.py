@@ -14,7 +14,7 @@ import torch
 
 from atrex.dispatch.registry import get_registry
 from atrex.errors import AtrexError
-from atrex.reference.oracle import attention_oracle, gdn_oracle, rel_rmse
+from atrex.reference.oracle import attention_oracle, gdn_decode_oracle, gdn_oracle, rel_rmse
 from atrex.validation.cases import OP_IDS, Case, cases
 
 # docs/<operator>.md "Accuracy", by output dtype; never loosened.
@@ -44,6 +44,10 @@ def _normalize(op: str, kw: dict):
         from atrex.api.flash_attn import normalize
 
         return normalize(**kw)
+    if op == "gdn_decode":
+        from atrex.api.gdn_decode import normalize
+
+        return normalize(**kw)
     from atrex.api.chunk_gdn import normalize_gdn_call
 
     return normalize_gdn_call(**kw)
@@ -66,6 +70,12 @@ def reference_result(op: str, kw: dict, device):
         out = torch.empty(call.total_q, call.num_heads_q, call.head_dim_v, dtype=torch.float32, device=device)
         lse = ref.run(call._replace(return_lse=True), out)
         return out, lse
+    if op == "gdn_decode":  # never touches the caller's pool
+        if device.type == "cpu":
+            return gdn_decode_oracle(**kw)
+        from atrex.reference import gdn_decode as dref
+
+        return dref.run(_normalize(op, {**kw, "initial_state": kw["initial_state"].clone()}))
     if device.type == "cpu":
         return gdn_oracle(kw["q"], kw["k"], kw["v"], kw["g"], kw["beta"], scale=kw.get("scale"),
                           initial_state=kw.get("initial_state"), state_v_first=kw.get("state_v_first", False),
@@ -80,8 +90,10 @@ def reference_result(op: str, kw: dict, device):
 def run_impl(op: str, impl, kw: dict, poison_out: bool = True):
     """Run one implementation on a call; for attention the output is NaN-poisoned first, so an element
     the kernel never writes fails the comparison."""
-    from atrex.api import chunk_gdn, flash_attn
+    from atrex.api import chunk_gdn, flash_attn, gdn_decode
 
+    if op == "gdn_decode":  # on a copy of the pool: every run starts from the same state
+        return gdn_decode.run_call(_normalize(op, {**kw, "initial_state": kw["initial_state"].clone()}), impl)
     call = _normalize(op, kw)
     if op == "flash_attn":
         out = call.out
@@ -189,6 +201,20 @@ def sweep_variants(op: str, device) -> list[tuple[str, dict]]:
             p = dict(num_heads_q=8, num_heads_k=2, head_dim=128, page_size=16, device=device)
             p.update(extra)
             out.append((name, attn_inputs([2, 5], [40, 5], **p)))
+        return out
+    if op == "gdn_decode":
+        from atrex.inputs import gdn_decode_inputs
+
+        for k in (32, 64, 100, 128, 256):
+            out.append((f"K{k}", gdn_decode_inputs([1, 1, 1], num_heads=1, num_v_heads=2, head_k_dim=k, head_v_dim=k,
+                                                   padded=1, device=device)))
+        for name, extra in (("fp16", dict(dtype=torch.float16)), ("kfirst", dict(state_v_first=False)),
+                            ("bf16-pool", dict(pool="bf16")), ("mtp", dict(mtp=True)),
+                            ("returned", dict(inplace=False, mtp=True)), ("no-beta", dict(beta=False)),
+                            ("gva8", dict(num_heads=1, num_v_heads=8))):
+            p = dict(num_heads=2, num_v_heads=4, head_k_dim=64, head_v_dim=64, padded=1, device=device)
+            p.update(extra)
+            out.append((name, gdn_decode_inputs([2, 1, 3], **p)))
         return out
     for k in (60, 64, 100, 128, 256):
         out.append((f"K{k}", gdn_inputs([3, 70], num_heads=2, num_v_heads=4, head_k_dim=k, head_v_dim=k,
