@@ -7,6 +7,7 @@ from atrex.plugin import PLUGIN_API, ImplSpec, PluginManifest
 _FA4 = "atrex_nvidia.flash_attn.fa4"
 _DECODE_SM90 = "atrex_nvidia.flash_attn.sm90.decode_splitkv.impl"
 _GDN90 = "atrex_nvidia.chunk_gdn.sm90.impl"
+_GDN_DECODE90 = "atrex_nvidia.gdn_decode.sm90.impl"
 
 IMPLS: tuple[ImplSpec, ...] = (
     ImplSpec(
@@ -43,6 +44,17 @@ IMPLS: tuple[ImplSpec, ...] = (
         prewarm=f"{_GDN90}:prewarm",
         summary="ATREX chunked Gated-DeltaNet forward (Triton, chunk 64, kernels atrex_sm90_gdn_*); "
                 "capture-safe after prewarm",
+    ),
+    ImplSpec(
+        op="fused_recurrent_gated_delta_rule",
+        id="nvidia.gdn_decode_sm90",
+        archs=("nvidia/sm90",),
+        priority=100,
+        check=f"{_GDN_DECODE90}:check",
+        run=f"{_GDN_DECODE90}:run",
+        prewarm=f"{_GDN_DECODE90}:prewarm",
+        summary="ATREX pool-indexed Gated-DeltaNet decode / MTP step (Triton, atrex_sm90_gdn_decode): fp32 state "
+                "tile in registers, in place, padded slots masked; capture-safe after prewarm",
     ),
 )
 
