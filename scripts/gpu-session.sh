@@ -11,6 +11,8 @@ OUT="${OUT:-/tmp/atrex-out}"
 mkdir -p "$OUT"
 export PYTHONPATH="$PWD/packages/core/python:$PWD/packages/nvidia/src:$PWD/packages/ppu/src:${PYTHONPATH:-}"
 export ATREX_EXTRA_PLUGINS="${ATREX_EXTRA_PLUGINS:-atrex_nvidia._plugin:plugin}" ATREX_STRICT_PLUGINS=1 PYTHONUNBUFFERED=1
+# the target tests' Triton cache (op_test/conftest.py): a temporary folder that later sessions on this host reuse
+export ATREX_TEST_TRITON_CACHE="${ATREX_TEST_TRITON_CACHE:-${TMPDIR:-/tmp}/atrex-test-triton-cache}"
 STEPS="${STEPS:-env tests verify bench}"
 OPS="${OPS:-flash_attn chunk_gdn}"
 hist="$OUT/history.jsonl"
