@@ -1,4 +1,4 @@
-"""Sessions: lint, tests-cpu (default), tests(<target>), build.
+"""Sessions: lint, tests-cpu (default), compile-gate-full, tests(<target>), build.
 
 Every session installs from ``uv.lock`` (uv backend), so CI and developers test the same versions.
 Target sessions probe the hardware *before* installing anything and skip with a clear message.
@@ -41,12 +41,39 @@ def _sync(session: nox.Session, *extra: str) -> None:
     )
 
 
+def _test_caches(session: nox.Session) -> tuple[list[str], dict[str, str]]:
+    """Pytest options and environment for a session's test run: pytest's own cache and Triton's (compiled artefacts,
+    keyed by source, options and toolchain: a repeated run reuses the compile gate's cubins) in the session's own
+    directory; every other cache a test would write goes to a temporary directory (``op_test/conftest.py``)."""
+    tmp = Path(session.virtualenv.location) / "test-cache"
+    return ["-o", f"cache_dir={tmp / 'pytest'}"], {"ATREX_TEST_TRITON_CACHE": str(tmp / "triton")}
+
+
+def _workers() -> int:
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, min(cpus, 8))
+
+
 @nox.session(name="tests-cpu")
 def tests_cpu(session: nox.Session) -> None:
-    """CPU tier: contracts, validation, registry, references, fuzzing, CLI. Target tests skip."""
+    """CPU tier: contracts, validation, registry, references, fuzzing, CLI, the SM90 compile gate over a
+    representative subset of its specialisations. Target tests skip. One pytest worker per CPU (up to 8), each
+    test file on one worker."""
     _sync(session)
-    session.run("pytest", "op_test", *session.posargs,
-                env={"ATREX_STRICT_PLUGINS": "1", "CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES", "")})
+    opts, env = _test_caches(session)
+    session.run("pytest", "op_test", "-n", str(_workers()), "--dist", "loadfile", *opts, *session.posargs,
+                env={"ATREX_STRICT_PLUGINS": "1", "CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES", ""),
+                     **env})
+
+
+@nox.session(name="compile-gate-full")
+def compile_gate_full(session: nox.Session) -> None:
+    """The SM90 compile gate over every specialisation the launchers request (tests-cpu compiles a representative
+    subset); CI runs it after tests-cpu."""
+    _sync(session)
+    opts, env = _test_caches(session)
+    session.run("pytest", "op_test/nvidia/test_triton_sm90_compile.py", "--compile-gate=full", *opts,
+                *session.posargs, env={"ATREX_STRICT_PLUGINS": "1", "CUDA_VISIBLE_DEVICES": "", **env})
 
 
 @nox.session
@@ -112,8 +139,9 @@ def tests(session: nox.Session, target: str) -> None:
                             external=True)
     else:
         _sync(session)
-    session.run("pytest", f"op_test/{vendor}", "-k", arch, *session.posargs,
-                env={"ATREX_STRICT_PLUGINS": "1"})
+    opts, env = _test_caches(session)
+    session.run("pytest", f"op_test/{vendor}", "-k", arch, *opts, *session.posargs,
+                env={"ATREX_STRICT_PLUGINS": "1", **env})
 
 
 @nox.session

@@ -6,6 +6,13 @@ target, and ``knobs.runtime.jit_cache_hook`` records each specialisation the lau
 recorded specialisation is then compiled to a cubin for ``GPUTarget("cuda", 90, 32)``, and its static
 shared memory is compared with the H100/H200 limit per block (227 KiB).
 
+What is compiled: by default (``nox -s tests-cpu``) a representative subset, in which every kernel's every
+constexpr value, argument type, alignment and launch option set of the recorded set appears
+(``sm90_standin.representative``); with ``--compile-gate=full`` (``nox -s compile-gate-full``, which CI runs too)
+every recorded specialisation. The checks that the constants alone decide (T = 1, PDL, the plan paths) see every
+recorded specialisation either way. Compiles run in parallel processes through Triton's cache, keyed by source,
+options and toolchain (the test tier points it at a temporary directory; see ``op_test/conftest.py``).
+
 For ``nvidia.gdn_sm90`` the calls are the default plans of every target-test case (the sequence-parallel
 segments, rc2 with its PDL chain, T = 1 included) and every state path forced through a ``GdnPlan``.
 
@@ -35,11 +42,8 @@ _SCRIPT = textwrap.dedent(r'''
     sys.path[:0] = SYS_PATH_LIST
     import torch
     import triton
-    from triton import knobs
-    from triton.compiler import ASTSource
-    from sm90_standin import SM90, record_specialisations
+    from sm90_standin import record_specialisations
 
-    SMEM_LIMIT = 232448  # bytes of shared memory one block may use on H100 / H200 (227 KiB)
     specs = record_specialisations()
 
     # ---- nvidia.gdn_sm90: every default plan of the target-test shapes, and every plan path forced
@@ -158,84 +162,38 @@ _SCRIPT = textwrap.dedent(r'''
                                                  signatures=len(sig_keys)),
                "replay_bound_args": dict(ok=not bound_wrong and bound_checked[0] > 50, checked=bound_checked[0],
                                               wrong=bound_wrong[:3])}
-    import os, re, subprocess, tempfile
-    from sass_check import unwritten_uniform_reads
-    try:
-        nvdisasm = knobs.nvidia.nvdisasm.path
-    except Exception:  # noqa: BLE001 - a Triton without the tool: the SASS check is reported as not run
-        nvdisasm = None
-    results["nvdisasm"] = dict(ok=True, path=nvdisasm, triton=triton.__version__)
-    tmp = tempfile.mkdtemp()
-    try:
-        from triton.experimental.gluon._runtime import GluonASTSource
-    except ImportError:
-        GluonASTSource = None
-    for name, (jit_fn, c) in specs.items():
-        is_gluon = getattr(jit_fn, "is_gluon", lambda: False)()
-        src = (GluonASTSource if is_gluon else ASTSource)(jit_fn, c["signature"], c["constants"], c["configs"][0])
-        opts = dict(num_warps=c["num_warps"], num_stages=c["num_stages"])
-        if c.get("maxnreg"):
-            opts["maxnreg"] = c["maxnreg"]
-        try:
-            k = triton.compile(src, target=SM90, options=opts)
-            smem = int(k.metadata.shared)
-            results[name] = dict(ok=smem <= SMEM_LIMIT, shared=smem)
-            cap = re.search(r"\.maxnreg\s+(\d+)", k.asm.get("ptx", ""))
-            results[name]["ptx_maxnreg"] = int(cap.group(1)) if cap else None
-            params = [p.name for p in jit_fn.params]
-            if "PDL" in params:
-                results[name]["pdl_const"] = bool(c["constants"].get((params.index("PDL"),), False))
-            if "intra_chunk_v3" in name:  # value heads per program and the fp16 inverse (its diagonal blocks)
-                names = [p.name for p in jit_fn.params]
-                results[name]["gs"] = c["constants"].get((names.index("GS"),), 1)
-                results[name]["inv_fp16"] = bool(c["constants"].get((names.index("INV_FP16"),), False))
-            if "state_output" in name:
-                names = [p.name for p in jit_fn.params]
-                results[name]["t_is_one"] = c["constants"].get((names.index("T"),)) == 1
-                if "H0PF" in names:  # (rc, rc2: the initial-state prefetch and what sizes it)
-                    results[name]["h0pf"] = dict(
-                        mode=c["constants"].get((names.index("H0PF"),), 0),
-                        bk=c["constants"].get((names.index("BK"),)), bv=c["constants"].get((names.index("BV"),)),
-                        two=name.startswith("atrex_sm90_gdn_state_output_gl_rc2|"))
-        except Exception as exc:  # the finding
-            results[name] = dict(ok=False, error=f"{type(exc).__name__}: {str(exc)[:400]}")
-            continue
-        if nvdisasm:
-            path = os.path.join(tmp, "k.cubin")
-            with open(path, "wb") as f:
-                f.write(k.asm["cubin"])
-            sass = subprocess.run([nvdisasm, "-c", path], capture_output=True, text=True, check=True).stdout
-            results[name]["insns"] = sass.count(";")
-            results[name]["hmma"] = sass.count("HMMA.")
-            results[name]["hgmma"] = sass.count("HGMMA.")
-            results[name]["bars"] = sass.count("BAR.SYNC")
-            if "h0pf" in results[name]:  # L2 prefetches: plain (PF2) and L2::evict_last (PML2)
-                results[name]["h0pf"].update(pf2=sass.count("CCTL.E.PF2"), pml2=sass.count("CCTL.E.PML2"))
-            results[name]["unwritten_ur"] = unwritten_uniform_reads(sass)[:4]
-            # programmatic dependent launch: griddepcontrol.wait / .launch_dependents (ACQBULK / PREEXIT) and, in text order,
-            # the first memory access (the Gluon kernels' worker partitions come first in the text, behind a barrier)
-            names = [p.name for p in jit_fn.params]
-            lines = sass.splitlines()
-            first = lambda pat: next((i for i, ln in enumerate(lines) if re.search(pat, ln)), None)  # noqa: E731
-            results[name]["pdl"] = dict(
-                on=bool(c["constants"].get((names.index("PDL"),), False)) if "PDL" in names else None,
-                gluon=bool(is_gluon), acq=sass.count("ACQBULK"), preexit=sass.count("PREEXIT"), acq_at=first(r"ACQBULK"),
-                mem_at=first(r"\b(LDG|STG|LDS|STS|ATOM|ATOMG|RED|UTMALDG|UTMASTG|UBLKCP|LDGSTS)\b"),
-                preexit_at=first(r"PREEXIT"), gmem_last=max((i for i, ln in enumerate(lines)
-                                                             if re.search(r"\b(LDG|STG|ATOMG|RED)\b", ln)), default=None))
+    # ---- compile: the representative subset (every kernel's every constexpr value, argument type, alignment and
+    # launch option set; sm90_standin.representative) or, with --compile-gate=full, every specialisation; in
+    # parallel processes, through Triton's cache (keyed by source, options and toolchain)
+    import os
+    from sm90_standin import compile_all, compile_items, describe, features, nvdisasm_path, representative
+    full = os.environ.get("ATREX_COMPILE_GATE") == "full"
+    chosen = sorted(specs) if full else representative(specs)
+    workers = int(os.environ.get("ATREX_COMPILE_GATE_WORKERS") or (
+        len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
+    for name, (jit_fn, c) in specs.items():  # what the constants decide, for every recorded specialisation
+        results[name] = dict(describe(name, jit_fn, c), compiled=False)
+    results.update(compile_all(compile_items(specs, chosen), workers))
+    have = set().union(*(features(n, *specs[n]) for n in chosen)) if chosen else set()
+    missing = sorted(repr(f) for n in specs for f in features(n, *specs[n]) if f not in have)
+    results["selection"] = dict(ok=not missing and len(chosen) <= len(specs), mode="full" if full else "representative",
+                                recorded=len(specs), compiled=len(chosen), missing=missing[:5], workers=workers)
+    results["nvdisasm"] = dict(ok=True, path=nvdisasm_path(), triton=triton.__version__)
     print("RESULT " + json.dumps(results))
 ''').replace("SYS_PATH_LIST", repr(PATHS))
 
 
 @pytest.fixture(scope="module")
-def compiled():
+def compiled(request):
     try:
         from triton.backends.compiler import GPUTarget  # noqa: F401
         from triton.backends.nvidia.compiler import CUDABackend  # noqa: F401
     except Exception as exc:  # a Triton build without the NVIDIA backend cannot compile for sm90
         pytest.skip(f"Triton's NVIDIA backend is unavailable: {exc}")
     # the launchers must not touch a real GPU from this subprocess
-    return run_result_script(_SCRIPT, set_env={"CUDA_VISIBLE_DEVICES": "", "TRITON_DEFAULT_FP_FUSION": "1"},
+    mode = request.config.getoption("--compile-gate")
+    return run_result_script(_SCRIPT, set_env={"CUDA_VISIBLE_DEVICES": "", "TRITON_DEFAULT_FP_FUSION": "1",
+                                               "ATREX_COMPILE_GATE": mode},
                              drop_env=("TRITON_INTERPRET",), timeout=1500, cwd=ROOT, what="compile subprocess")
 
 
@@ -272,8 +230,20 @@ def test_signature_determines_launch_keys(compiled):
     assert r["ok"], r
 
 
+def test_compiled_set_covers_every_recorded_feature(compiled):
+    """The default tier compiles a subset of the recorded specialisations in which every kernel's every constexpr
+    value (an int argument Triton specialised to 1 included), argument type, alignment and launch option set
+    appears (``sm90_standin.representative``); ``--compile-gate=full`` (nox session ``compile-gate-full``, which CI
+    also runs) compiles every one."""
+    sel = compiled["selection"]
+    assert sel["ok"], sel
+    built = [n for n, r in compiled.items() if r.get("compiled") is True]
+    assert len(built) == sel["compiled"] and (sel["mode"] != "full" or len(built) == sel["recorded"]), sel
+
+
 def test_every_specialisation_compiles_for_sm90_within_shared_memory(compiled):
-    bad = {name: r for name, r in compiled.items() if not r["ok"]}
+    """Every compiled specialisation (the representative subset, or all with ``--compile-gate=full``)."""
+    bad = {name: r for name, r in compiled.items() if r.get("compiled", True) and not r["ok"]}
     assert not bad, json.dumps(bad, indent=1)[:6000]
 
 
@@ -307,7 +277,7 @@ def test_intra_kernels_compile_with_the_launch_register_cap(compiled):
     import re
     pairs, kinds = [], set()
     for name, r in compiled.items():
-        if name.startswith("atrex_sm90_gdn_intra_chunk_v3|"):
+        if name.startswith("atrex_sm90_gdn_intra_chunk_v3|") and r["compiled"]:
             want = re.search(r"'maxnreg': (\d+)", name)
             pairs.append((int(want.group(1)) if want else None, r.get("ptx_maxnreg")))
             kinds.add((r.get("gs"), r.get("ptx_maxnreg")))
