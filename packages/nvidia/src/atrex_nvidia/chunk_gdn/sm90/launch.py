@@ -59,7 +59,7 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     use_qk_l2norm_in_kernel : L2-normalise q and k (fp32, eps 1e-6 inside the sqrt).
     cu_seqlens : None or ``[N+1]`` int32/int64 on q's device (requires ``B == 1``).
     sm_count : the device's SM count (the dispatcher passes it); None looks it up.
-    plan : a ``GdnPlan`` to run instead of the default one (tests, benchmarks).
+    plan : a ``GdnPlan`` to run instead of the default one (tests).
     plan_only : return ``(plan, launches)`` instead of launching.
 
     Returns

@@ -2,7 +2,7 @@
 
 ``plan_call`` looks at shapes, dtypes, strides and alignment only (never at device values), so the plan of a call
 is fixed by its signature and a captured CUDA graph replays the same launches. A plan is an immutable
-``GdnPlan``; tests and the benchmark pass one to ``launch.gdn_fwd`` to run a path the default rule would not pick.
+``GdnPlan``; tests pass one to ``launch.gdn_fwd`` to run a path the default rule would not pick.
 
 The pipeline is always: [varlen bookkeeping] -> [gates] -> intra-chunk kernel -> [segment pass + composition]
 -> state/output kernel. The paths (measured on SM90 with K = V = 128):
