@@ -1,0 +1,151 @@
+"""Launcher of ``nvidia.paged_prefill_sm90``: tile choice, the grid, and the record of compiled Triton
+specialisations that makes CUDA-graph capture safe.
+
+Every choice reads host values that are fixed under capture (``total_q``, batch, heads, ``max_seqlen_q``,
+head dim, page size, dtype, flags), never ``seqused_k`` / ``cu_seqlens_q`` / block table contents: the
+grid is an upper bound on the (sequence, query tile) work items and the device decides which items are
+real. Nothing is allocated but the LSE (shape ``[Hq, Tq]``, fixed by the call). Validation belongs to
+``impl.check``; this module trusts its caller.
+"""
+
+import torch
+import triton
+
+from atrex.errors import AtrexCaptureError
+from atrex_nvidia.triton_warm import WarmRecord, launch_key
+
+from . import kernels as _k
+
+LOG2E = 1.4426950408889634
+INT32_MAX = (1 << 31) - 1
+
+# Override hook for benchmark sweeps only: None, or (BLOCK_M cap, BLOCK_N, num_warps, num_stages).
+CFG_OVERRIDE = None
+
+
+def block_d_for(head_dim: int) -> int:
+    """The padded head dim of the tiles: the next power of two, at least 16 (``tl.dot``'s minimum)."""
+    return max(16, triton.next_power_of_2(head_dim))
+
+
+def tile_config(head_dim: int, page_size: int) -> tuple[int, int, int, int]:
+    """(BLOCK_M cap, BLOCK_N, num_warps, num_stages) for the padded head dim. 128 query rows and 64-key
+    tiles (K + V: 32 KiB per stage at D = 128 bf16) keep the fp32 accumulator in registers with 8 warps;
+    D = 256 halves the rows. A page that is a multiple of 64 gives each key tile one block id; page 16 /
+    32 gather four / two pages per tile through per-row block ids. Not yet tuned on the H200."""
+    if CFG_OVERRIDE is not None:
+        return CFG_OVERRIDE
+    bd = block_d_for(head_dim)
+    if bd <= 64:
+        return 128, 64, 4, 3
+    if bd <= 128:
+        return 128, 64, 8, 3
+    return 64, 64, 8, 2
+
+
+def plan(call) -> dict:
+    """The static launch plan of ``call`` (host values only).
+
+    Rows of the M tile are (query token, query head) pairs: ``GS`` heads of one GQA group (the whole
+    group when it fits the tile, else ``G_CHUNKS`` chunks of it) times ``BLOCK_Q`` query tokens, so calls
+    with few query tokens per sequence still fill the tile."""
+    g = call.num_heads_q // call.num_heads_k
+    cap, block_n, num_warps, num_stages = tile_config(call.head_dim, call.page_size)
+    gs = min(g, cap)
+    block_m = min(cap, max(16, triton.next_power_of_2(max(1, call.max_seqlen_q) * gs)))
+    block_q = block_m // gs
+    return dict(gs=gs, g_chunks=-(-g // gs), block_m=block_m, block_q=block_q, block_n=block_n,
+                num_warps=num_warps, num_stages=num_stages, items=call.total_q // block_q + call.batch)
+
+
+# ---- record of compiled specialisations -----------------------------------------------------------
+
+WARM = WarmRecord()
+
+
+def warmed_keys() -> tuple:
+    return WARM.keys()
+
+
+def clear_compiled() -> None:
+    WARM.clear()
+
+
+def _require_compiled(call, specs) -> list:
+    """The keys among ``specs`` ((kernel, args, meta) triples) not launched yet; under capture any such
+    key raises :class:`AtrexCaptureError` (before allocation or launch)."""
+    missing = WARM.missing([launch_key(kernel, args, meta) for kernel, args, meta in specs])
+    if missing and call.capturing:
+        raise AtrexCaptureError(
+            f"nvidia.paged_prefill_sm90: the Triton specialisation {missing[0][0]} for this call is not "
+            "compiled and CUDA-graph capture is active; prewarm first (atrex.prewarm('flash_attn_varlen', "
+            "[call kwargs]) or one eager call with the same static shape) before capturing")
+    return missing
+
+
+def _nonempty(t, stand_in):
+    """A zero-size KV cache or table has no valid pointer; no element is read then (no visible key)."""
+    return t if t.numel() else stand_in
+
+
+def _scales(call) -> tuple[float, float]:
+    """(qk_scale, softcap_log2): log2(e) goes into the softcap factor when there is one, else the scale."""
+    if call.softcap > 0:
+        return call.softmax_scale / call.softcap, call.softcap * LOG2E
+    return call.softmax_scale * LOG2E, 0.0
+
+
+def _args(call, out, lse):
+    """The kernel's runtime arguments, in its parameter order."""
+    q, bt = call.q, call.block_table
+    k, v = _nonempty(call.k, q), _nonempty(call.v, q)
+    kv_cap = min(bt.shape[1] * call.page_size, INT32_MAX) if bt.dim() == 2 else 0
+    bt = _nonempty(bt, call.seqused_k)
+    qd, kd, vd = call.q_descale, call.k_descale, call.v_descale
+
+    def st(t, i):
+        return 0 if t is None else t.stride(i)
+
+    qk_scale, softcap_log2 = _scales(call)
+    return (
+        q, k, v, bt, call.seqused_k, call.cu_seqlens_q, qd, kd, vd, call.s_aux, out, lse,
+        q.stride(0), q.stride(1),
+        k.stride(0), k.stride(1), k.stride(2),
+        v.stride(0), v.stride(1), v.stride(2),
+        bt.stride(0) if bt.dim() == 2 else 0, kv_cap, max(1, call.k.shape[0]),
+        st(qd, 0), st(qd, 1), st(kd, 0), st(kd, 1), st(vd, 0), st(vd, 1),
+        out.stride(0), out.stride(1), call.total_q,
+        call.total_q, call.batch,
+        qk_scale, softcap_log2, call.window_left, call.window_right,
+    )
+
+
+def _meta(call, p) -> dict:
+    qd, kd, vd = call.q_descale, call.k_descale, call.v_descale
+    return dict(
+        G=call.num_heads_q // call.num_heads_k, GS=p["gs"], G_CHUNKS=p["g_chunks"], BLOCK_Q=p["block_q"],
+        D=call.head_dim, BLOCK_D=block_d_for(call.head_dim), BLOCK_M=p["block_m"], BLOCK_N=p["block_n"],
+        PAGE=call.page_size, SOFTCAP=call.softcap > 0, WIN_LEFT=call.window_left >= 0,
+        WIN_RIGHT=call.window_right >= 0, IS_FP8=call.is_fp8, HAS_QD=qd is not None, HAS_KD=kd is not None,
+        HAS_VD=vd is not None, HAS_SINK=call.s_aux is not None, HAS_LSE=call.return_lse,
+        num_warps=p["num_warps"], num_stages=p["num_stages"],
+    )
+
+
+def prefill(call, out: torch.Tensor):
+    """Run ``call`` into ``out`` on the current stream; returns the LSE ``[Hq, Tq]`` fp32 or None.
+
+    Rows at or past ``cu_seqlens_q[B]`` belong to no sequence: ``out`` and the LSE there are not written.
+    """
+    p = plan(call)
+    meta = _meta(call, p)
+    lse = torch.float32 if call.return_lse else None  # stands as its dtype until allocated
+    missing = _require_compiled(call, [(_k.atrex_sm90_paged_prefill, _args(call, out, lse), meta)])
+    if call.return_lse:
+        lse = torch.empty((call.num_heads_q, call.total_q), dtype=torch.float32, device=call.device)
+    if call.total_q == 0:
+        return lse
+    grid = (p["items"], call.num_heads_k * p["g_chunks"])
+    _k.atrex_sm90_paged_prefill[grid](*_args(call, out, lse), **meta)
+    WARM.add(missing)
+    return lse
