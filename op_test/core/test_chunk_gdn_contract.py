@@ -77,6 +77,18 @@ REJECTIONS = [
     ("gate_without_A_log", _mod(F, use_gate_in_kernel=True), AtrexValueError, "A_log"),
     ("A_log_without_gate", _mod(F, A_log=torch.zeros(4)), AtrexValueError, "A_log"),
     ("A_log_shape", _mod(F, use_gate_in_kernel=True, A_log=torch.zeros(3)), AtrexValueError, "A_log"),
+    ("A_log_int", _mod(F, use_gate_in_kernel=True, A_log=torch.zeros(4, dtype=torch.int32)), AtrexTypeError,
+     "A_log"),
+    ("A_log_fp64", _mod(F, use_gate_in_kernel=True, A_log=torch.zeros(4, dtype=torch.float64)), AtrexTypeError,
+     "A_log"),
+    ("dt_bias_shape", _mod(F, use_gate_in_kernel=True, A_log=torch.zeros(4), dt_bias=torch.zeros(4, 1)),
+     AtrexValueError, "dt_bias"),
+    ("dt_bias_int", _mod(F, use_gate_in_kernel=True, A_log=torch.zeros(4), dt_bias=torch.zeros(4).long()),
+     AtrexTypeError, "dt_bias"),
+    ("dt_bias_without_gate", _mod(F, dt_bias=torch.zeros(4)), AtrexValueError, "dt_bias"),
+    ("A_log_device", _mod(F, use_gate_in_kernel=True, A_log=torch.zeros(4, device="meta")), AtrexValueError,
+     "A_log"),
+    ("lower_bound", _mod(F, lower_bound=-5.0), AtrexTypeError, "lower_bound"),  # (KDA's, not GDN's)
     ("both_layout_flags", _mod(VL, transpose_state_layout=True), AtrexValueError, "transpose_state_layout"),
     ("scale_tensor", _mod(F, scale=torch.tensor(0.1)), AtrexTypeError, "scale"),
     ("flag_type", _mod(F, output_final_state="yes"), AtrexTypeError, "output_final_state"),
@@ -102,6 +114,28 @@ def test_requires_grad_rejected_with_clear_error():
     kw = _mod(F, q=F["q"].clone().requires_grad_(True))
     with pytest.raises(AtrexNotSupportedError, match="`q`"):
         atrex.chunk_gated_delta_rule(**kw)
+    kw = _mod(F, use_gate_in_kernel=True, A_log=torch.zeros(4, requires_grad=True))
+    with pytest.raises(AtrexNotSupportedError, match="`A_log`"):
+        atrex.chunk_gated_delta_rule(**kw)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("chunk_size", [16, 32, 64])
+def test_fla_options_accepted(dtype, chunk_size):
+    """fla 0.6's forward options: fp32 / 16-bit q, k, v; chunk_size 16 / 32 / 64 (a hint: the same result); the
+    in-kernel gate with A_log and optional dt_bias in any float dtype; the beta sigmoid with allow_neg_eigval."""
+    kw = _mod(fixed(), q=F["q"].to(dtype), k=F["k"].to(dtype), v=F["v"].to(dtype), beta=F["beta"].float())
+    before = snapshot(kw)
+    base = atrex.chunk_gated_delta_rule(**kw)
+    o, final = atrex.chunk_gated_delta_rule(**kw, chunk_size=chunk_size)
+    assert o.dtype == dtype and torch.equal(o, base[0]) and torch.equal(final, base[1])
+    for dt_bias in (None, torch.zeros(4, dtype=torch.bfloat16)):
+        opts = dict(use_gate_in_kernel=True, A_log=torch.zeros(4, dtype=torch.float16), dt_bias=dt_bias,
+                    use_beta_sigmoid_in_kernel=True, allow_neg_eigval=True, chunk_size=chunk_size)
+        assert atrex.can_use_chunk_gated_delta_rule(**kw, **opts)
+        o, final = atrex.chunk_gated_delta_rule(**kw, **opts)
+        assert o.shape == (2, 20, 4, 8) and torch.isfinite(o.float()).all() and torch.isfinite(final).all()
+    assert_unchanged(before, kw)
 
 
 def test_vllm_qwen3_next_call_pattern():

@@ -56,13 +56,26 @@ def gdn_calls(draw):
         call["g"] = torch.full_like(g, -20.0)
     if draw(st.booleans()):
         call["scale"] = 0.1
+    if draw(st.integers(0, 3)) == 0:  # fla's in-kernel gate (raw g, A_log, optional dt_bias) on a quarter
+        gen = torch.Generator().manual_seed(draw(st.integers(0, 2**16)))
+        call.update(use_gate_in_kernel=True, g=torch.randn(g.shape, generator=gen).to(g.dtype),
+                    A_log=torch.randn(hv, generator=gen), dt_bias=torch.randn(hv, generator=gen) if
+                    draw(st.booleans()) else None)
+    if draw(st.integers(0, 3)) == 0:  # raw beta through the in-kernel sigmoid, with or without the factor 2
+        call.update(use_beta_sigmoid_in_kernel=True, allow_neg_eigval=draw(st.booleans()),
+                    beta=(torch.randn(call["beta"].shape, generator=torch.Generator().manual_seed(1)) * 2).to(
+                        call["beta"].dtype))
     return call
+
+
+GATE_KEYS = ("use_gate_in_kernel", "A_log", "dt_bias", "use_beta_sigmoid_in_kernel", "allow_neg_eigval")
 
 
 def oracle(kw):
     return gdn_oracle(kw["q"], kw["k"], kw["v"], kw["g"], kw["beta"], scale=kw.get("scale"),
                       initial_state=kw.get("initial_state"), state_v_first=kw["state_v_first"],
-                      cu_seqlens=kw["cu_seqlens"], use_qk_l2norm_in_kernel=kw["use_qk_l2norm_in_kernel"])
+                      cu_seqlens=kw["cu_seqlens"], use_qk_l2norm_in_kernel=kw["use_qk_l2norm_in_kernel"],
+                      **{n: kw[n] for n in GATE_KEYS if n in kw})
 
 
 @SETTINGS
@@ -101,6 +114,47 @@ def test_beta_sigmoid_neg_eigval_and_gate_in_kernel_options():
     g = -torch.exp(a_log) * F.softplus(kw["g"] + dt_bias)
     ref_o, ref_s = oracle({**kw, "g": g, "beta": 2 * torch.sigmoid(raw_beta)})
     assert close(ref_o, o, 1e-5) and close(ref_s, s, 1e-5)
+    # the oracle's own float64 gate options give the same result
+    ref_o2, ref_s2 = oracle({**kw, "beta": raw_beta, "use_beta_sigmoid_in_kernel": True, "allow_neg_eigval": True,
+                             "use_gate_in_kernel": True, "A_log": a_log, "dt_bias": dt_bias})
+    assert close(ref_o2, o, 1e-5) and close(ref_s2, s, 1e-5)
+
+
+def test_gate_transform_of_reference_and_oracle_is_flas():
+    """fla's gate, ``-exp(A_log.float()) * softplus(g.float() + dt_bias.float())`` (torch's softplus, threshold
+    20): the reference's fp32 transform and the oracle's float64 one agree with it across softplus' regimes
+    (x far below 0, around 0, above the threshold), bf16 / fp16 / fp32 g and parameters, with and without dt_bias;
+    the beta sigmoid likewise (2 sigmoid(beta) with allow_neg_eigval)."""
+    from atrex.reference.chunk_gdn import prepare_inputs
+    from atrex.reference.oracle import gdn_gates64
+    from atrex.api.chunk_gdn import normalize_gdn_call
+    x = torch.tensor([-90.0, -30.0, -16.0, -5.0, -0.5, 0.0, 0.5, 5.0, 19.0, 21.0, 60.0])
+    for g_dt, p_dt in ((torch.float32, torch.float32), (torch.bfloat16, torch.bfloat16), (torch.float16, torch.float32)):
+        for bias in (None, torch.tensor([0.5, -2.0])):
+            kw = gdn_inputs(batch=1, seq_len=x.numel(), num_heads=1, num_v_heads=2, head_k_dim=4, head_v_dim=4,
+                            dtype=torch.float32, gate_dtype=g_dt, seed=7)
+            kw["g"] = torch.stack([x, -x], -1)[None].to(g_dt)
+            a_log = torch.tensor([0.3, -1.2]).to(p_dt)
+            b = None if bias is None else bias.to(p_dt)
+            want = -a_log.float().exp() * F.softplus(kw["g"].float() + (0.0 if b is None else b.float()))
+            call = normalize_gdn_call(**kw, use_gate_in_kernel=True, A_log=a_log, dt_bias=b)
+            got_ref = prepare_inputs(call)[3]
+            got64, _ = gdn_gates64(kw["g"], kw["beta"], use_gate_in_kernel=True, A_log=a_log, dt_bias=b)
+            torch.testing.assert_close(got_ref, want, rtol=1e-6, atol=0)
+            torch.testing.assert_close(got64, want.double(), rtol=2e-6, atol=1e-30)
+    raw = torch.linspace(-30, 30, 13).reshape(1, 13, 1)
+    for neg in (False, True):
+        _, b64 = gdn_gates64(torch.zeros_like(raw), raw, use_beta_sigmoid_in_kernel=True, allow_neg_eigval=neg)
+        torch.testing.assert_close(b64, (torch.sigmoid(raw) * (2.0 if neg else 1.0)).double(), rtol=1e-6, atol=0)
+
+
+def test_chunk_size_is_a_hint():
+    """fla accepts chunk_size 16, 32 or 64; the result does not depend on it (the reference computes with 64)."""
+    kw = gdn_inputs(batch=2, seq_len=100, num_heads=1, num_v_heads=2, head_k_dim=8, head_v_dim=8, seed=8)
+    o64, s64 = atrex.chunk_gated_delta_rule(**kw)
+    for cs in (16, 32):
+        o, s = atrex.chunk_gated_delta_rule(**kw, chunk_size=cs)
+        assert torch.equal(o, o64) and torch.equal(s, s64)
 
 
 _MUTATIONS = [

@@ -143,11 +143,9 @@ def normalize_gdn_call(
         V.same_device(name, x, device)
     for name, x in (("q", q), ("k", k), ("v", v), ("g", g), ("beta", beta)):  # integers: a wrong type
         if not x.is_floating_point():
-            raise AtrexTypeError(name, V.shape_str(x), "a floating-point tensor (bfloat16 or float16; "
-                                 "float32 on the CPU reference)")
+            raise AtrexTypeError(name, V.shape_str(x), "a floating-point tensor (bfloat16, float16 or float32)")
     if q.dtype not in _IO_DTYPES:
-        raise AtrexNotSupportedError.feature("q", V.dname(q.dtype), "bfloat16 or float16 (float32: reference only)",
-                                             op=OP)
+        raise AtrexNotSupportedError.feature("q", V.dname(q.dtype), "bfloat16, float16 or float32", op=OP)
     for name, x in (("k", k), ("v", v)):
         if x.dtype != q.dtype:
             raise AtrexValueError(name, V.shape_str(x), f"the dtype of q ({V.dname(q.dtype)})")
@@ -169,6 +167,8 @@ def normalize_gdn_call(
                 continue
             if tuple(x.shape) != (hv,):
                 raise AtrexValueError(name, V.shape_str(x), f"shape [HV={hv}]")
+            if x.dtype not in _GATE_DTYPES:  # (fla reads them as fp32; integers are a wrong type)
+                raise AtrexTypeError(name, V.shape_str(x), "float32, bfloat16 or float16")
             V.same_device(name, x, device)
     elif A_log is not None or dt_bias is not None:
         raise AtrexValueError("A_log" if A_log is not None else "dt_bias", "a tensor",
@@ -198,7 +198,8 @@ def normalize_gdn_call(
         if initial_state.dtype not in _GATE_DTYPES:
             raise AtrexTypeError("initial_state", V.shape_str(initial_state), "float32, bfloat16 or float16")
         V.same_device("initial_state", initial_state, device)
-    V.reject_grad(OP, {"q": q, "k": k, "v": v, "g": g, "beta": beta, "initial_state": initial_state})
+    V.reject_grad(OP, {"q": q, "k": k, "v": v, "g": g, "beta": beta, "initial_state": initial_state,
+                       "A_log": A_log, "dt_bias": dt_bias})
     return GDNCall(
         q, k, v, g, beta, kd ** -0.5 if scale is None else scale, initial_state, output_final_state, l2,
         beta_sigmoid, neg_eig, state_v_first, cu_seqlens, cu_seqlens_cpu, gate_in_kernel, A_log, dt_bias,
@@ -226,7 +227,7 @@ _DOC = """Chunked Gated DeltaNet forward (prefill), compatible with fla's ``chun
 Parameters
 ----------
 q, k : Tensor ``[B, T, H, K]``
-    bf16 or fp16 (fp32 on the reference only); ``stride(-1) == 1``.
+    bf16, fp16 or fp32; ``stride(-1) == 1``.
 v : Tensor ``[B, T, HV, V]``
     Same dtype; GVA: ``HV % H == 0``, value head ``hv`` uses q/k head ``hv // (HV/H)``.
 g : Tensor ``[B, T, HV]``
@@ -242,10 +243,15 @@ output_final_state : bool
     Also return the fp32 final state, in the layout chosen by ``state_v_first``.
 use_qk_l2norm_in_kernel : bool
     L2-normalise q and k per token and head (fp32, eps 1e-6, rounded to the input dtype).
+use_beta_sigmoid_in_kernel, allow_neg_eigval : bool
+    ``beta <- sigmoid(beta)`` in fp32, times 2 with ``allow_neg_eigval`` (which requires the sigmoid flag).
 cu_seqlens : Tensor ``[N+1]`` int32 or int64, optional
     Varlen: requires ``B == 1``. ``cu_seqlens_cpu`` is an optional CPU mirror (trusted).
 chunk_size : 16, 32 or 64
-    A hint; ATREX kernels compute with 64.
+    A hint; ATREX kernels compute with 64 (the result does not depend on it).
+use_gate_in_kernel, A_log, dt_bias
+    ``g <- -exp(A_log) * softplus(g + dt_bias)`` in fp32 before the recurrence; ``A_log`` and the optional
+    ``dt_bias`` are ``[HV]`` (fp32, bf16 or fp16); ``A_log`` is required when on and refused when off.
 cp_context, head_first=True
     Rejected with :class:`AtrexNotSupportedError`.
 

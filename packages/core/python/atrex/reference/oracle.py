@@ -81,16 +81,36 @@ def l2norm_rounded(x):
     return (x.float() * torch.rsqrt(x.float().pow(2).sum(-1, keepdim=True) + 1e-6)).to(x.dtype)
 
 
+def softplus64(x):
+    """ln(1 + e^x) in float64 without overflow: max(x, 0) + log1p(e^-|x|)."""
+    return x.clamp_min(0) + torch.log1p(torch.exp(-x.abs()))
+
+
+def gdn_gates64(g, beta, *, use_gate_in_kernel=False, A_log=None, dt_bias=None, use_beta_sigmoid_in_kernel=False,
+                allow_neg_eigval=False):
+    """The in-kernel gate options in float64: ``g <- -e^A_log softplus(g + dt_bias)`` (per value head, the last
+    dimension) and ``beta <- sigmoid(beta)``, times 2 with ``allow_neg_eigval``. Returns float64 CPU tensors."""
+    g, beta = g.cpu().double(), beta.cpu().double()
+    if use_gate_in_kernel:
+        x = g + (0.0 if dt_bias is None else dt_bias.cpu().double())
+        g = -torch.exp(A_log.cpu().double()) * softplus64(x)
+    if use_beta_sigmoid_in_kernel:
+        beta = (2.0 if allow_neg_eigval else 1.0) / (1.0 + torch.exp(-beta))
+    return g, beta
+
+
 def gdn_oracle(q, k, v, g, beta, *, scale=None, initial_state=None, state_v_first=False, cu_seqlens=None,
-               use_qk_l2norm_in_kernel=False):
-    """Exact recurrence in float64. Returns (o [B,T,HV,V] float64, final state float64 in the caller's layout)."""
+               use_qk_l2norm_in_kernel=False, **gates):
+    """Exact recurrence in float64. Returns (o [B,T,HV,V] float64, final state float64 in the caller's layout).
+    ``gates``: the keyword options of :func:`gdn_gates64` (gate in kernel, beta sigmoid)."""
     if use_qk_l2norm_in_kernel:
         q, k = l2norm_rounded(q), l2norm_rounded(k)
     b_, t_, h_, kd = q.shape
     hv, vd = v.shape[2], v.shape[3]
     group = hv // h_
     scale = kd ** -0.5 if scale is None else scale
-    q, k, v, g, beta = (x.cpu().double() for x in (q, k, v, g, beta))
+    g, beta = gdn_gates64(g, beta, **gates)
+    q, k, v = (x.cpu().double() for x in (q, k, v))
     if cu_seqlens is None:
         seqs = [(b, 0, t_) for b in range(b_)]
     else:
