@@ -81,12 +81,13 @@ def skip_unless(capability, arch):
 
 @pytest.fixture
 def force_fa4(monkeypatch):
-    """These cases test ``nvidia.fa4`` itself. On sm90 its decode policy hands paged max_seqlen_q <= 16
-    calls to nvidia.decode_splitkv while that is enabled: disable it for the FA4 cases (FA4 then keeps
-    them), without touching how the CPU reference is selected."""
+    """These cases test ``nvidia.fa4`` itself. On sm90 its policies hand paged max_seqlen_q <= 16 calls to
+    nvidia.decode_splitkv and paged page_size == tile_n calls to nvidia.paged_prefill_sm90 while those are
+    enabled: disable both for the FA4 cases (FA4 then keeps them), without touching how the CPU reference
+    is selected."""
     from atrex import env
 
-    monkeypatch.setenv("ATREX_DISABLE", "nvidia.decode_splitkv")
+    monkeypatch.setenv("ATREX_DISABLE", "nvidia.decode_splitkv,nvidia.paged_prefill_sm90")
     env.reload()
     yield
     monkeypatch.delenv("ATREX_DISABLE")

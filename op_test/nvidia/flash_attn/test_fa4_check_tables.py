@@ -29,6 +29,7 @@ from atrex_nvidia.flash_attn.common_utils.fa4_domain import (
     check_fa4,
     fa4_window,
 )
+from atrex_nvidia.flash_attn.sm90.fa4_table import TABLES as SM90_TABLES
 from atrex_nvidia.flash_attn.sm90.fa4_table import tile_n_sm90
 from testlib import OpRecorder
 
@@ -48,8 +49,20 @@ def fa4v(request, monkeypatch):
     monkeypatch.setattr(fa4_domain, "_probe_done", True)
     monkeypatch.setattr(fa4_domain, "_probe_reason", None)
     monkeypatch.setattr(fa4_domain, "_probe_version", request.param)
+    # sm90's paged TMA-tail policy (tested on its own below, fixture ``tma_policy``) is off here: the table
+    # tests check FA4's own asserts, which accept page_size == tile_n
+    for v in FA4_VERSIONS:
+        monkeypatch.setitem(fa4.TABLES[v], "sm90", dataclasses.replace(SM90_TABLES[v], paged_tma_policy=None))
     fa4._verdicts.clear()
     return request.param
+
+
+@pytest.fixture
+def tma_policy(monkeypatch):
+    """The real sm90 tables, paged TMA-tail policy on (after ``fa4v`` switched it off)."""
+    for v in FA4_VERSIONS:
+        monkeypatch.setitem(fa4.TABLES[v], "sm90", SM90_TABLES[v])
+    fa4._verdicts.clear()
 
 
 def mk(arch="sm90", q_lens=(17, 20), k_lens=(40, 70), **kw):
@@ -398,6 +411,109 @@ def test_sm90_decode_policy_when_enabled():
     assert c(mk("sm90", q_lens=(16, 3), page_size=16)) == ["policy.decode_shape"]
     assert c(mk("sm90", q_lens=(17, 3), page_size=16)) == []
     assert c(mk("sm90", q_lens=(1, 1), page_size=None)) == []  # non-paged: not a decode shape
+
+
+# ---- SM90 paged TMA-tail policy: page_size == tile_n goes to nvidia.paged_prefill_sm90 --------------
+
+PREFILL = "nvidia.paged_prefill_sm90"
+
+
+def _select(call):
+    from atrex.dispatch.registry import get_registry
+
+    return get_registry().select("flash_attn_varlen", call).id
+
+
+@pytest.fixture
+def disabled(monkeypatch):
+    """``disabled("a,b")``: ATREX_DISABLE for the rest of the test (registry candidates recomputed)."""
+    from atrex import env
+    from atrex.dispatch.registry import get_registry
+
+    def set_(ids):
+        monkeypatch.setenv("ATREX_DISABLE", ids)
+        env.reload()
+        get_registry()._cands.clear()
+
+    yield set_
+    monkeypatch.delenv("ATREX_DISABLE", raising=False)
+    env.reload()
+    get_registry()._cands.clear()
+
+
+#: (head_dim, page_size, causal, window): page_size == FA4's sm90 tile_n, FA4's TMA paged path
+TMA_PAGES = [(128, 128, True, None), (64, 128, False, None), (40, 128, True, None), (72, 128, True, None),
+             (72, 144, False, None), (96, 144, False, None), (256, 80, True, None), (256, 64, True, (31, 0)),
+             (192, 112, True, None), (160, 96, False, (31, 31))]
+
+
+@pytest.mark.usefixtures("tma_policy")
+@pytest.mark.parametrize("d,page,causal,window", TMA_PAGES)
+def test_sm90_tma_tail_policy_hands_tma_pages_to_paged_prefill(d, page, causal, window):
+    assert tile_n_sm90(d, causal, window is not None) == page
+    pol = fa4.domains()["sm90"].paged_tma_policy
+    assert pol is not None and pol.enabled and pol.goes_to == PREFILL
+    call = mk("sm90", head_dim=d, page_size=page, causal=causal, window_size=window)
+    (r,) = fa4.check(call).reasons
+    assert r.code == "policy.paged_tma_tail" and r.argument == "block_table" and PREFILL in r.supported
+    assert _select(call) == PREFILL
+
+
+@pytest.mark.usefixtures("tma_policy")
+@pytest.mark.parametrize("d,page,causal,window", [
+    (128, 16, True, None), (128, 64, True, None), (128, 256, True, None), (64, 144, True, None),
+    (96, 128, False, None), (256, 80, True, (31, 0)), (128, None, True, None), (256, None, True, None)])
+def test_sm90_tma_tail_policy_leaves_other_pages_to_fa4(d, page, causal, window, fa4v):
+    call = mk("sm90", head_dim=d, page_size=page, causal=causal, window_size=window)
+    if fa4v == FA4_B19 and page and tile_n_sm90(d, causal, window is not None) % 128:  # b19 cp.async: 128 | tile_n
+        assert codes(call) == ["page_size"]
+        return
+    ok(call)
+    assert _select(call) == "nvidia.fa4"
+
+
+@pytest.mark.usefixtures("tma_policy")
+@pytest.mark.parametrize("arch", ["sm100", "sm103"])
+def test_tma_tail_policy_only_on_sm90(arch):
+    assert fa4.domains()[arch].paged_tma_policy is None
+    ok(mk(arch, head_dim=128, page_size=128))
+
+
+@pytest.mark.usefixtures("tma_policy")
+def test_sm90_tma_tail_policy_keeps_fa4_when_paged_prefill_disabled_or_declines(monkeypatch, disabled):
+    from atrex.dispatch.registry import get_registry
+    from atrex.eligibility import Eligibility, Reason
+
+    call = mk("sm90", head_dim=128, page_size=128)
+    disabled(PREFILL)
+    ok(call)
+    assert _select(call) == "nvidia.fa4"
+    disabled("")
+    (pimpl,) = [i for i in get_registry().impls if i.id == PREFILL]
+    assert pimpl.check(call).ok
+    monkeypatch.setattr(pimpl, "_check", lambda c: Eligibility.no(Reason("x", "q", 1, "2")))
+    ok(call)
+
+
+@pytest.mark.usefixtures("tma_policy")
+def test_sm90_decode_shape_on_a_tma_page_names_both_policies(disabled):
+    call = mk("sm90", head_dim=128, page_size=128, q_lens=(1, 4))
+    assert codes(call) == ["policy.decode_shape", "policy.paged_tma_tail"]
+    assert _select(call) == "nvidia.decode_splitkv"
+    disabled("nvidia.decode_splitkv")
+    assert codes(call) == ["policy.decode_shape", "policy.paged_tma_tail"]
+    assert _select(call) == PREFILL
+    disabled(f"nvidia.decode_splitkv,{PREFILL}")
+    ok(call)
+    assert _select(call) == "nvidia.fa4"
+
+
+@pytest.mark.usefixtures("tma_policy")
+def test_sm90_tma_tail_policy_with_a_domain_reason_stays_declined():
+    """A call FA4 declines for a domain reason too is not kept by FA4 whoever takes it."""
+    call = mk("sm90", head_dim=128, page_size=128, dtype=torch.float8_e4m3fn)
+    assert codes(call) == ["dtype", "policy.paged_tma_tail"]
+    assert _select(call) == PREFILL
 
 
 # ---- host-only, the window mapping and the capture error -------------------------------------------

@@ -6,6 +6,7 @@ from atrex.plugin import PLUGIN_API, ImplSpec, PluginManifest
 
 _FA4 = "atrex_nvidia.flash_attn.fa4"
 _DECODE_SM90 = "atrex_nvidia.flash_attn.sm90.decode_splitkv.impl"
+_PREFILL_SM90 = "atrex_nvidia.flash_attn.sm90.paged_prefill.impl"
 _GDN90 = "atrex_nvidia.chunk_gdn.sm90.impl"
 _GDN_DECODE90 = "atrex_nvidia.gdn_decode.sm90.impl"
 
@@ -33,6 +34,20 @@ IMPLS: tuple[ImplSpec, ...] = (
         prewarm=f"{_DECODE_SM90}:prewarm",
         summary="ATREX split-KV paged decode (Triton, atrex_sm90_decode_*): max_seqlen_q <= 16, fp16/bf16/fp8, "
                 "graph-static split count, deterministic",
+    ),
+    # After FA4 and the decode kernel: paged calls of any query length that FA4 declines (fp8; D 40/72/88
+    # with page != tile_n; b19: fp32 sinks, D > 128 with page != tile_n) or that FA4's sm90 table hands
+    # over (policy.paged_tma_tail: page_size == FA4's tile_n, whose TMA path leaks NaN from page tails).
+    ImplSpec(
+        op="flash_attn_varlen",
+        id="nvidia.paged_prefill_sm90",
+        archs=("nvidia/sm90",),
+        priority=120,
+        check=f"{_PREFILL_SM90}:check",
+        run=f"{_PREFILL_SM90}:run",
+        prewarm=f"{_PREFILL_SM90}:prewarm",
+        summary="ATREX paged varlen attention for any query length (Triton, atrex_sm90_paged_prefill): "
+                "fp16/bf16/fp8, any page size and GQA ratio, page tails never read, deterministic",
     ),
     ImplSpec(
         op="chunk_gated_delta_rule",

@@ -62,22 +62,27 @@ def check(call) -> Eligibility:
     verdict = _verdicts.get(key)
     if verdict is None:
         verdict = _verdicts[key] = check_fa4(call, dom)
-    if not verdict.ok and dom.decode_policy is not None and verdict.reasons[0].code == _POLICY \
-            and len(verdict.reasons) == 1 and not _taken_over(call, dom.decode_policy.goes_to):
-        return _YES  # the split-KV kernel is disabled or declines this call: FA4 keeps it
+    if not verdict.ok and all(r.code.startswith("policy.") for r in verdict.reasons) \
+            and not any(_taken_over(call, impl_id) for impl_id in _policy_takers(verdict, dom)):
+        return _YES  # every implementation a policy names is disabled or declines this call: FA4 keeps it
     return verdict
 
 
-_POLICY = "policy.decode_shape"
 _YES = Eligibility.yes()
+
+
+def _policy_takers(verdict, dom) -> list[str]:
+    """The implementations the ``policy.*`` reasons of ``verdict`` hand the call to."""
+    takers = {"policy.decode_shape": dom.decode_policy, "policy.paged_tma_tail": dom.paged_tma_policy}
+    return [takers[r.code].goes_to for r in verdict.reasons if takers.get(r.code) is not None]
 
 
 _handover: dict[tuple, tuple] = {}  # (target id, impl id) -> (registry, enabled Impl or None)
 
 
 def _taken_over(call, impl_id: str) -> bool:
-    """Whether ``impl_id`` is an enabled candidate on the call's target and accepts the call (the decode
-    policy hands a call over only to an implementation that will run it). The candidate lookup is cached
+    """Whether ``impl_id`` is an enabled candidate on the call's target and accepts the call (a ``policy.*``
+    rule hands a call over only to an implementation that will run it). The candidate lookup is cached
     per registry (a new registry, e.g. after ``env.reload()`` with another ATREX_DISABLE, looks again)."""
     reg = get_registry()
     key = (call.target.id, impl_id)

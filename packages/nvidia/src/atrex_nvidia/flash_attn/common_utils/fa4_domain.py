@@ -25,8 +25,8 @@ import torch
 from atrex.eligibility import Eligibility, Reason
 
 __all__ = ["FA4_B19", "FA4_B36", "FA4_DIST", "FA4_MODULE", "FA4_RECOMMENDED", "FA4_SUPPORTED", "FA4_VERSIONS",
-           "DecodePolicy", "Fa4Domain", "check_fa4", "check_key", "fa4_requirement", "fa4_table_version",
-           "fa4_window", "reset_fa4_probe"]
+           "DecodePolicy", "Fa4Domain", "PagedTmaPolicy", "check_fa4", "check_key", "fa4_requirement",
+           "fa4_table_version", "fa4_window", "reset_fa4_probe"]
 
 FA4_DIST = "flash-attn-4"
 FA4_B19 = "4.0.0b19"  # the first release ATREX pinned
@@ -50,6 +50,15 @@ class DecodePolicy:
 
     enabled: bool
     max_seqlen_q: int
+    goes_to: str
+
+
+@dataclass(frozen=True)
+class PagedTmaPolicy:
+    """``policy.paged_tma_tail``: hand paged calls with ``page_size == tile_n`` (FA4's TMA paged path,
+    which loads whole pages) to ``goes_to``. ``enabled=False`` keeps the rule declared but inactive."""
+
+    enabled: bool
     goes_to: str
 
 
@@ -82,6 +91,7 @@ class Fa4Domain:
     # local windows and descales, and needs a fully contiguous table when paged -> non-paged only
     hd256_dedicated: bool = False
     decode_policy: DecodePolicy | None = None
+    paged_tma_policy: PagedTmaPolicy | None = None
     notes: tuple[str, ...] = ()
     fa4_version: str = FA4_B19  # the release whose asserts this table mirrors (and its call convention)
     # b36 only (None on b19): varlen batches above this size make FA4 pass a per-call block-count
@@ -244,6 +254,12 @@ def check_fa4(call, dom: Fa4Domain) -> Eligibility:
                                   f"non-paged KV only on {dom.arch} (FA4 {dom.fa4_tag} asserts page_table is None)"))
         elif not (dom.hd256_dedicated and d == 256):
             tile_n = dom.tile_n(d, mask == "causal", local)
+            tma = dom.paged_tma_policy
+            if call.page_size == tile_n and tma is not None and tma.enabled:
+                reasons.append(Reason("policy.paged_tma_tail", "block_table",
+                                      f"page_size {call.page_size} == FA4 tile_n (its TMA paged path)",
+                                      f"page_size != {tile_n} for paged calls (the TMA path reads page tails "
+                                      f"beyond seqused_k into P @ V; these go to {tma.goes_to})"))
             if call.page_size != tile_n:  # FA4's cp.async paged path
                 if d % dom.paged_cpasync_head_dim_multiple:
                     reasons.append(Reason("head_dim", "q", f"{d} with page_size {call.page_size}",

@@ -18,7 +18,13 @@ import dataclasses
 
 import torch
 
-from atrex_nvidia.flash_attn.common_utils.fa4_domain import FA4_B19, FA4_B36, DecodePolicy, Fa4Domain
+from atrex_nvidia.flash_attn.common_utils.fa4_domain import (
+    FA4_B19,
+    FA4_B36,
+    DecodePolicy,
+    Fa4Domain,
+    PagedTmaPolicy,
+)
 
 
 def tile_n_sm90(head_dim: int, causal: bool, local: bool) -> int:
@@ -61,12 +67,21 @@ DOMAIN_B19 = Fa4Domain(
     # 1.15-1.56x at B=64-256, and 0.91-0.95x at B=32 Lk=4096 with 1 split (the split rule now gives that
     # shape 2 splits; see docs/results/flash_attn.md for the run that checks it).
     decode_policy=DecodePolicy(enabled=True, max_seqlen_q=16, goes_to="nvidia.decode_splitkv"),
+    # Paged calls with page_size == tile_n (FA4's TMA paged path) belong to nvidia.paged_prefill_sm90, which
+    # never loads keys at or past seqused_k. Why: the TMA path loads whole pages, masks the scores only, and
+    # multiplies the zero probabilities by the page tail's V (0 * NaN = NaN); observed on the H200 with b19
+    # (op_test nan_page_tails_tma, strict xfail). b36 keeps the same whole-page TMA loads and has not been
+    # measured on SM90, so the rule covers both releases. As with the decode policy, fa4.check keeps the call
+    # when that implementation is disabled or declines it. Cost: those shapes run a Triton kernel instead of
+    # FA4 (page 128 at D <= 128, page 80 at D = 256, ...); vLLM's usual page 16 takes the clean cp.async path.
+    paged_tma_policy=PagedTmaPolicy(enabled=True, goes_to="nvidia.paged_prefill_sm90"),
     notes=(
         "num_splits: always 1 (b19 has no split-KV on SM90)",
         "cp.async paged KV only for tile_n == 128 (D <= 64; D <= 96 causal/local; D <= 128): D > 128 paged "
         "runs only with page_size == tile_n (TMA), e.g. Qwen3-Next D=256 causal with page 80",
         "KNOWN GAP (H200): with page_size == tile_n (TMA path) NaN in page tails beyond seqused_k reaches the "
-        "output (0*NaN); the cp.async path is clean. To be served by nvidia.decode_splitkv or sanitised.",
+        "output (0*NaN); the cp.async path is clean. Such calls go to nvidia.paged_prefill_sm90 "
+        "(policy.paged_tma_tail) unless it is disabled.",
     ),
 )
 
