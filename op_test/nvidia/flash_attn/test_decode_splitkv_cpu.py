@@ -192,10 +192,32 @@ _SCRIPT = textwrap.dedent(r'''
                                                                 poison=float("nan")), 2),
         ("fp8_no_descales", [1], [77], dict(dtype=FP8, fp8_descales=False), 1),
         ("hnd_layout", [1, 2], [100, 31], dict(dtype=F16, layout="hnd", return_lse=True), 2),
+        ("bad_block_ids", [1, 2], [200, 40], dict(dtype=F16, bad="blocks", return_lse=True), 3),
+        ("bad_seqused_past_table", [2, 1], [150, 30], dict(dtype=BF16, bad="seqused", page_size=32), 2),
+        ("bad_cu_q_past_end", [1, 3], [90, 60], dict(dtype=F16, bad="cu_end", return_lse=True), 2),
     ]
+
+    def make_bad(bad, args, call):
+        """Metadata the GPU value checks are off for, applied past normalisation (the CPU checks would refuse it),
+        and the kwargs with the values the kernel clamps them to (what the oracle must agree with)."""
+        nb, page = args["k"].shape[0], args["k"].shape[1]
+        bt, sk, cu = args["block_table"].clone(), args["seqused_k"].clone(), args["cu_seqlens_q"].clone()
+        if bad == "blocks":
+            bt[0, 1], bt[1, 0] = nb + 1000, -7
+            call = call._replace(block_table=bt)
+        elif bad == "seqused":
+            sk[0] = bt.shape[1] * page + 100
+            call = call._replace(seqused_k=sk)
+        else:
+            cu[-1] = cu[-1] + 40
+            call = call._replace(cu_seqlens_q=cu)
+        clamped = dict(block_table=bt.clamp(0, nb - 1), seqused_k=sk.clamp(0, bt.shape[1] * page),
+                       cu_seqlens_q=cu.clamp(max=int(args["q"].shape[0])))
+        return dict(args, **clamped), call
 
     def build(q_lens, k_lens, kw):
         kw = dict(kw)
+        bad = kw.pop("bad", None)
         poison = kw.pop("poison", None)
         layout = kw.pop("layout", None)
         expand = kw.pop("expand_descales", False)
@@ -216,19 +238,18 @@ _SCRIPT = textwrap.dedent(r'''
                 args[n] = args[n].permute(0, 2, 1, 3).contiguous().permute(0, 2, 1, 3)
         if poison is not None:
             args = poison_pages(args, poison)
-        return args, normalize_flash_attn_call(**args)
+        call = normalize_flash_attn_call(**args)
+        return make_bad(bad, args, call) if bad else (args, call)
 
     res, saved = {}, {}
     for cid, q_lens, k_lens, kw, splits in CASES:
         args, call = build(q_lens, k_lens, kw)
-        launch.SPLITS_OVERRIDE = splits
         out = torch.full((call.total_q, call.num_heads_q, call.head_dim), float("nan"), dtype=call.out_dtype)
         if call.out is not None:
             out = call.out
-        lse = launch.decode(call, out)
+        lse = launch.decode(call, out, splits=splits)
         out2 = torch.empty_like(out)
-        lse2 = launch.decode(call, out2)
-        launch.SPLITS_OVERRIDE = None
+        lse2 = launch.decode(call, out2, splits=splits)
         det = bool(torch.equal(out.view(torch.int16), out2.view(torch.int16)))
         if lse is not None:
             det &= bool(torch.equal(lse, lse2))
@@ -261,7 +282,7 @@ def test_interpreted_kernels_match_the_float64_oracle(interpreted):
     """Output (NaN-aware, the elementwise tolerances of docs/flash_attn_varlen_func.md and relative to the
     output's magnitude) and
     LSE of every interpreted case against the float64 oracle."""
-    assert len(interpreted) == 16
+    assert len(interpreted) == 19
     assert sum(v["has_lse"] for v in interpreted.values()) >= 8
     bad = {cid: attn_mismatches(v["out"], v["lse"], *v["oracle"], fp8=_fp8(v)) for cid, v in interpreted.items()}
     bad = {k: v for k, v in bad.items() if v}

@@ -106,13 +106,20 @@ CASES = [
          head_k_dim=16, head_v_dim=16, dtype=torch.float16, beta=False),
     dict(seq_lens=None, batch=2, seq_len=2, l2norm=False, state_v_first=False, num_heads=1, num_v_heads=1,
          head_k_dim=16, head_v_dim=64),
+    # cu_seqlens[-1] past the packed tokens (no GPU value check): the kernel clamps it, the oracle sees the clamp
+    dict(seq_lens=[2, 1, 3], bad_cu_end=True, num_heads=1, num_v_heads=2, head_k_dim=16, head_v_dim=16),
 ]
 out = []
 for c in CASES:
+    bad_cu_end = c.pop("bad_cu_end", False)
     kw = gdn_decode_inputs(c.pop("seq_lens"), seed=3, **c)
     pool0 = kw["initial_state"].clone()
     ref_o, ref_s = gdn_decode_oracle(**{**kw, "initial_state": pool0.clone()})
     call = normalize_gdn_decode_call(**kw)._replace(target=SM90)
+    if bad_cu_end:
+        cu = kw["cu_seqlens"].clone()
+        cu[-1] += 50
+        call = call._replace(cu_seqlens=cu)
     assert impl.check(call).ok
     o, s = impl.run(call)
     idx = kw["ssm_state_indices"]

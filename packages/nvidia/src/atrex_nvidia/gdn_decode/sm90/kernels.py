@@ -8,7 +8,8 @@ from the sequence's start slot and written back to the pool (cast to its dtype) 
 
 Slot rules (docs/fused_recurrent_gated_delta_rule.md, "Slots"): a start slot outside ``[0, P)`` or an accepted
 count outside ``[1, T_max]`` makes the sequence padded (outputs 0, no pool access); a 2-D write slot outside
-``[0, P)`` skips that write. So no index value can make the kernel touch memory outside the pool.
+``[0, P)`` skips that write; ``cu_seqlens`` entries are clamped into ``[0, T]``. So no metadata value can make
+the kernel touch memory outside its tensors.
 """
 
 import triton
@@ -37,8 +38,9 @@ def atrex_sm90_gdn_decode(
     hv = pid_nh % HV
     hq = hv // GROUP
     if VARLEN:
-        bos = tl.load(CU + n).to(tl.int64)
-        length = tl.load(CU + n + 1).to(tl.int64) - bos
+        # clamped into [0, seq_len] (the packed token count), an inverted pair giving an empty sequence
+        bos = tl.minimum(tl.maximum(tl.load(CU + n).to(tl.int64), 0), seq_len)
+        length = tl.minimum(tl.maximum(tl.load(CU + n + 1).to(tl.int64), bos), seq_len) - bos
         b = n * 0
     else:
         bos = n * 0

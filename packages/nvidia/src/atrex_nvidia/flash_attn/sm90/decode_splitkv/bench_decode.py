@@ -7,7 +7,7 @@ Times: ``triton.testing.do_bench`` (eager, L2 flushed) and ``do_bench_cudagraph`
 in us, with input sets rotated so repeated runs do not hit L2; TB/s counts the K and V bytes read
 (``2 * B * Lk * Hk * D * 2``). ATREX runs through the public API forced to ``nvidia.decode_splitkv``.
 Each configuration is checked against the core reference first. ``--sweep`` also times a few
-(BLOCK_N, num_warps, num_stages) x split choices per shape through ``launch``'s override hooks: this is the tool
+(BLOCK_N, num_warps, num_stages) x split choices per shape, passed to ``launch.decode``: this is the tool
 for retuning ``launch.tile_config`` / ``CTAS_PER_SM``; ``atrex bench run flash_attn --match decode/ --graph``
 records the default launch's numbers in the benchmark history (without B = 1, Lk = 131072).
 Writes ``DIR/bench_decode.json`` and ``DIR/bench_decode.md``.
@@ -42,6 +42,17 @@ def _time(fn):
     fn()
     torch.cuda.synchronize()
     return tt.do_bench(fn, return_mode="median") * 1e3, tt.do_bench_cudagraph(fn, return_mode="median") * 1e3
+
+
+def _launcher(kw, cfg, splits):
+    """The launcher called directly with a tile configuration and split count (the sweep's alternatives)."""
+    from atrex.api.flash_attn import normalize_flash_attn_call
+
+    from . import launch
+
+    call = normalize_flash_attn_call(**dict(kw, out=None))
+    out = torch.empty((call.total_q, call.num_heads_q, call.head_dim_v), dtype=call.out_dtype, device=call.device)
+    return lambda: launch.decode(call, out, cfg, splits)
 
 
 def _ref_ok(kw, out) -> str:
@@ -122,13 +133,8 @@ def main(argv=None):
                     base = row["plan"]["splits"]
                     for cfg in SWEEP_CFGS:
                         for splits in sorted({None, max(1, base // 2), base * 2}, key=lambda s: s or 0):
-                            launch.CFG_OVERRIDE, launch.SPLITS_OVERRIDE = cfg, splits
-                            try:
-                                _, tg = _time(_rotating([lambda kw=kw: atrex.flash_attn_varlen_func(**kw)
-                                                         for kw in sets]))
-                                sweep.append(dict(cfg=cfg, splits=splits or base, graph_us=tg))
-                            finally:
-                                launch.CFG_OVERRIDE = launch.SPLITS_OVERRIDE = None
+                            _, tg = _time(_rotating([_launcher(kw, cfg, splits) for kw in sets]))
+                            sweep.append(dict(cfg=cfg, splits=splits or base, graph_us=tg))
                     row["sweep"] = sorted(sweep, key=lambda r: r["graph_us"])[:5]
                 print(json.dumps(row), flush=True)
                 rows.append(row)

@@ -29,7 +29,7 @@ def atrex_sm90_decode_splitkv(
     stride_qdb, stride_qdh, stride_kdb, stride_kdh, stride_vdb, stride_vdh,
     stride_ot, stride_oh,
     stride_lh,
-    ws_split_rows,
+    ws_split_rows, total_q, max_blk, key_cap,
     qk_scale, softcap_log2, window_left, window_right,
     HK: tl.constexpr, G: tl.constexpr, M_BLOCKS: tl.constexpr, NUM_SPLITS: tl.constexpr,
     D: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
@@ -38,7 +38,11 @@ def atrex_sm90_decode_splitkv(
     HAS_SINK: tl.constexpr, HAS_LSE: tl.constexpr, SPLIT: tl.constexpr,
 ):
     """Scores are ``dot * qk_scale`` (``qk_scale`` = softmax_scale * log2(e), or softmax_scale /
-    softcap with ``SOFTCAP``, then ``softcap * log2(e) * tanh(.)``), times ``qd * kd`` for fp8."""
+    softcap with ``SOFTCAP``, then ``softcap * log2(e) * tanh(.)``), times ``qd * kd`` for fp8.
+
+    Metadata is clamped so that no value leaves the tensors: query rows into ``[0, total_q)`` (an inverted
+    ``cu_seqlens_q`` pair gives an empty sequence), ``seqused_k`` into ``[0, key_cap]``, block ids into
+    ``[0, max_blk]``. Outputs of bad metadata are garbage but every access stays in bounds."""
     pid = tl.program_id(0)
     split = tl.program_id(1)
     mblk = pid % M_BLOCKS
@@ -46,9 +50,9 @@ def atrex_sm90_decode_splitkv(
     hk = bh % HK
     b = bh // HK
 
-    q0 = tl.load(CUQ + b)
-    q_len = tl.load(CUQ + b + 1) - q0
-    k_len = tl.load(SEQK + b)
+    q0 = tl.minimum(tl.maximum(tl.load(CUQ + b), 0), total_q)
+    q_len = tl.minimum(tl.maximum(tl.load(CUQ + b + 1), q0), total_q) - q0
+    k_len = tl.minimum(tl.maximum(tl.load(SEQK + b), 0), key_cap)
     delta = k_len - q_len
 
     offs_m = mblk * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -97,9 +101,10 @@ def atrex_sm90_decode_splitkv(
         offs_n = t * BLOCK_N + tl.arange(0, BLOCK_N)
         kv_ok = (offs_n >= lo) & (offs_n < hi)
         if PAGE % BLOCK_N == 0:  # the whole tile lies in one page: one block id
-            blk = tl.load(bt_row + (t * BLOCK_N) // PAGE).to(tl.int64)
+            blk = tl.load(bt_row + (t * BLOCK_N) // PAGE)
         else:  # a block id per key row (never read outside [lo, hi): entries there may be -1 or stale)
-            blk = tl.load(bt_row + offs_n // PAGE, mask=kv_ok, other=0).to(tl.int64)
+            blk = tl.load(bt_row + offs_n // PAGE, mask=kv_ok, other=0)
+        blk = tl.minimum(tl.maximum(blk, 0), max_blk).to(tl.int64)
         k_row = blk * stride_kb + (offs_n % PAGE) * stride_kt
         v_row = blk * stride_vb + (offs_n % PAGE) * stride_vt
         kt = tl.load(K + hk * stride_kh + k_row[None, :] + offs_d[:, None],

@@ -30,17 +30,11 @@ MAX_SPLITS = 64
 #: SM count used where the target reports none (CPU interpreter runs)
 DEFAULT_SM_COUNT = 132
 
-# Override hooks for the benchmark sweep only: None, or a value shaped like the defaults.
-CFG_OVERRIDE = None  # (BLOCK_N, num_warps, num_stages)
-SPLITS_OVERRIDE = None  # int >= 1 (still capped by a caller's num_splits > 0)
-
 
 def tile_config(head_dim: int, block_m: int) -> tuple[int, int, int]:
     """(BLOCK_N, num_warps, num_stages). Decode is bandwidth-bound: 64-key tiles (K + V: 32 KiB per stage
     at D = 128 bf16) with 3 stages keep two CTAs resident per SM; pages that are multiples of 64 read each
-    tile from one block. Not yet tuned on the H200: ``bench_decode.py --sweep`` sets these."""
-    if CFG_OVERRIDE is not None:
-        return CFG_OVERRIDE
+    tile from one block. ``bench_decode.py --sweep`` times alternatives."""
     num_warps = 8 if block_m * triton.next_power_of_2(head_dim) >= 128 * 128 else 4
     return 64, num_warps, (3 if head_dim <= 128 else 2)
 
@@ -53,14 +47,15 @@ def block_m_for(max_seqlen_q: int, group: int, head_dim: int) -> int:
 
 
 def split_count(batch: int, num_heads_k: int, m_blocks: int, max_seqlen_k: int, sm_count: int,
-                num_splits: int) -> int:
+                num_splits: int, want_splits: int | None = None) -> int:
     """Splits of each sequence's keys: enough CTAs for ``CTAS_PER_SM`` per SM, at least
     ``MIN_KEYS_PER_SPLIT`` keys of ``max_seqlen_k`` each. ``num_splits`` 1 is honoured exactly, n > 1
-    caps the choice. Reads host values only (graph-static)."""
+    caps the choice; ``want_splits`` (tuning sweeps, tests) replaces the rule's choice. Reads host values only
+    (graph-static)."""
     if num_splits == 1:
         return 1
-    if SPLITS_OVERRIDE is not None:
-        splits = SPLITS_OVERRIDE
+    if want_splits is not None:
+        splits = want_splits
     else:
         ctas = max(1, batch * num_heads_k * m_blocks)
         want = max(1, (CTAS_PER_SM * (sm_count or DEFAULT_SM_COUNT)) // ctas)
@@ -70,15 +65,16 @@ def split_count(batch: int, num_heads_k: int, m_blocks: int, max_seqlen_k: int, 
     return max(1, splits)
 
 
-def plan(call) -> dict:
-    """The static launch plan of ``call`` (host values only)."""
+def plan(call, cfg: tuple[int, int, int] | None = None, splits: int | None = None) -> dict:
+    """The static launch plan of ``call`` (host values only). ``cfg`` ((BLOCK_N, num_warps, num_stages)) and
+    ``splits`` replace the default rule's choices (tuning sweeps and tests)."""
     g = call.num_heads_q // call.num_heads_k
     d = call.head_dim
     block_m = block_m_for(call.max_seqlen_q, g, d)
     m_blocks = max(1, math.ceil(max(1, call.max_seqlen_q) * g / block_m))
-    block_n, num_warps, num_stages = tile_config(d, block_m)
+    block_n, num_warps, num_stages = cfg or tile_config(d, block_m)
     splits = split_count(call.batch, call.num_heads_k, m_blocks, call.max_seqlen_k, call.target.sm_count,
-                         call.num_splits)
+                         call.num_splits, splits)
     return dict(block_m=block_m, m_blocks=m_blocks, block_n=block_n, num_warps=num_warps,
                 num_stages=num_stages, splits=splits)
 
@@ -114,12 +110,21 @@ def _nonempty(t, stand_in):
     return t if t.numel() else stand_in
 
 
-def decode(call, out: torch.Tensor):
+def _bounds(call, k, bt) -> tuple[int, int]:
+    """(largest block id, key cap): the kernel clamps block ids into ``[0, num_blocks)`` and ``seqused_k`` into
+    ``[0, table width * page]`` (0 when the cache has no block), so no metadata value moves a load out of bounds."""
+    num_blocks = k.shape[0] if k.numel() else 0
+    width = bt.shape[1] if bt.dim() == 2 and bt.numel() else 0
+    return max(num_blocks - 1, 0), (width * call.page_size if num_blocks else 0)
+
+
+def decode(call, out: torch.Tensor, cfg: tuple[int, int, int] | None = None, splits: int | None = None):
     """Run ``call`` into ``out`` on the current stream; returns the LSE ``[Hq, Tq]`` fp32 or None.
 
     Rows at or past ``cu_seqlens_q[B]`` belong to no sequence: ``out`` and the LSE there are not written.
+    ``cfg`` / ``splits`` override the plan (see :func:`plan`).
     """
-    p = plan(call)
+    p = plan(call, cfg, splits)
     hq, hk, d, tq = call.num_heads_q, call.num_heads_k, call.head_dim, call.total_q
     g = hq // hk
     dev = call.device
@@ -131,6 +136,7 @@ def decode(call, out: torch.Tensor):
     v = _nonempty(v, q)
     bt = _nonempty(bt, call.seqused_k)
     qd, kd, vd = call.q_descale, call.k_descale, call.v_descale
+    max_blk, key_cap = _bounds(call, call.k, call.block_table)
 
     def st(t, i):
         return 0 if t is None else t.stride(i)
@@ -153,7 +159,7 @@ def decode(call, out: torch.Tensor):
             st(qd, 0), st(qd, 1), st(kd, 0), st(kd, 1), st(vd, 0), st(vd, 1),
             out.stride(0), out.stride(1),
             tq,
-            tq * hq,
+            tq * hq, tq, max_blk, key_cap,
             qk_scale, softcap_log2, call.window_left, call.window_right,
         )
 
