@@ -14,14 +14,16 @@ import torch
 
 RRMSE_BOUND = 5e-3
 RRMSE_BOUND_GVA_BF16_H0 = 8e-3  # bf16 D=128 GVA with random h0
+RRMSE_BOUND_FP32 = 2e-3  # fp32 q/k/v: fla's fp32 tolerance (its fused_recurrent fp32 cases)
 
 STATE_PATHS = ("ws", "rc", "rc2", "tma", "triton", "generic")  # "generic" runs the generic intra kernel too
 
 
 def ref_recurrence(q, k, v, g, beta, *, scale, initial_state=None, state_v_first=False,
                    use_qk_l2norm_in_kernel=False, cu_seqlens=None, use_beta_sigmoid_in_kernel=False,
-                   allow_neg_eigval=False):
-    """float64 recurrence. Returns (o [B,T,HV,V] fp64, final_state fp64 in the requested layout)."""
+                   allow_neg_eigval=False, use_gate_in_kernel=False, A_log=None, dt_bias=None):
+    """float64 recurrence. Returns (o [B,T,HV,V] fp64, final_state fp64 in the requested layout). With
+    ``use_gate_in_kernel`` g is fla's raw gate input: ``g <- -e^A_log softplus(g + dt_bias)``, in float64."""
     dev = q.device
     if use_qk_l2norm_in_kernel:
         # normalise in fp32, round back to the input dtype (the operator's definition)
@@ -31,6 +33,9 @@ def ref_recurrence(q, k, v, g, beta, *, scale, initial_state=None, state_v_first
         q, k = _n(q), _n(k)
     q, k, v, g = q.double(), k.double(), v.double(), g.double()
     beta = beta.double()
+    if use_gate_in_kernel:
+        x = g + (0.0 if dt_bias is None else dt_bias.double().to(dev))
+        g = -torch.exp(A_log.double().to(dev)) * (x.clamp_min(0) + torch.log1p(torch.exp(-x.abs())))
     if use_beta_sigmoid_in_kernel:
         beta = torch.sigmoid(beta) * (2.0 if allow_neg_eigval else 1.0)
     B, T, H, K = q.shape
@@ -75,11 +80,13 @@ def rrmse(ref, x):
 
 def make_inputs(*, B=1, T=64, H=2, HV=None, K=64, V=None, dtype=torch.bfloat16, cu_seqlens=None,
                 h0=None, state_v_first=False, g_mode="logsigmoid", g_dtype=torch.float32,
-                beta_dtype=None, l2norm=True, device="cpu", seed=0, cu_dtype=torch.int32):
+                beta_dtype=None, l2norm=True, device="cpu", seed=0, cu_dtype=torch.int32, gate=None):
     """Random inputs; g is a negative log decay (``logsigmoid``, ``zero``, ``tiny`` or ``strong`` = -20).
 
     Without in-kernel L2 norm, q and k are normalised here (unnormalised k makes the recurrence
-    itself unstable, as in fla's tests).
+    itself unstable, as in fla's tests). ``gate`` (``"bias"`` / ``"nobias"``): fla's in-kernel gate as its tests
+    draw it, g the raw input ``randn``, ``A_log`` and ``dt_bias`` ``randn(HV)`` fp32 (the call's keys
+    ``use_gate_in_kernel``, ``A_log``, ``dt_bias``).
     """
     HV = HV or H
     V = V or K
@@ -110,12 +117,18 @@ def make_inputs(*, B=1, T=64, H=2, HV=None, K=64, V=None, dtype=torch.bfloat16, 
     if h0 is not None:
         shape = (N, HV, V, K) if state_v_first else (N, HV, K, V)
         init = rn(*shape).to(h0).to(device)
+    gate_kw = dict(use_gate_in_kernel=False, A_log=None, dt_bias=None)
+    if gate is not None:
+        g = rn(B, T, HV)
+        gate_kw = dict(use_gate_in_kernel=True, A_log=rn(HV).to(device),
+                       dt_bias=rn(HV).to(device) if gate == "bias" else None)
     return dict(
         q=q.to(dtype).to(device), k=k.to(dtype).to(device), v=v.to(dtype).to(device),
         g=g.to(g_dtype).to(device), beta=beta.to(beta_dtype or dtype).to(device),
         scale=K ** -0.5, initial_state=init, state_v_first=state_v_first,
         use_qk_l2norm_in_kernel=l2norm,
         cu_seqlens=None if cu_seqlens is None else torch.tensor(cu_seqlens, dtype=cu_dtype, device=device),
+        **gate_kw,
     )
 
 
@@ -138,6 +151,13 @@ SMALL_CASES = [
     ("T130_B2_gva_fp16", dict(B=2, T=130, H=1, HV=2, K=64, V=32, dtype=torch.float16, h0=torch.float32)),
     ("varlen_fp16_noL2_vfirst", dict(T=200, H=2, HV=4, K=32, cu_seqlens=[0, 1, 65, 129, 200], dtype=torch.float16,
                                      g_dtype=torch.float16, l2norm=False, h0=torch.float32, state_v_first=True)),
+    # fla 0.6's options: the in-kernel gate on two value heads per intra program (the transform-only gates launch),
+    # on one (the gates kernel's full form, with the beta sigmoid), fp32 q/k/v (the generic pair, tf32x3 dots)
+    ("gate_T70_gva", dict(T=70, H=1, HV=2, K=32, h0=torch.float32, gate="bias")),
+    ("beta_sigmoid_gate_varlen_g3", dict(T=150, H=1, HV=3, K=32, cu_seqlens=[0, 1, 64, 150], gate="nobias")),
+    ("fp32_T70_gva", dict(T=70, H=1, HV=2, K=32, dtype=torch.float32, h0=torch.float32)),
+    ("fp32_varlen_K48_gate_noL2", dict(T=100, H=2, HV=2, K=48, V=24, dtype=torch.float32, cu_seqlens=[0, 30, 100],
+                                       gate="bias", l2norm=False, h0=torch.float32, state_v_first=True)),
 ]
 
 GPU_CASES = SMALL_CASES + [
@@ -166,6 +186,17 @@ GPU_CASES = SMALL_CASES + [
     ("varlen_g1", dict(T=1100, H=4, HV=4, K=128, cu_seqlens=[0, 1, 64, 65, 1000, 1100], h0=torch.float32)),
     # 64 one-token rows (B*T = 64: the TMA state kernels apply)
     ("B64_T1_h0", dict(B=64, T=1, H=2, HV=4, K=128, h0=torch.float32)),
+    # the in-kernel gate where every state path applies (K = V = 64), and at the Qwen3-Next shapes (rc2 with its PDL
+    # chain, varlen with one-head programs: the gates kernel's full form); fp32 at K = 128 and K = 256
+    ("gate_B2_T130_K64", dict(B=2, T=130, H=1, HV=2, K=64, h0=torch.float32, gate="bias")),
+    ("gate_qwen_varlen_vfirst", dict(T=3000, H=4, HV=8, K=128, cu_seqlens=[0, 1, 65, 1000, 1063, 2999, 3000],
+                                     h0=torch.float32, state_v_first=True, gate="bias")),
+    ("beta_sigmoid_gate_varlen_g1", dict(T=1100, H=4, HV=4, K=128, cu_seqlens=[0, 1, 64, 65, 1000, 1100],
+                                         gate="nobias")),
+    ("fp32_qwen_T1000_vfirst", dict(T=1000, H=4, HV=8, K=128, dtype=torch.float32, h0=torch.float32,
+                                    state_v_first=True)),
+    ("fp32_K256_varlen_gate", dict(T=200, H=1, HV=2, K=256, V=64, dtype=torch.float32, cu_seqlens=[0, 1, 129, 200],
+                                   gate="nobias", h0=torch.float32)),
 ]
 
 # Many chunks (every mbarrier ring wraps often) and sequences of 0, 1, 64 and 65 tokens, for the persistent kernels
@@ -193,6 +224,8 @@ ALL_CASES = dict(GPU_CASES + RING_CASES + SEQ_PAR_CASES)
 
 
 def bound_for(kw):
+    if kw.get("dtype") == torch.float32:
+        return RRMSE_BOUND_FP32
     gva = (kw.get("HV") or kw.get("H", 2)) != kw.get("H", 2)
     if kw.get("h0") is not None and gva and kw.get("dtype", torch.bfloat16) == torch.bfloat16:
         return RRMSE_BOUND_GVA_BF16_H0
@@ -211,10 +244,13 @@ def case_inputs(case_id, kw, device):
     return x, extra
 
 
+GATE_KEYS = ("use_gate_in_kernel", "A_log", "dt_bias")
+
+
 def call(x, extra=None, **kw):
     """``launch.gdn_fwd`` on inputs ``x`` (``make_inputs``) with the final state; ``kw``: plan, sm_count, ..."""
     from atrex_nvidia.chunk_gdn.sm90.launch import gdn_fwd
-    kw = {"output_final_state": True, **(extra or {}), **kw}
+    kw = {"output_final_state": True, **{n: x[n] for n in GATE_KEYS if n in x}, **(extra or {}), **kw}
     return gdn_fwd(x["q"], x["k"], x["v"], x["g"], x["beta"], scale=x["scale"], initial_state=x["initial_state"],
                    use_qk_l2norm_in_kernel=x["use_qk_l2norm_in_kernel"], state_v_first=x["state_v_first"],
                    cu_seqlens=x["cu_seqlens"], **kw)
@@ -226,7 +262,8 @@ def oracle(x, extra=None):
                           initial_state=x["initial_state"], state_v_first=x["state_v_first"],
                           use_qk_l2norm_in_kernel=x["use_qk_l2norm_in_kernel"], cu_seqlens=x["cu_seqlens"],
                           use_beta_sigmoid_in_kernel=extra.get("use_beta_sigmoid_in_kernel", False),
-                          allow_neg_eigval=extra.get("allow_neg_eigval", False))
+                          allow_neg_eigval=extra.get("allow_neg_eigval", False),
+                          **{n: x[n] for n in GATE_KEYS if n in x})
 
 
 _ORACLE = {}  # (case id, device) -> float64 results (the inputs are fixed by the case's seed)
@@ -293,7 +330,7 @@ def plan_for(path, x, sm_count=132):
     bv = min(32, max(16, P.next_pow2(V)))
     if path == "generic":
         return P.GdnPlan("generic", "generic", bv, 4, 2)
-    if K % 16 or V % 16 or BK > P.PER_HEAD_MAX_BK:
+    if K % 16 or V % 16 or BK > P.PER_HEAD_MAX_BK or q.dtype == torch.float32:
         return None
     gs = 2 if (HV // H) % 2 == 0 else 1
     if path == "triton":

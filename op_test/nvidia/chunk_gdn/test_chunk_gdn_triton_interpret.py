@@ -32,13 +32,15 @@ FORCED = [
     ("triton", "T65_noL2"), ("triton", "T130_B2_gva_bf16h0"), ("triton", "varlen_0_1"), ("triton", "T130_B2_gva_fp16"),
     ("triton64", "varlen_V64"), ("tma", "varlen_V64"),
     ("generic", "T63"), ("generic", "varlen_0_1"), ("generic", "T130_B2_gva_bf16h0"),
+    # fla's in-kernel gate read by the other state paths (its transformed g feeds every later kernel)
+    ("triton", "gate_T70_gva"), ("generic", "beta_sigmoid_gate_varlen_g3"),
 ]
 EXTRA_CASES = {
     "varlen_V64": dict(T=150, H=1, HV=2, K=32, V=64, cu_seqlens=[0, 70, 150], h0=torch.float32),
     # one value head per intra program (G = 3, odd): the gates kernel; beta through the in-kernel sigmoid
     "beta_sigmoid_varlen_g3": dict(T=150, H=1, HV=3, K=32, cu_seqlens=[0, 1, 64, 150]),
 }
-POISONED = ("T1", "varlen_0_1", "T130_B2_gva_bf16h0")
+POISONED = ("T1", "varlen_0_1", "T130_B2_gva_bf16h0", "beta_sigmoid_gate_varlen_g3")
 BOOKKEEPING = {"mixed": [0, 0, 0, 1, 65, 65, 129, 193, 194, 300, 300], "long": [0, 70000, 70001, 70065, 70065],
                "one_of_two": [0, 64, 64]}
 
@@ -111,6 +113,31 @@ _SCRIPT = textwrap.dedent(r'''
         res[f"bookkeeping_{tag}"] = [float(bad), 0.0, 0.0]
     # the segment pass's composition kernel on its own
     res.update(C.segment_scan_check("cpu"))
+    # the gates kernel alone: fla's gate (torch's fp32 softplus, threshold 20) on raw g spanning softplus' regimes,
+    # in the transform-only launch (two heads per intra program) and the full one (varlen, one head per program:
+    # plane 0 is then the chunk-local cumsum of the transformed g)
+    import torch.nn.functional as F
+    for tag, kw in (("transform", dict(B=2, T=70, H=1, HV=2, K=32)),
+                    ("full", dict(T=150, H=1, HV=3, K=32, cu_seqlens=[0, 1, 64, 150]))):
+        for bias in ("bias", "nobias"):
+            x = C.make_inputs(gate=bias, **kw)
+            x["g"] = x["g"] * 30  # (g + dt_bias from about -100 to 100)
+            _, launches = C.call(x, plan_only=True)
+            gates = [ln for ln in launches if ln[0].__name__ == "atrex_sm90_gdn_gates"]
+            runner.launch_all(torch.device("cpu"), [ln for ln in launches if ln[0].__name__ in (
+                "atrex_sm90_gdn_chunk_offsets", "atrex_sm90_gdn_slot_seq")] + gates)
+            args = gates[0][2]
+            b = 0.0 if x["dt_bias"] is None else x["dt_bias"]
+            want = -torch.exp(x["A_log"]) * F.softplus(x["g"] + b)
+            got = args[-1]
+            err = ((got - want).abs() / want.abs().clamp_min(1e-30)).max().item()
+            e_fac = 0.0
+            if tag == "full":
+                cum = torch.cat([want[0, s0:s1].reshape(-1, 64, 3).cumsum(1).reshape(-1, 3) if (s1 - s0) % 64 == 0
+                                 else torch.cat([want[0, c0:min(c0 + 64, s1)].cumsum(0)
+                                                 for c0 in range(s0, s1, 64)]) for s0, s1 in ((0, 1), (1, 64), (64, 150))])
+                e_fac = ((args[2][0].t() - cum).abs().max() / cum.abs().max()).item()
+            res[f"gates_{tag}_{bias}"] = [err, e_fac, 1e-5]
     # no kernel reads workspace nothing wrote: every float buffer allocated during the call starts as NaN (int32 /
     # int64 ones as 2**30)
     empty = torch.empty
@@ -161,6 +188,7 @@ def test_every_row_ran(interpreted):
     want |= {"small/no-l2norm-bf16-state_decay0", "small/varlen-gva-vfirst_decay0"}
     want |= {f"bookkeeping_{t}" for t in BOOKKEEPING}
     want |= {f"segment_scan_{t}_8" for t in ("h0_vfirst", "h0_bf16", "zero_no_final")}
+    want |= {f"gates_{t}_{b}" for t in ("transform", "full") for b in ("bias", "nobias")}
     want |= {f"{c}_poisoned{s}" for c in POISONED for s in ("", "_generic")}
     assert want <= set(interpreted["res"]), sorted(want - set(interpreted["res"]))
 
@@ -176,9 +204,15 @@ def test_the_rows_ran_the_paths_they_name(interpreted):
     assert state["T65_noL2"] == state["varlen_0_1"] == state["T130_B2_gva_fp16"] == "tma", state
     assert ran["K60_V100_fp16"][:2] == ["generic", "generic"], ran["K60_V100_fp16"]
     assert ran["K60_V100_fp16"][2] == ["intra_chunk", "state_output"], ran["K60_V100_fp16"]
-    for cid in ("varlen_i64_noh0", "beta_sigmoid_varlen_g3"):
+    for cid in ("varlen_i64_noh0", "beta_sigmoid_varlen_g3", "beta_sigmoid_gate_varlen_g3"):
         assert ran[cid][2] == ["chunk_offsets", "slot_seq", "gates", "intra_chunk_v3", "state_output_tma"], ran[cid]
     assert "gates" not in ran["varlen_0_1"][2], ran["varlen_0_1"]  # (two value heads per intra program)
+    # fla's gate: a transform-only gates launch first where the intra kernel forms the gate rows itself; fp32 q/k/v
+    # take the generic pair (after the transform and the bookkeeping where they apply)
+    assert ran["gate_T70_gva"][2][0] == "gates" and ran["gate_T70_gva"][2][1] == "intra_chunk_v3", ran["gate_T70_gva"]
+    assert ran["fp32_T70_gva"][:3] == ["generic", "generic", ["intra_chunk", "state_output"]], ran["fp32_T70_gva"]
+    assert ran["fp32_varlen_K48_gate_noL2"][2] == ["chunk_offsets", "gates", "intra_chunk", "state_output"], ran[
+        "fp32_varlen_K48_gate_noL2"]
     for path, cid in FORCED:
         assert state[f"{cid}_{path}"] == path.replace("64", ""), (path, cid, ran[f"{cid}_{path}"])
     assert {tuple(ran[n][1:2]) + (ran[n][3],) for n in ("small/no-l2norm-bf16-state", "small/varlen-gva-vfirst")} <= {

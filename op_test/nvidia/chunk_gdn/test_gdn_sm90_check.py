@@ -39,6 +39,8 @@ def test_registered_for_sm90_only():
     dict(dtype=torch.float16, gate_dtype=torch.bfloat16, initial_state="bf16"),
     dict(head_k_dim=60, head_v_dim=100, initial_state=None, l2norm=False),
     dict(head_k_dim=256, head_v_dim=256, batch=2),
+    dict(dtype=torch.float32, head_k_dim=128, head_v_dim=128),                # fp32: the generic pair
+    dict(dtype=torch.float32, seq_lens=[0, 5, 70], head_k_dim=48, head_v_dim=24, l2norm=False),
 ])
 def test_accepts_domain(kw):
     call = mk(**kw)
@@ -66,14 +68,40 @@ def test_declines_non_contiguous_inputs():
 
 def test_declines_options_outside_domain():
     call = mk()
-    assert ("option", "use_gate_in_kernel") in codes(call._replace(use_gate_in_kernel=True))
     assert ("option", "allow_neg_eigval") in codes(call._replace(allow_neg_eigval=True))
     assert impl.check(call._replace(allow_neg_eigval=True, use_beta_sigmoid_in_kernel=True)).ok
 
 
+def _gate(call, a_log=None, dt_bias=None):
+    hv = call.num_v_heads
+    return call._replace(use_gate_in_kernel=True, A_log=torch.zeros(hv) if a_log is None else a_log,
+                         dt_bias=dt_bias)
+
+
+@pytest.mark.parametrize("chunk_size", [16, 32, 64])
+def test_accepts_fla_gate_options_and_chunk_size(chunk_size):
+    """fla 0.6's forward options: the in-kernel gate (A_log, optional dt_bias, fp32 / bf16 / fp16), the beta
+    sigmoid with negative eigenvalues, fp32 q/k/v, chunk_size 16 / 32 / 64 (a hint; the kernels use 64)."""
+    for kw in (dict(), dict(dtype=torch.float32), dict(seq_lens=[3, 0, 70])):
+        call = mk(**kw)._replace(chunk_size=chunk_size, use_beta_sigmoid_in_kernel=True, allow_neg_eigval=True)
+        for a_dt, b in ((torch.float32, None), (torch.bfloat16, torch.zeros(8, dtype=torch.float16))):
+            gated = _gate(call, torch.zeros(8, dtype=a_dt), b)
+            with OpRecorder() as rec:
+                elig = impl.check(gated)
+            assert elig.ok, str(elig)
+            assert rec.ops == []
+
+
+def test_declines_gate_parameters_outside_domain():
+    call = mk()
+    assert ("layout", "A_log") in codes(_gate(call, torch.zeros(16)[::2]))
+    assert ("layout", "dt_bias") in codes(_gate(call, dt_bias=torch.zeros(16)[::2]))
+    assert ("dtype", "A_log") in codes(_gate(call, torch.zeros(8, dtype=torch.float64)))
+
+
 def test_every_reason_listed_at_once():
-    call = mk(target=SM100, head_k_dim=264)._replace(use_gate_in_kernel=True)
-    assert {c for c, _ in codes(call)} == {"target", "head_dim", "option"}
+    call = _gate(mk(target=SM100, head_k_dim=264), torch.zeros(16)[::2])
+    assert {c for c, _ in codes(call)} == {"target", "head_dim", "layout"}
 
 
 def test_prewarm_under_capture_raises_before_running():

@@ -58,6 +58,8 @@ class Call(NamedTuple):
     N: int
     BK: int
     sm_count: int
+    A_log: torch.Tensor | None = None  # fla's in-kernel gate (use_gate_in_kernel) when given
+    dt_bias: torch.Tensor | None = None
 
 
 class Work(NamedTuple):
@@ -104,6 +106,36 @@ def _fast(c):
     return c.K % 16 == 0 and c.V % 16 == 0
 
 
+def _dot_precision(c):
+    """The generic pair's dot precision: fp32 inputs take tf32x3 (three tf32 passes, about fp32's accuracy); the
+    16-bit launches keep their meta (and launch keys) unchanged."""
+    return {"DOT_PRECISION": "tf32x3"} if c.q.dtype == torch.float32 else {}
+
+
+def _gates_form(plan, c):
+    """The intra kernel's ``GATES`` form: varlen calls with one value head per per-head intra program."""
+    return plan.intra == "per_head" and plan.heads_per_intra == 1 and c.cu is not None
+
+
+def _gates(launches, c, w, cu, co, n_slots, n_search, gates_form, g_out):
+    """The gates kernel: with ``gates_form`` the factor planes of every varlen chunk (the intra kernel's ``GATES``
+    form); with ``g_out`` fla's gate transform of the raw g into that fp32 ``[B, T, HV]`` buffer, which the later
+    launches read as g. The transform alone runs over fixed-length slots of every batch row (chunk bounds do not
+    matter to it), with the beta options off (beta is not read)."""
+    bh = min(32, next_pow2(c.HV))
+    meta = dict(IS_VARLEN=gates_form, BH=bh, BETA_SIGMOID=c.beta_sigmoid and gates_form,
+                NEG_EIGVAL=c.neg_eigval and gates_form, num_warps=4)
+    if g_out is not None:
+        meta.update(GATE_IN_KERNEL=True, HAS_DT_BIAS=c.dt_bias is not None)
+    if not gates_form:
+        meta["STORE_FAC"] = False
+        cu, co, n_slots, n_search = c.q, c.q, c.B * cdiv(c.T, 64), 0  # (placeholders, never read)
+    gate_ptrs = (c.A_log, c.g if c.dt_bias is None else c.dt_bias, g_out) if g_out is not None else (c.g,) * 3
+    launches.append((_ts.atrex_sm90_gdn_gates, (n_slots, cdiv(c.HV, bh)), (
+        c.g, c.beta, w.fac, co, cu, c.T, c.N, c.HV, n_search, *_strides(c.g, c.beta), c.B * c.T, *gate_ptrs),
+        meta))
+
+
 def _chunk_slots(launches, c, slot_map):
     """(cu, co, n_slots, n_search) of the intra grid; varlen calls get the chunk-offsets launch and, with
     ``slot_map``, the chunk -> sequence map (``co`` then holds N + 1 offsets followed by the map)."""
@@ -120,6 +152,7 @@ def _chunk_slots(launches, c, slot_map):
 
 
 def _intra_per_head(launches, plan, c, w, cu, co, n_slots, n_search):
+    """The per-head intra launch (after the gates kernel where ``_gates_form``)."""
     gs, varlen = plan.heads_per_intra, c.cu is not None
     total_t = c.B * c.T
     extra = dict(maxnreg=INTRA_MAXNREG)
@@ -131,12 +164,8 @@ def _intra_per_head(launches, plan, c, w, cu, co, n_slots, n_search):
         extra["FAST_EXP"] = True
     if plan.qside:
         extra["QSIDE"] = True
-    if gs == 1 and varlen:  # the gate factors in their own kernel, beside the bookkeeping
+    if _gates_form(plan, c):  # the gate factors come from the gates kernel, launched beside the bookkeeping
         extra["GATES"] = True
-        bh = min(32, next_pow2(c.HV))
-        launches.append((_ts.atrex_sm90_gdn_gates, (n_slots, cdiv(c.HV, bh)), (
-            c.g, c.beta, w.fac, co, cu, c.T, c.N, c.HV, n_search, *_strides(c.g, c.beta), total_t),
-            dict(IS_VARLEN=True, BH=bh, BETA_SIGMOID=c.beta_sigmoid, NEG_EIGVAL=c.neg_eigval, num_warps=4)))
     launches.append((_ti.atrex_sm90_gdn_intra_chunk_v3, (n_slots * c.HV // gs,), (
         c.q, c.k, c.g, c.beta, w.A, w.Aqk, w.gam, w.fac, w.qn, w.kn, cu, co, c.T, c.N, c.HV, c.K, n_search,
         *_strides(c.q, c.k, c.g, c.beta), total_t), dict(
@@ -151,7 +180,7 @@ def _intra_generic(launches, c, w, cu, co, n_slots, n_search):
         c.T, c.N, c.HV, c.K, c.V, n_search, *_strides(c.q, c.k, c.v, c.g, c.beta), c.B * c.T), dict(
         IS_VARLEN=c.cu is not None, G=c.HV // c.H, BK=c.BK, BVA=max(16, next_pow2(c.V)), USE_L2NORM=c.l2norm,
         BETA_SIGMOID=c.beta_sigmoid, NEG_EIGVAL=c.neg_eigval, INV_PRODUCT=fast, STORE_QKN=fast and c.l2norm,
-        STORE_FAC=False, num_warps=INTRA_WARPS, num_stages=INTRA_STAGES)))
+        STORE_FAC=False, num_warps=INTRA_WARPS, num_stages=INTRA_STAGES, **_dot_precision(c))))
 
 
 def _h0_args(h0, state_v_first, placeholder):
@@ -248,15 +277,25 @@ def _state(launches, plan, c, w, s):
             w.qn, w.kn, c.v, c.beta, w.gam, w.A, w.Aqk, c.q, c.q, h0, o, ht if ht is not None else o, cu,
             c.scale, c.T, c.HV, c.K, c.V, *_strides(w.qn, w.kn, c.v, c.beta, o), *h0_strides, total_t),
             dict(meta, USE_L2NORM=c.l2norm and not fast, BETA_SIGMOID=c.beta_sigmoid, NEG_EIGVAL=c.neg_eigval,
-                 FAST=fast, num_warps=plan.warps, num_stages=plan.stages)))
+                 FAST=fast, num_warps=plan.warps, num_stages=plan.stages, **_dot_precision(c))))
 
 
 def launches(plan: GdnPlan, c: Call) -> list:
     """Every launch of the call, in order."""
+    if c.q.dtype == torch.float32 and (plan.intra, plan.state) != ("generic", "generic"):
+        raise ValueError(f"nvidia.gdn_sm90: fp32 q/k/v run the generic pair only, not {plan.intra}/{plan.state}")
     out = []
     w = _workspace(plan, c)
     per_head = plan.intra == "per_head"
     cu, co, n_slots, n_search = _chunk_slots(out, c, slot_map=per_head)
+    gates_form = _gates_form(plan, c)
+    g_out = None
+    if c.A_log is not None:  # fla's gate transform first; every later launch reads its result as g
+        g_out = torch.empty((c.B, c.T, c.HV), dtype=torch.float32, device=c.q.device)
+    if gates_form or g_out is not None:
+        _gates(out, c, w, cu, co, n_slots, n_search, gates_form, g_out)
+    if g_out is not None:
+        c = c._replace(g=g_out)
     if per_head:
         _intra_per_head(out, plan, c, w, cu, co, n_slots, n_search)
     else:

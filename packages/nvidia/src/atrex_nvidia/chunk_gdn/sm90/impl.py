@@ -11,12 +11,18 @@ varlen chunk bookkeeping is a device prefix sum sized from ``T`` and ``N`` only,
 contents of the same shape. A call whose Triton specialisation has not run in this process raises
 :class:`atrex.errors.AtrexCaptureError` under capture before any launch (``atrex.prewarm`` or one
 eager call with the same shapes, dtypes and flags warms it).
+
+fla 0.6's forward options: fp32 q/k/v run the generic Triton pair with tf32x3 dots (about fp32's accuracy, at
+the generic kernels' speed); ``use_gate_in_kernel`` runs fla's gate ``-e^A_log softplus(g + dt_bias)`` in the
+gates kernel, on the device (no host sync), before any kernel reads g; the beta sigmoid (and ``allow_neg_eigval``)
+is applied where beta is loaded; ``chunk_size`` 16 / 32 / 64 is accepted and ignored (the kernels compute with 64,
+and the result does not depend on it).
 """
 
 import torch
 
 ARCHS = ("sm90",)
-QKV_DTYPES = (torch.bfloat16, torch.float16)
+QKV_DTYPES = (torch.bfloat16, torch.float16, torch.float32)  # fp32: the generic pair with tf32x3 dots
 GATE_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 STATE_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 CU_SEQLENS_DTYPES = (torch.int32, torch.int64)
@@ -24,7 +30,7 @@ MAX_HEAD_K_DIM = 256
 MAX_HEAD_V_DIM = 256
 SUPPORTS_BETA_SIGMOID = True
 SUPPORTS_NEG_EIGVAL = True
-SUPPORTS_GATE_IN_KERNEL = False
+SUPPORTS_GATE_IN_KERNEL = True  # in the gates kernel (triton_seq.atrex_sm90_gdn_gates)
 
 
 def _eligibility():
@@ -84,8 +90,16 @@ def check(call):
         no("option", "use_beta_sigmoid_in_kernel", True, "False")
     if call.allow_neg_eigval and not (SUPPORTS_NEG_EIGVAL and call.use_beta_sigmoid_in_kernel):
         no("option", "allow_neg_eigval", True, "only with use_beta_sigmoid_in_kernel=True")
-    if getattr(call, "use_gate_in_kernel", False) and not SUPPORTS_GATE_IN_KERNEL:
-        no("option", "use_gate_in_kernel", True, "False")
+    if getattr(call, "use_gate_in_kernel", False):
+        if not SUPPORTS_GATE_IN_KERNEL:
+            no("option", "use_gate_in_kernel", True, "False")
+        for name in ("A_log", "dt_bias"):
+            t = getattr(call, name)
+            if t is not None and t.dtype not in GATE_DTYPES:
+                no("dtype", name, t.dtype, _dt(GATE_DTYPES))
+            if t is not None and not t.is_contiguous():
+                no("layout", name, f"strides {tuple(t.stride())}", "contiguous")
+    # chunk_size (16, 32 or 64, core-validated) needs no rule: the kernels compute with 64, the result is the same.
     # call.capturing needs no exclusion: no host sync; unwarmed specialisations raise in the launcher.
     return Eligibility.no(*reasons) if reasons else Eligibility.yes()
 
@@ -103,6 +117,9 @@ def run(call):
         cu_seqlens=call.cu_seqlens,
         use_beta_sigmoid_in_kernel=call.use_beta_sigmoid_in_kernel,
         allow_neg_eigval=call.allow_neg_eigval,
+        use_gate_in_kernel=call.use_gate_in_kernel,
+        A_log=call.A_log,
+        dt_bias=call.dt_bias,
         sm_count=call.target.sm_count or None,
     )
 

@@ -44,13 +44,13 @@ def _sm_count(dev) -> int:
 
 
 def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_qk_l2norm_in_kernel,
-            state_v_first, cu_seqlens, use_beta_sigmoid_in_kernel=False, allow_neg_eigval=False, sm_count=None,
-            plan=None, plan_only=False):
+            state_v_first, cu_seqlens, use_beta_sigmoid_in_kernel=False, allow_neg_eigval=False,
+            use_gate_in_kernel=False, A_log=None, dt_bias=None, sm_count=None, plan=None, plan_only=False):
     """Chunked Gated-DeltaNet forward, chunk 64.
 
     Parameters
     ----------
-    q, k : ``[B, T, H, K]`` bf16/fp16.
+    q, k : ``[B, T, H, K]`` bf16/fp16, or fp32 (the generic pair only).
     v : ``[B, T, HV, V]`` same dtype, ``HV % H == 0`` (value head ``hv`` reads q/k head ``hv // (HV / H)``).
     g, beta : ``[B, T, HV]`` fp32/bf16/fp16; ``g`` per-token log decay, ``beta`` write strength.
     scale : float (already resolved).
@@ -58,6 +58,9 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     output_final_state : return the fp32 final state in the same layout.
     use_qk_l2norm_in_kernel : L2-normalise q and k (fp32, eps 1e-6 inside the sqrt).
     cu_seqlens : None or ``[N+1]`` int32/int64 on q's device (requires ``B == 1``).
+    use_beta_sigmoid_in_kernel, allow_neg_eigval : ``beta <- sigmoid(beta)`` (fp32), times 2 with the second.
+    use_gate_in_kernel, A_log, dt_bias : fla's gate ``g <- -e^A_log softplus(g + dt_bias)`` (fp32) in the gates
+        kernel before anything reads g; ``A_log`` and the optional ``dt_bias`` ``[HV]`` in any float dtype.
     sm_count : the device's SM count (the dispatcher passes it); None looks it up.
     plan : a ``GdnPlan`` to run instead of the default one (tests).
     plan_only : return ``(plan, launches)`` instead of launching.
@@ -82,13 +85,19 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     if plan is None:
         plan = plan_call(q, k, v, n_seqs=N, is_varlen=cu_seqlens is not None, l2norm=use_qk_l2norm_in_kernel,
                          sm_count=sm_count, pdl_supported=GDC_SUPPORTED)
+    if not use_gate_in_kernel:
+        A_log = dt_bias = None
+    elif A_log is None:
+        raise ValueError("nvidia.gdn_sm90: use_gate_in_kernel=True needs A_log")
+    else:  # (the gates kernel reads them with unit stride)
+        A_log, dt_bias = A_log.contiguous(), None if dt_bias is None else dt_bias.contiguous()
     call = build.Call(q, k, v, g, beta, float(scale), initial_state, bool(state_v_first), cu_seqlens,
                       bool(use_qk_l2norm_in_kernel), bool(use_beta_sigmoid_in_kernel), bool(allow_neg_eigval),
-                      o, ht, B, T, H, HV, K, V, N, max(16, next_pow2(K)), sm_count)
+                      o, ht, B, T, H, HV, K, V, N, max(16, next_pow2(K)), sm_count, A_log, dt_bias)
     launches = build.launches(plan, call)
     if plan_only:
         return plan, launches
-    sig = (q.device, tuple(_tensor_sig(t) for t in (q, k, v, g, beta, initial_state, cu_seqlens)),
+    sig = (q.device, tuple(_tensor_sig(t) for t in (q, k, v, g, beta, initial_state, cu_seqlens, A_log, dt_bias)),
            bool(output_final_state), bool(use_qk_l2norm_in_kernel), bool(state_v_first),
            bool(use_beta_sigmoid_in_kernel), bool(allow_neg_eigval), sm_count, plan)
     launch_all(q.device, launches, sig)

@@ -9,7 +9,7 @@ The pipeline is always: [varlen bookkeeping] -> [gates] -> intra-chunk kernel ->
 
 - intra ``per_head``: one program per (chunk, value head or pair of value heads of a q/k head), the 64x64 UT inverse
   on tensor cores (fp16 merges where the in-kernel L2 norm bounds the operands). ``generic``: the operand-scaled
-  kernel for K > 128 or K, V not multiples of 16.
+  kernel for K > 128, K or V not multiples of 16, and fp32 q/k/v (its dots then in tf32x3).
 - state ``ws``: warp-specialised Gluon kernel for few (sequence, head) programs (loader, chain and output
   partitions, TMA ring). ``rc``: persistent register-chain Gluon kernel once the programs outnumber the SMs.
   ``rc2``: the same with two chains per CTA on whole value heads (V = 128) once (sequence, head) pairs outnumber the
@@ -152,7 +152,7 @@ def plan_call(q, k, v, *, n_seqs, is_varlen, l2norm, sm_count, pdl_supported):
     HV, V = v.shape[2], v.shape[3]
     BK = max(16, next_pow2(K))
     fast = K % 16 == 0 and V % 16 == 0
-    if not (fast and BK <= PER_HEAD_MAX_BK):
+    if not (fast and BK <= PER_HEAD_MAX_BK) or q.dtype == torch.float32:
         BV, warps, stages = state_cfg(n_seqs * HV, V, False, sm_count)
         return GdnPlan("generic", "generic", BV, warps, stages)
     gluon = is_sm90(q.device) and not interpreting() and gluon_supported()

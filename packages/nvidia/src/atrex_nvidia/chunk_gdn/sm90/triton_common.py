@@ -102,3 +102,25 @@ def _exp_tile(x, FAST: tl.constexpr):
                                          dtype=tl.float32, is_pure=True, pack=1)
     else:
         return tl.exp(x)
+
+
+@triton.jit
+def _softplus(x):
+    """``ln(1 + e^x)`` of an fp32 tile, accurate across its range: ``max(x, 0) + log1p(e^-|x|)``, the log1p by
+    ``ln(u) * y / (u - 1)`` with ``u = 1 + y`` (exact to a few ulps where ``1 + y`` rounds; ``y`` where it rounds
+    to 1). No overflow: ``y <= 1``."""
+    y = tl.exp(-tl.abs(x))
+    u = 1.0 + y
+    l1p = tl.where(u == 1.0, y, tl.log(u) * (y / (u - 1.0)))
+    return tl.maximum(x, 0.0) + l1p
+
+
+@triton.jit
+def _gdn_gate(gf, A_log, dt_bias, heads, mh, HAS_DT_BIAS: tl.constexpr):
+    """fla's in-kernel GDN gate of a ``[rows, heads]`` fp32 tile of raw g: ``-e^A_log[h] softplus(g + dt_bias[h])``,
+    the parameters (any float dtype) read as fp32 per value head."""
+    a = tl.load(A_log + heads, mask=mh, other=0.0).to(tl.float32)
+    x = gf
+    if HAS_DT_BIAS:
+        x = x + tl.load(dt_bias + heads, mask=mh, other=0.0).to(tl.float32)[None, :]
+    return -tl.exp(a)[None, :] * _softplus(x)

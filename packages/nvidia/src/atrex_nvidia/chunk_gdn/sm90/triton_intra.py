@@ -72,6 +72,7 @@ def atrex_sm90_gdn_intra_chunk(
     IS_VARLEN: tl.constexpr, G: tl.constexpr, BK: tl.constexpr, BVA: tl.constexpr,
     USE_L2NORM: tl.constexpr, BETA_SIGMOID: tl.constexpr, NEG_EIGVAL: tl.constexpr,
     INV_PRODUCT: tl.constexpr, STORE_QKN: tl.constexpr, STORE_FAC: tl.constexpr,
+    DOT_PRECISION: tl.constexpr = "tf32",
 ):
     """Generic intra-chunk kernel, one program per (chunk slot, q/k head).
 
@@ -81,7 +82,8 @@ def atrex_sm90_gdn_intra_chunk(
     input dtype. The inverse's four diagonal 16x16 blocks come from the product form
     ``(I - L)(I + L^2)(I + L^4)(I + L^8)`` (``INV_PRODUCT``) or forward substitution, the off-diagonal blocks from
     fp32 ieee dots. With ``STORE_FAC`` also the state kernel v2's factor planes 1-4 of ``fac``.
-    ``v``, ``W``, ``U``, ``V``, the v strides and ``BVA`` are not read."""
+    ``v``, ``W``, ``U``, ``V``, the v strides and ``BVA`` are not read. ``DOT_PRECISION``: the K K^T / Q K^T
+    dots' input precision (fp32 inputs take ``tf32x3``; 16-bit dots ignore it)."""
     slot = tl.program_id(0)
     h = tl.program_id(1)
     if IS_VARLEN:
@@ -109,22 +111,22 @@ def atrex_sm90_gdn_intra_chunk(
     k2 = _load_qk_tile(k_base, rows2.to(tl.int64), m2, offs_k, mk, s_kt, USE_L2NORM)
     k3 = _load_qk_tile(k_base, rows3.to(tl.int64), m3, offs_k, mk, s_kt, USE_L2NORM)
     # K K^T blocks (shared by the G value heads of this q/k head)
-    kk00 = tl.dot(k0, tl.trans(k0))
-    kk10 = tl.dot(k1, tl.trans(k0))
-    kk11 = tl.dot(k1, tl.trans(k1))
-    kk20 = tl.dot(k2, tl.trans(k0))
-    kk21 = tl.dot(k2, tl.trans(k1))
-    kk22 = tl.dot(k2, tl.trans(k2))
-    kk30 = tl.dot(k3, tl.trans(k0))
-    kk31 = tl.dot(k3, tl.trans(k1))
-    kk32 = tl.dot(k3, tl.trans(k2))
-    kk33 = tl.dot(k3, tl.trans(k3))
+    kk00 = tl.dot(k0, tl.trans(k0), input_precision=DOT_PRECISION)
+    kk10 = tl.dot(k1, tl.trans(k0), input_precision=DOT_PRECISION)
+    kk11 = tl.dot(k1, tl.trans(k1), input_precision=DOT_PRECISION)
+    kk20 = tl.dot(k2, tl.trans(k0), input_precision=DOT_PRECISION)
+    kk21 = tl.dot(k2, tl.trans(k1), input_precision=DOT_PRECISION)
+    kk22 = tl.dot(k2, tl.trans(k2), input_precision=DOT_PRECISION)
+    kk30 = tl.dot(k3, tl.trans(k0), input_precision=DOT_PRECISION)
+    kk31 = tl.dot(k3, tl.trans(k1), input_precision=DOT_PRECISION)
+    kk32 = tl.dot(k3, tl.trans(k2), input_precision=DOT_PRECISION)
+    kk33 = tl.dot(k3, tl.trans(k3), input_precision=DOT_PRECISION)
     # Q K^T on the full chunk
     rows = t0 + r64
     mrow = rows < eos
     qf = _load_qk_tile(q_base, rows.to(tl.int64), mrow, offs_k, mk, s_qt, USE_L2NORM)
     kf = _load_qk_tile(k_base, rows.to(tl.int64), mrow, offs_k, mk, s_kt, USE_L2NORM)
-    qk = tl.dot(qf, tl.trans(kf))
+    qk = tl.dot(qf, tl.trans(kf), input_precision=DOT_PRECISION)
     if STORE_QKN:
         H = tl.num_programs(1)
         rq = (tg0 + (rows - bos)).to(tl.int64)

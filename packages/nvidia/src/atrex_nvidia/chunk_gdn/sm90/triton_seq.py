@@ -3,14 +3,15 @@
 * ``atrex_sm90_gdn_chunk_offsets``: the chunk prefix sum of ``cu_seqlens``, on the device (no host read, so a
   varlen call can be captured in a CUDA graph).
 * ``atrex_sm90_gdn_slot_seq``: the intra grid's slot map, chunk slot -> sequence.
-* ``atrex_sm90_gdn_gates``: the per-row gate factors of every chunk, for the intra kernel's ``GATES`` form.
+* ``atrex_sm90_gdn_gates``: the per-row gate factors of every chunk, for the intra kernel's ``GATES`` form, and
+  fla's in-kernel gate transform (``use_gate_in_kernel``).
 * ``atrex_sm90_gdn_segment_scan``: composes the per-segment state maps of the sequence-parallel state pass.
 """
 
 import triton
 import triton.language as tl
 
-from .triton_common import _chunk_of_slot, _load_beta, _pdl_enter, _search_chunk_offsets
+from .triton_common import _chunk_of_slot, _gdn_gate, _load_beta, _pdl_enter, _search_chunk_offsets
 
 
 @triton.jit
@@ -56,16 +57,23 @@ def atrex_sm90_gdn_gates(
     g, beta, fac, co, cu,
     T, N, HV, n_search,
     s_gb, s_gt, s_gh, s_bb, s_bt, s_bh,
-    TOTAL_T,
+    TOTAL_T, A_log, dt_bias, g_out,
     IS_VARLEN: tl.constexpr, BH: tl.constexpr, BETA_SIGMOID: tl.constexpr, NEG_EIGVAL: tl.constexpr,
-    PDL: tl.constexpr = False,
+    PDL: tl.constexpr = False, GATE_IN_KERNEL: tl.constexpr = False, HAS_DT_BIAS: tl.constexpr = False,
+    STORE_FAC: tl.constexpr = True,
 ):
-    """The gate rows of every chunk, for the intra kernel's ``GATES`` form: one program per (chunk slot, block of
-    BH value heads) writes the factor planes 0-4 of ``fac [5, HV, TOTAL_T]``: the chunk-local cumsum gamma, beta,
-    beta e^gamma, e^gamma and e^(gamma_last - gamma), the values the intra kernel otherwise forms itself.
+    """The gate rows of every chunk: one program per (chunk slot, block of BH value heads).
 
-    The intra program then loads gamma and beta beside its q / k tiles instead of waiting for the g scan before
-    it issues them. Varlen slots are read from the slot map."""
+    ``STORE_FAC``: for the intra kernel's ``GATES`` form, the factor planes 0-4 of ``fac [5, HV, TOTAL_T]``: the
+    chunk-local cumsum gamma, beta, beta e^gamma, e^gamma and e^(gamma_last - gamma), the values the intra kernel
+    otherwise forms itself. The intra program then loads gamma and beta beside its q / k tiles instead of waiting
+    for the g scan before it issues them. Varlen slots are read from the slot map.
+
+    ``GATE_IN_KERNEL``: g is fla's raw gate input; each row becomes ``-e^A_log softplus(g + dt_bias)``
+    (``_gdn_gate``, fp32) before the cumsum, and is stored into ``g_out`` (fp32 ``[B*T, HV]``), which the later
+    kernels of the call read as their g. Without ``STORE_FAC`` only that transform runs (fixed-length slots over
+    every batch row; chunk bounds do not matter to it). ``A_log``, ``dt_bias`` and ``g_out`` are not read
+    otherwise."""
     _pdl_enter(PDL)
     slot = tl.program_id(0)
     heads = tl.program_id(1) * BH + tl.arange(0, BH)
@@ -82,20 +90,25 @@ def atrex_sm90_gdn_gates(
     m2 = mrow[:, None] & mh[None, :]
     rows64 = rows.to(tl.int64)
     bi64 = b_idx.to(tl.int64)
-    gf = tl.load(g + bi64 * s_gb + rows64[:, None] * s_gt + heads[None, :] * s_gh, mask=m2, other=0.0).to(tl.float32)
-    gc = tl.cumsum(gf, 0)
-    bf = _load_beta(beta + bi64 * s_bb + heads[None, :] * s_bh, rows64[:, None], m2, s_bt, BETA_SIGMOID, NEG_EIGVAL)
     rg = (tg0 + (rows - bos)).to(tl.int64)
-    plane = (tl.program_id(1) * 0 + HV).to(tl.int64) * TOTAL_T  # HV == 1 is specialised to a constexpr int
-    f_base = fac + heads.to(tl.int64)[None, :] * TOTAL_T + rg[:, None]
-    nvalid = tl.minimum(eos - t0, 64)
-    glast = tl.sum(tl.where(r64[:, None] == nvalid - 1, gc, 0.0), 0)
-    eg = tl.exp(gc)
-    tl.store(f_base, gc, mask=m2)
-    tl.store(f_base + plane, bf, mask=m2)
-    tl.store(f_base + 2 * plane, bf * eg, mask=m2)
-    tl.store(f_base + 3 * plane, eg, mask=m2)
-    tl.store(f_base + 4 * plane, tl.where(m2, tl.exp(glast[None, :] - gc), 0.0), mask=m2)
+    gf = tl.load(g + bi64 * s_gb + rows64[:, None] * s_gt + heads[None, :] * s_gh, mask=m2, other=0.0).to(tl.float32)
+    if GATE_IN_KERNEL:
+        gf = tl.where(m2, _gdn_gate(gf, A_log, dt_bias, heads, mh, HAS_DT_BIAS), 0.0)
+        tl.store(g_out + rg[:, None] * HV + heads[None, :], gf, mask=m2)
+    if STORE_FAC:
+        gc = tl.cumsum(gf, 0)
+        bf = _load_beta(beta + bi64 * s_bb + heads[None, :] * s_bh, rows64[:, None], m2, s_bt, BETA_SIGMOID,
+                        NEG_EIGVAL)
+        plane = (tl.program_id(1) * 0 + HV).to(tl.int64) * TOTAL_T  # HV == 1 is specialised to a constexpr int
+        f_base = fac + heads.to(tl.int64)[None, :] * TOTAL_T + rg[:, None]
+        nvalid = tl.minimum(eos - t0, 64)
+        glast = tl.sum(tl.where(r64[:, None] == nvalid - 1, gc, 0.0), 0)
+        eg = tl.exp(gc)
+        tl.store(f_base, gc, mask=m2)
+        tl.store(f_base + plane, bf, mask=m2)
+        tl.store(f_base + 2 * plane, bf * eg, mask=m2)
+        tl.store(f_base + 3 * plane, eg, mask=m2)
+        tl.store(f_base + 4 * plane, tl.where(m2, tl.exp(glast[None, :] - gc), 0.0), mask=m2)
 
 
 @triton.jit

@@ -96,13 +96,14 @@ def atrex_sm90_gdn_state_output(
     IS_VARLEN: tl.constexpr, G: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
     USE_H0: tl.constexpr, STORE_HT: tl.constexpr, STATE_V_FIRST: tl.constexpr,
     USE_L2NORM: tl.constexpr, BETA_SIGMOID: tl.constexpr, NEG_EIGVAL: tl.constexpr,
-    FAST: tl.constexpr,
+    FAST: tl.constexpr, DOT_PRECISION: tl.constexpr = "tf32",
 ):
     """Generic state/output kernel (the module's recurrence), reading gamma from ``gam`` and beta itself.
 
     ``FAST`` (q, k already normalised by the intra kernel): diagonal scalings on the ``[64, BV]`` products.
     Otherwise the operand-scaled form: q, k (L2-normalised here with ``USE_L2NORM``) are scaled by their row
-    factors and rounded before the dots. ``W`` and ``U`` are not read."""
+    factors and rounded before the dots. ``W`` and ``U`` are not read. ``DOT_PRECISION``: the dots' input
+    precision (fp32 inputs take ``tf32x3``; 16-bit dots ignore it)."""
     hv, h, bos, eos, b_idx, tg0, L, NT, offs_k, offs_v, mk, mv, r64, n64, S = _state_program(
         tl.program_id(0), tl.program_id(1), h0, cu, T, HV, K, V, s_h0n, s_h0h, s_h0k, s_h0v, IS_VARLEN, G, BK, BV,
         USE_H0)
@@ -137,13 +138,14 @@ def atrex_sm90_gdn_state_output(
             bt = _load_beta(b_base, rows64, mrow, s_bt, BETA_SIGMOID, NEG_EIGVAL)
             a_t = tl.load(a_base + rg[:, None] * 64 + r64[None, :], mask=mrow[:, None], other=0.0)
             # diagonal scalings applied to [64, BV] results rather than to [64, K] operands
-            X = bt[:, None] * vt - (bt * eg)[:, None] * tl.dot(kt, Sb)
-            Ut = tl.dot(a_t, X.to(dt))
-            O = eg[:, None] * tl.dot(qt, Sb) + tl.dot(aq_t, Ut.to(dt))
+            X = bt[:, None] * vt - (bt * eg)[:, None] * tl.dot(kt, Sb, input_precision=DOT_PRECISION)
+            Ut = tl.dot(a_t, X.to(dt), input_precision=DOT_PRECISION)
+            O = (eg[:, None] * tl.dot(qt, Sb, input_precision=DOT_PRECISION)
+                 + tl.dot(aq_t, Ut.to(dt), input_precision=DOT_PRECISION))
             tl.store(o_base + rows64[:, None] * s_ot + offs_v[None, :], (O * scale).to(o.dtype.element_ty),
                      mask=mrow[:, None] & mv[None, :])
             dk = tl.where(mrow, tl.exp(gl - gm), 0.0)
-            S = S * tl.exp(gl) + tl.dot(tl.trans(kt), (Ut * dk[:, None]).to(dt))
+            S = S * tl.exp(gl) + tl.dot(tl.trans(kt), (Ut * dk[:, None]).to(dt), input_precision=DOT_PRECISION)
         else:
             kn = _load_qk_tile(k_base, rows64, mrow, offs_k, mk, s_kt, USE_L2NORM)
             qn = _load_qk_tile(q_base, rows64, mrow, offs_k, mk, s_qt, USE_L2NORM)
@@ -158,15 +160,15 @@ def atrex_sm90_gdn_state_output(
             eg = tl.exp(gm)
             Sb = S.to(dt)
             kb = (kn.to(tl.float32) * (bt * eg)[:, None]).to(dt)
-            X = bt[:, None] * vt - tl.dot(kb, Sb)
-            Ut = tl.dot(a_t, X.to(dt)).to(dt)
+            X = bt[:, None] * vt - tl.dot(kb, Sb, input_precision=DOT_PRECISION)
+            Ut = tl.dot(a_t, X.to(dt), input_precision=DOT_PRECISION).to(dt)
             qg = (qn.to(tl.float32) * eg[:, None]).to(dt)
-            O = tl.dot(qg, Sb) + tl.dot(aq_t, Ut)
+            O = tl.dot(qg, Sb, input_precision=DOT_PRECISION) + tl.dot(aq_t, Ut, input_precision=DOT_PRECISION)
             tl.store(o_base + rows64[:, None] * s_ot + offs_v[None, :], (O * scale).to(o.dtype.element_ty),
                      mask=mrow[:, None] & mv[None, :])
             dk = tl.where(mrow, tl.exp(gl - gm), 0.0)
             kd = (kn.to(tl.float32) * dk[:, None]).to(dt)
-            S = S * tl.exp(gl) + tl.dot(tl.trans(kd), Ut)
+            S = S * tl.exp(gl) + tl.dot(tl.trans(kd), Ut, input_precision=DOT_PRECISION)
 
     if STORE_HT:
         _store_state(ht, S, n64, hv, HV, K, V, offs_k, offs_v, mk, mv, STATE_V_FIRST)
