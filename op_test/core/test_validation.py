@@ -144,7 +144,7 @@ def test_op_dir_cli():
 
 def test_bench_records_report_plot_and_readme(tmp_path):
     install_fake("run_correct")
-    records = bench.run_bench("flash_attn", CPU, size="small", match="zero-and-one", progress=False)
+    records = bench.run_bench("flash_attn", CPU, size="small", match="zero-and-one", progress=False)["records"]
     timed = [r for r in records if "ms" in r]
     assert {r["contender"] for r in timed} == {"fake.impl", "core.reference"}
     for r in timed:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 import click
@@ -87,31 +88,89 @@ def bench(ctx):
 @click.option("--match", default=None)
 @click.option("--graph", is_flag=True, help="time CUDA-graph replays")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="where bench_<op>.md and .png go (default: ~/.cache/atrex/bench)")
+              help="where bench_<op>.md, .png and .jsonl go (default: ~/.cache/atrex/bench)")
 @click.option("--history", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="the JSONL history to append to (default: ~/.cache/atrex/bench/history.jsonl; the repository's "
                    "record is bench_results/history.jsonl, appended to only when named here)")
+@click.option("--peer-path", "peer_paths", multiple=True, metavar="NAME=PATH",
+              help="also run the baselines whose library PATH holds (e.g. flash_attn/cute of another FA4 release) "
+                   "in a child process with PATH first on sys.path; rows '<baseline>@NAME'. Repeatable")
+@click.option("--resume", is_flag=True,
+              help="skip the cases already recorded in --out for the same commit, device and options")
+@click.option("--budget-s", type=click.FloatRange(min=1), default=None,
+              help="stop cleanly, with every measured case written, within this many seconds of the start")
+@click.option("--warm", "warm_workers", type=click.IntRange(min=0), default=0, show_default=True,
+              help="worker processes that run every case once before timing (fills on-disk kernel caches)")
 @click.option("--no-progress", is_flag=True)
-def bench_run(op, device, size, match, graph, out_dir, history, no_progress):
-    """Run the cases across eligible implementations and baselines; write <out>/bench_<op>.md and .png,
-    append to the history."""
-    from atrex.validation.bench import append_history, markdown, plot, run_bench
+def bench_run(op, device, size, match, graph, out_dir, history, peer_paths, resume, budget_s, warm_workers,
+              no_progress):
+    """Run the cases across eligible implementations and baselines; each case's rows are appended to the
+    history and <out>/bench_<op>.jsonl and .md as soon as it is measured, the PNG is drawn at the end."""
+    start = time.monotonic()
+    from atrex.validation.bench import run_bench
+    from atrex.validation.records import provenance
+    from atrex.validation.report import RunFiles
 
     dev = _device(device)
     out_dir = out_dir or default_bench_dir()
     history = history or default_bench_dir() / "history.jsonl"
     if size is None:
         size = "perf" if dev.type != "cpu" else "small"
-    records = run_bench(op, dev, size=None if size == "all" else size, match=match, graph=graph,
-                        progress=not no_progress)
-    append_history(records, history)
-    md = markdown(records)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / f"bench_{op}.md").write_text(md)
-    if any("ms" in r for r in records):
-        plot(records, out_dir / f"bench_{op}.png")
-    click.echo(md)
-    click.echo(f"history: {history} (+{len(records)} records); report: {out_dir / f'bench_{op}.md'}")
+    peers = _start_peers(op, dev, graph, peer_paths)
+    try:
+        prov = provenance(str(dev))
+        peer_info = {p.name: p.summary for p in peers}
+        key = {"op": op, "device": prov["device"], "commit": prov["commit"], "graph": graph, "peers": peer_info}
+        files = RunFiles(op, out_dir, history, key, resume)
+        if warm_workers:
+            from atrex.validation.cases import cases
+            from atrex.validation.warm import warm
+
+            names = [c.name for c in cases(op, None if size == "all" else size, match) if c.name not in files.done]
+            click.echo(f"warm: {len(names)} cases in {warm_workers} processes, "
+                       f"{warm(op, dev, names, graph, warm_workers):.1f} s", err=True)
+        res = run_bench(op, dev, size=None if size == "all" else size, match=match, graph=graph,
+                        progress=not no_progress, on_case=files.add, skip_cases=files.done, budget_s=budget_s,
+                        start=start, peers=peers, run_id=files.run_id,
+                        common={"peers": peer_info} if peer_info else None)
+    finally:
+        for p in peers:
+            p.close()
+    click.echo(files.finish())
+    click.echo(f"history: {history} (+{len(res['records'])} records); report: {files.md_path}")
+    if files.resumed:
+        click.echo(f"resume: {files.resumed} case(s) already recorded in {out_dir} were not run again")
+    if res["stopped"]:
+        n = len(res["done"]) + len(res["left"])
+        click.echo(f"budget: stopped after {len(res['done'])} of {n} cases ({len(res['left'])} left); "
+                   "rerun with --resume to continue")
+
+
+def _start_peers(op, dev, graph, values) -> list:
+    """One child per ``--peer-path``; a bad value or a child that cannot start is a one-line usage error."""
+    from atrex.errors import AtrexValueError
+    from atrex.validation import peer
+
+    started = []
+    try:
+        for value in values:
+            try:
+                name, path = peer.parse(value)
+            except AtrexValueError as exc:
+                raise click.BadParameter(str(exc).splitlines()[0], param_hint="--peer-path") from None
+            labels = peer.labels_for(op, path)
+            if not labels:
+                raise click.BadParameter(f"{path} holds none of the libraries of {op}'s baselines "
+                                         "(flash_attn/cute, flashinfer, fla)", param_hint="--peer-path")
+            try:
+                started.append(peer.Peer(name, path, op, dev, graph, labels))
+            except AtrexValueError as exc:
+                raise click.UsageError(str(exc).splitlines()[0]) from None
+    except BaseException:
+        for p in started:
+            p.close()
+        raise
+    return started
 
 
 @bench.command("report")
@@ -120,7 +179,7 @@ def bench_run(op, device, size, match, graph, out_dir, history, no_progress):
 @click.option("--check", is_flag=True, help="exit 1 if the README's section is not up to date")
 def bench_report(history, readme, check):
     """Regenerate the README's performance section from the recorded history (accelerator runs only)."""
-    from atrex.validation.bench import load_history, readme_section, update_readme
+    from atrex.validation.report import load_history, readme_section, update_readme
 
     records = load_history(history)
     if check:

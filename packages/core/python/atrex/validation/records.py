@@ -66,5 +66,6 @@ def provenance(device_str: str) -> dict:
         "flash_attn_4": _version("flash-attn-4"),
         "nvidia_cutlass_dsl": _version("nvidia-cutlass-dsl"),
         "fla_core": _version("fla-core"),
+        "flashinfer": _version("flashinfer-python"),
         "commit": (commit + ("-dirty" if dirty else "")) if commit else "unknown",
     }
