@@ -125,9 +125,9 @@ def test_gate_transform_of_reference_and_oracle_is_flas():
     20): the reference's fp32 transform and the oracle's float64 one agree with it across softplus' regimes
     (x far below 0, around 0, above the threshold), bf16 / fp16 / fp32 g and parameters, with and without dt_bias;
     the beta sigmoid likewise (2 sigmoid(beta) with allow_neg_eigval)."""
+    from atrex.api.chunk_gdn import normalize_gdn_call
     from atrex.reference.chunk_gdn import prepare_inputs
     from atrex.reference.oracle import gdn_gates64
-    from atrex.api.chunk_gdn import normalize_gdn_call
     x = torch.tensor([-90.0, -30.0, -16.0, -5.0, -0.5, 0.0, 0.5, 5.0, 19.0, 21.0, 60.0])
     for g_dt, p_dt in ((torch.float32, torch.float32), (torch.bfloat16, torch.bfloat16), (torch.float16, torch.float32)):
         for bias in (None, torch.tensor([0.5, -2.0])):

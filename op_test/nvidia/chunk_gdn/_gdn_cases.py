@@ -187,7 +187,8 @@ GPU_CASES = SMALL_CASES + [
     # 64 one-token rows (B*T = 64: the TMA state kernels apply)
     ("B64_T1_h0", dict(B=64, T=1, H=2, HV=4, K=128, h0=torch.float32)),
     # the in-kernel gate where every state path applies (K = V = 64), and at the Qwen3-Next shapes (rc2 with its PDL
-    # chain, varlen with one-head programs: the gates kernel's full form); fp32 at K = 128 and K = 256
+    # chain, varlen with one-head programs: the gates kernel's full form); fp32 at K = 128 and with K, V off the
+    # multiples of 16 (V = 200: several state column blocks)
     ("gate_B2_T130_K64", dict(B=2, T=130, H=1, HV=2, K=64, h0=torch.float32, gate="bias")),
     ("gate_qwen_varlen_vfirst", dict(T=3000, H=4, HV=8, K=128, cu_seqlens=[0, 1, 65, 1000, 1063, 2999, 3000],
                                      h0=torch.float32, state_v_first=True, gate="bias")),
@@ -195,8 +196,8 @@ GPU_CASES = SMALL_CASES + [
                                          gate="nobias")),
     ("fp32_qwen_T1000_vfirst", dict(T=1000, H=4, HV=8, K=128, dtype=torch.float32, h0=torch.float32,
                                     state_v_first=True)),
-    ("fp32_K256_varlen_gate", dict(T=200, H=1, HV=2, K=256, V=64, dtype=torch.float32, cu_seqlens=[0, 1, 129, 200],
-                                   gate="nobias", h0=torch.float32)),
+    ("fp32_K100_V200_varlen_gate", dict(T=200, H=1, HV=2, K=100, V=200, dtype=torch.float32,
+                                        cu_seqlens=[0, 1, 129, 200], gate="nobias", h0=torch.float32)),
 ]
 
 # Many chunks (every mbarrier ring wraps often) and sequences of 0, 1, 64 and 65 tokens, for the persistent kernels

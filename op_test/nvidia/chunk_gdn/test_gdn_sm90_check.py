@@ -59,6 +59,13 @@ def test_declines_head_dims_over_256():
     assert ("head_dim", "v") in codes(mk(head_v_dim=264))
 
 
+def test_fp32_head_k_dim_up_to_128():
+    """fp32 q/k/v run the generic pair, whose intra kernel at K = 256 needs more shared memory than a block has."""
+    assert impl.check(mk(dtype=torch.float32, head_k_dim=128, head_v_dim=256)).ok
+    assert codes(mk(dtype=torch.float32, head_k_dim=144)) == [("head_dim", "k")]
+    assert impl.check(mk(dtype=torch.bfloat16, head_k_dim=144)).ok
+
+
 def test_declines_non_contiguous_inputs():
     kw = gdn_inputs(seq_len=70)
     kw["v"] = kw["v"].transpose(1, 2).contiguous().transpose(1, 2)

@@ -282,8 +282,9 @@ def _state(launches, plan, c, w, s):
 
 def launches(plan: GdnPlan, c: Call) -> list:
     """Every launch of the call, in order."""
-    if c.q.dtype == torch.float32 and (plan.intra, plan.state) != ("generic", "generic"):
-        raise ValueError(f"nvidia.gdn_sm90: fp32 q/k/v run the generic pair only, not {plan.intra}/{plan.state}")
+    if c.q.dtype == torch.float32 and ((plan.intra, plan.state) != ("generic", "generic") or c.BK > 128):
+        raise ValueError(f"nvidia.gdn_sm90: fp32 q/k/v run the generic pair with K <= 128 only, not "
+                         f"{plan.intra}/{plan.state} with K = {c.K}")
     out = []
     w = _workspace(plan, c)
     per_head = plan.intra == "per_head"

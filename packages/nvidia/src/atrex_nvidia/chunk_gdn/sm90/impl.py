@@ -28,6 +28,7 @@ STATE_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 CU_SEQLENS_DTYPES = (torch.int32, torch.int64)
 MAX_HEAD_K_DIM = 256
 MAX_HEAD_V_DIM = 256
+MAX_HEAD_K_DIM_FP32 = 128  # fp32 q/k/v: the generic intra kernel's tiles at K = 256 need 256 KiB of shared memory
 SUPPORTS_BETA_SIGMOID = True
 SUPPORTS_NEG_EIGVAL = True
 SUPPORTS_GATE_IN_KERNEL = True  # in the gates kernel (triton_seq.atrex_sm90_gdn_gates)
@@ -70,6 +71,8 @@ def check(call):
             no("layout", name, f"strides {tuple(t.stride())}", "contiguous")
     if call.head_k_dim > MAX_HEAD_K_DIM or call.head_k_dim < 1:
         no("head_dim", "k", call.head_k_dim, f"1..{MAX_HEAD_K_DIM}")
+    elif call.dtype == torch.float32 and call.head_k_dim > MAX_HEAD_K_DIM_FP32:
+        no("head_dim", "k", call.head_k_dim, f"1..{MAX_HEAD_K_DIM_FP32} with float32 q/k/v")
     if call.head_v_dim > MAX_HEAD_V_DIM or call.head_v_dim < 1:
         no("head_dim", "v", call.head_v_dim, f"1..{MAX_HEAD_V_DIM}")
     if call.num_heads < 1 or call.num_v_heads % call.num_heads != 0:

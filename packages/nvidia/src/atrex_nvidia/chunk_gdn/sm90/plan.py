@@ -42,6 +42,7 @@ WS_STAGES, WS_OUT_REGS, WS_QSIDE_OUT_REGS = 3, 112, 136
 SEG_MIN, SEG_MAX = 4, 16  # segment counts that pay for the second pass / fill the SMs
 SEG_MIN_CHUNKS = 16  # chunks per segment at the least
 SEG_BV, SEG_SCAN_BV = 64, 8  # column blocks of the segment pass and of the composition
+FP32_MAX_BV = 32  # the generic state kernel's V block with fp32 q/k/v (shared memory)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -154,6 +155,8 @@ def plan_call(q, k, v, *, n_seqs, is_varlen, l2norm, sm_count, pdl_supported):
     fast = K % 16 == 0 and V % 16 == 0
     if not (fast and BK <= PER_HEAD_MAX_BK) or q.dtype == torch.float32:
         BV, warps, stages = state_cfg(n_seqs * HV, V, False, sm_count)
+        if q.dtype == torch.float32:  # (fp32 tiles with BV = 64 and K = 128 exceed a block's shared memory)
+            BV = min(BV, FP32_MAX_BV)
         return GdnPlan("generic", "generic", BV, warps, stages)
     gluon = is_sm90(q.device) and not interpreting() and gluon_supported()
     segments = None
