@@ -1,7 +1,8 @@
 """Target test of ``nvidia.gdn_sm90`` (ATREX chunked Gated-DeltaNet, Triton and Gluon) on SM90 hardware.
 
 Every plan path (state ws / rc / rc2 / tma / triton / generic, intra per_head / generic, the sequence-parallel
-segments) against the float64 recurrence; see ``_gdn_gpu.py``."""
+segments) against the float64 recurrence; see ``_gdn_gpu.py``. fla 0.6's forward options (in-kernel gate, beta
+sigmoid, fp32 q/k/v, chunk_size) on fla's own test cases: ``_gdn_gpu_fla.py``."""
 
 import _gdn_cases as _t
 
@@ -27,4 +28,14 @@ from _gdn_gpu import (  # noqa: E402,F401
     test_split_and_carry,
     test_t1_replay_of_the_faulting_order,
     test_t1_shapes_between_other_kernels,
+)
+from _gdn_gpu_fla import (  # noqa: E402,F401
+    test_fla_chunk_shapes_fp32,
+    test_fla_fp32,
+    test_fla_gate_in_kernel,
+    test_fla_gate_in_kernel_gqa,
+    test_fla_gate_in_kernel_varlen,
+    test_gate_graph_capture_replays_new_gate_values,
+    test_operator_gate_prewarm_then_capture,
+    test_operator_takes_fla_options_on_gdn_sm90,
 )
