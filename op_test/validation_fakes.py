@@ -37,3 +37,11 @@ def run_leaky(call, out):
 
 def run_crashes(call, out):
     raise RuntimeError("kernel assertion: head_dim 72 unsupported")
+
+
+def run_sleepy(call, out):
+    """Far slower than any budget a test gives: the bench's time budget must interrupt it."""
+    import time
+
+    time.sleep(60)
+    return ref_attn.run(call, out)

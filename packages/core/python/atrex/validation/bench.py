@@ -42,8 +42,9 @@ class Entry:
     check: Callable[[], tuple[bool, str]]
 
 
-class Budget(Exception):
-    """The time budget ran out in the middle of a case."""
+class Budget(BaseException):
+    """The time budget ran out in the middle of a case (a BaseException, as KeyboardInterrupt: the
+    per-contender ``except Exception`` handlers must not swallow it)."""
 
 
 def _normalize(op: str, kw: dict):
