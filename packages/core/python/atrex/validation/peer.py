@@ -51,6 +51,7 @@ class Peer:
                                                                           os.environ.get("PYTHONPATH")]))}
         self.proc = subprocess.Popen([sys.executable, "-m", "atrex.validation.peer", json.dumps(cfg)],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+        self.busy = False  # a case sent, its rows not read yet (the budget may interrupt the wait)
         hello = self._read()
         if "error" in hello:
             self.close()
@@ -74,9 +75,11 @@ class Peer:
         """The peer's rows for one case, labelled ``<label>@<name>`` with the release they ran."""
         if self.proc.poll() is not None:
             return [{"contender": f"*@{self.name}", "error": f"peer {self.name} is not running"}]
+        self.busy = True
         self.proc.stdin.write(json.dumps({"case": case}) + "\n")
         self.proc.stdin.flush()
         msg = self._read()
+        self.busy = False
         if "error" in msg:
             return [{"contender": f"*@{self.name}", "error": msg["error"]}]
         out = []
@@ -87,6 +90,9 @@ class Peer:
         return out
 
     def close(self) -> None:
+        """End the child: EOF on its stdin; killed at once when it is still measuring a case."""
+        if self.proc.poll() is None and self.busy:
+            self.proc.kill()
         if self.proc.poll() is None:
             try:
                 self.proc.stdin.close()
