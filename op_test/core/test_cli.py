@@ -138,6 +138,20 @@ def test_prewarm_chunk_gdn():
     assert out.strip() == "core.reference: nothing to compile"
 
 
+@pytest.mark.parametrize("extra", [["--gate", "A_log"], ["--gate", "A_log+dt_bias", "--beta-sigmoid", "sigmoid"],
+                                   ["--dtype", "fp32", "--beta-sigmoid", "sigmoid-neg-eig"]])
+def test_chunk_gdn_fla_options(extra):
+    """fla's in-kernel gate and beta sigmoid (and fp32) reach explain and prewarm, so a serving engine can warm
+    those specialisations from the command line."""
+    from atrex.cli import _gdn_kwargs
+    d = json.loads(invoke("explain", "chunk_gdn", *GDN, *extra, "--json"))
+    assert d["chosen"] == "core.reference"
+    assert invoke("prewarm", "chunk_gdn", *GDN, *extra).strip() == "core.reference: nothing to compile"
+    kw = _gdn_kwargs("cpu", "bf16", "5,3", 2, 4, 16, "fp32", True, True, "A_log+dt_bias", "sigmoid-neg-eig")
+    assert kw["use_gate_in_kernel"] and kw["A_log"].shape == kw["dt_bias"].shape == (4,)
+    assert kw["use_beta_sigmoid_in_kernel"] and kw["allow_neg_eigval"]
+
+
 def test_demo():
     out = invoke("demo")
     assert out.count("MATCHES") == 2

@@ -152,6 +152,10 @@ _gdn_options = [
     click.option("--state", default="fp32", type=click.Choice(["none", "fp32", "bf16"])),
     click.option("--v-first/--k-first", default=True),
     click.option("--l2norm/--no-l2norm", default=True),
+    click.option("--gate", default="none", type=click.Choice(["none", "A_log", "A_log+dt_bias"]),
+                 help="fla's in-kernel gate (use_gate_in_kernel) with these [HV] fp32 parameters"),
+    click.option("--beta-sigmoid", default="none", type=click.Choice(["none", "sigmoid", "sigmoid-neg-eig"]),
+                 help="use_beta_sigmoid_in_kernel (and allow_neg_eigval)"),
 ]
 
 
@@ -186,14 +190,23 @@ def _apply(options):
     return deco
 
 
-def _gdn_kwargs(device, dtype, seq_lens, heads, v_heads, head_dim, state, v_first, l2norm):
+def _gdn_kwargs(device, dtype, seq_lens, heads, v_heads, head_dim, state, v_first, l2norm, gate="none",
+                beta_sigmoid="none"):
+    import torch
+
     from atrex.inputs import DTYPES, gdn_inputs
 
     lens = _ints(seq_lens)
-    return gdn_inputs(lens if len(lens) > 1 else None, batch=1, seq_len=lens[0], num_heads=heads,
-                      num_v_heads=v_heads, head_k_dim=head_dim, head_v_dim=head_dim, dtype=DTYPES[dtype],
-                      initial_state=None if state == "none" else state, state_v_first=v_first, l2norm=l2norm,
-                      device=device)
+    kw = gdn_inputs(lens if len(lens) > 1 else None, batch=1, seq_len=lens[0], num_heads=heads,
+                    num_v_heads=v_heads, head_k_dim=head_dim, head_v_dim=head_dim, dtype=DTYPES[dtype],
+                    initial_state=None if state == "none" else state, state_v_first=v_first, l2norm=l2norm,
+                    device=device)
+    if gate != "none":  # (zeros: a prewarm or an explain needs the shapes and dtypes only)
+        kw.update(use_gate_in_kernel=True, A_log=torch.zeros(v_heads, device=device),
+                  dt_bias=torch.zeros(v_heads, device=device) if gate == "A_log+dt_bias" else None)
+    if beta_sigmoid != "none":
+        kw.update(use_beta_sigmoid_in_kernel=True, allow_neg_eigval=beta_sigmoid == "sigmoid-neg-eig")
+    return kw
 
 
 def _atrex_errors(fn):
@@ -235,11 +248,13 @@ def explain_attn(device, dtype, q_lens, k_lens, heads, kv_heads, head_dim, page_
 @_apply(_gdn_options)
 @click.option("--json", "as_json", is_flag=True)
 @_atrex_errors
-def explain_gdn(device, dtype, seq_lens, heads, v_heads, head_dim, state, v_first, l2norm, as_json):
+def explain_gdn(device, dtype, seq_lens, heads, v_heads, head_dim, state, v_first, l2norm, gate, beta_sigmoid,
+                as_json):
     """Explain chunk_gated_delta_rule for an fla/vLLM-style call."""
     import atrex
 
-    kw = _gdn_kwargs(_device(device), dtype, seq_lens, heads, v_heads, head_dim, state, v_first, l2norm)
+    kw = _gdn_kwargs(_device(device), dtype, seq_lens, heads, v_heads, head_dim, state, v_first, l2norm, gate,
+                     beta_sigmoid)
     trace = atrex.explain_chunk_gated_delta_rule(**kw)
     click.echo(json.dumps(trace.as_dict(), indent=2) if as_json else str(trace))
 
@@ -278,10 +293,11 @@ def prewarm_attn(device, dtype, q_lens, k_lens, heads, kv_heads, head_dim, page_
 @prewarm.command("chunk_gdn")
 @_apply(_gdn_options)
 @_atrex_errors
-def prewarm_gdn(device, dtype, seq_lens, heads, v_heads, head_dim, state, v_first, l2norm):
+def prewarm_gdn(device, dtype, seq_lens, heads, v_heads, head_dim, state, v_first, l2norm, gate, beta_sigmoid):
     import atrex
 
-    kw = _gdn_kwargs(_device(device), dtype, seq_lens, heads, v_heads, head_dim, state, v_first, l2norm)
+    kw = _gdn_kwargs(_device(device), dtype, seq_lens, heads, v_heads, head_dim, state, v_first, l2norm, gate,
+                     beta_sigmoid)
     for impl_id, status in atrex.prewarm("chunk_gated_delta_rule", [kw]):
         click.echo(f"{impl_id}: {status}")
 
