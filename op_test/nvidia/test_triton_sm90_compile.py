@@ -2,8 +2,8 @@
 
 No GPU is needed: in a subprocess, Triton's active driver is replaced by a stand-in that reports an sm90
 target, and ``knobs.runtime.jit_cache_hook`` records each specialisation the launchers
-(``nvidia.gdn_sm90``, ``nvidia.decode_splitkv``) ask for and returns before any compile or launch. Each
-recorded specialisation is then compiled to a cubin for ``GPUTarget("cuda", 90, 32)``, and its static
+(``nvidia.gdn_sm90``, ``nvidia.decode_splitkv``, ``nvidia.paged_prefill_sm90``) ask for and returns before any
+compile or launch. Each recorded specialisation is then compiled to a cubin for ``GPUTarget("cuda", 90, 32)``, and its static
 shared memory is compared with the H100/H200 limit per block (227 KiB).
 
 What is compiled: by default (``nox -s tests-cpu``) a representative subset, in which every kernel's every
@@ -14,7 +14,8 @@ recorded specialisation either way. Compiles run in parallel processes through T
 options and toolchain (the test tier points it at a temporary directory; see ``op_test/conftest.py``).
 
 For ``nvidia.gdn_sm90`` the calls are the default plans of every target-test case (the sequence-parallel
-segments, rc2 with its PDL chain, T = 1 included) and every state path forced through a ``GdnPlan``.
+segments, rc2 with its PDL chain, T = 1, fla's in-kernel gate and fp32 q/k/v included) and every state path forced
+through a ``GdnPlan``.
 
 This catches, on a CPU, two failures seen on the GPU: a kernel that did not compile when Triton specialised an
 int argument equal to 1 into a constexpr (HV == 1), and a configuration needing 260 KB of shared memory (K = 256
@@ -127,6 +128,13 @@ _SCRIPT = textwrap.dedent(r'''
         C.call(x, plan=C.without_pdl(plan))
     gdn(dict(T=256, H=16, HV=32, K=128), "rc")
     gdn(dict(T=256, H=16, HV=32, K=128), "rc2")
+    # fla's in-kernel gate in the gates kernel's full form with dt_bias (varlen one-head programs, rc / rc2 with PDL)
+    # and without; fp32 q/k/v (the generic pair, tf32x3) at T = 1 and with many programs (the state kernel's V block
+    # stays 32)
+    for gate in ("bias", "nobias"):
+        gdn(dict(T=640, H=32, HV=32, K=128, cu_seqlens=vl, gate=gate))
+    gdn(dict(T=1, H=2, K=32, dtype=torch.float32))
+    gdn(dict(T=17 * 64, H=32, HV=32, K=128, dtype=torch.float32, cu_seqlens=[64 * i for i in range(18)], gate="bias"))
 
     # ---- nvidia.decode_splitkv: head dims, pages, split / no split, fp8, sinks and LSE
     from atrex.api.flash_attn import normalize_flash_attn_call
@@ -148,6 +156,33 @@ _SCRIPT = textwrap.dedent(r'''
         call = normalize_flash_attn_call(**attn_inputs(list(q_lens), list(k_lens), **kw))._replace(target=H200)
         out = torch.empty((call.total_q, call.num_heads_q, call.head_dim_v), dtype=call.out_dtype)
         DL.decode(call, out)
+
+    # ---- nvidia.paged_prefill_sm90: head dims 40..256, pages 1 / 16 / 32 / 64 / 80 / 128 (one block id per key
+    # tile or one per key), fp8 with and without descales, sinks, softcap, windows, LSE, tiles of 16..128 rows,
+    # a GQA group split over two programs
+    from atrex_nvidia.flash_attn.sm90.paged_prefill import launch as PL
+
+    FP8 = torch.float8_e4m3fn
+    for q_lens, k_lens, kw in (
+        ((129, 1, 40), (2011, 18, 463), dict(head_dim=128, page_size=16, num_heads_q=8, num_heads_k=2)),
+        ((129, 5), (2011, 18), dict(head_dim=128, page_size=128, num_heads_q=8, num_heads_k=2, return_lse=True)),
+        ((64, 3), (700, 90), dict(head_dim=256, page_size=80, num_heads_q=16, num_heads_k=2, sinks=True,
+                                  return_lse=True)),
+        ((64, 3), (700, 90), dict(head_dim=256, page_size=16, num_heads_q=4, num_heads_k=4, window_size=[255, 0],
+                                  softcap=50.0)),
+        ((33, 7), (300, 40), dict(head_dim=40, page_size=1, num_heads_q=4, num_heads_k=4, window_size=[32, 0])),
+        ((33, 7), (300, 40), dict(head_dim=72, page_size=32, num_heads_q=8, num_heads_k=2, dtype=torch.float16,
+                                  softcap=50.0)),
+        ((40, 1), (600, 70), dict(head_dim=128, page_size=64, num_heads_q=8, num_heads_k=2, dtype=FP8,
+                                  return_lse=True)),
+        ((40, 1), (600, 70), dict(head_dim=64, page_size=16, num_heads_q=4, num_heads_k=4, dtype=FP8,
+                                  fp8_descales=False, causal=False, window_size=[20, 20])),
+        ((2, 1), (600, 70), dict(head_dim=128, page_size=16, num_heads_q=256, num_heads_k=2, sinks=True)),
+        ((20, 1), (600, 70), dict(head_dim=96, page_size=16, num_heads_q=12, num_heads_k=2)),
+    ):
+        call = normalize_flash_attn_call(**attn_inputs(list(q_lens), list(k_lens), **kw))._replace(target=H200)
+        out = torch.empty((call.total_q, call.num_heads_q, call.head_dim_v), dtype=call.out_dtype)
+        PL.prefill(call, out)
 
     # same shapes, different alignment / dtype / flags: different signatures, and the memo must see them
     base = C.make_inputs(device="cpu", T=64, H=2, K=32)
@@ -202,7 +237,7 @@ def test_launchers_request_every_kernel(compiled):
     want = {"atrex_sm90_gdn_" + n for n in (
         "intra_chunk", "intra_chunk_v3", "state_output", "state_output_v2", "state_output_tma", "state_output_gl_ws",
         "state_output_gl_rc", "state_output_gl_rc2", "state_segments_gl", "segment_scan", "chunk_offsets", "slot_seq",
-        "gates")} | {"atrex_sm90_decode_splitkv", "atrex_sm90_decode_combine"}
+        "gates")} | {"atrex_sm90_decode_splitkv", "atrex_sm90_decode_combine", "atrex_sm90_paged_prefill"}
     assert want <= names, f"not requested: {sorted(want - names)}"
 
 
@@ -336,3 +371,16 @@ def test_h0_prefetch_issues_one_l2_prefetch_per_line(compiled):
         if (p["pf2"], p["pml2"]) != want:
             bad[name] = (p, want)
     assert not bad, json.dumps(bad, indent=1)[:4000]
+
+
+def test_gdn_fla_option_specialisations_requested(compiled):
+    """fla 0.6's forward options reach the gate's specialisations: the gates kernel with the in-kernel gate with and
+    without dt_bias, in its full form (factor planes) and transform-only, on a PDL chain; the generic pair with
+    tf32x3 dots (fp32 q/k/v) beside its 16-bit specialisations."""
+    gates = {tuple(r["gate"]) for r in compiled.values() if "gate" in r}
+    want = {(gate, bias, fac) for gate, bias, fac in ((True, True, True), (True, False, True), (True, True, False),
+                                                      (True, False, False), (False, False, True))}
+    assert want <= gates, sorted(gates)
+    assert any(r["gate"][0] and r["pdl_const"] for r in compiled.values() if "gate" in r)
+    prec = {(n.split("|", 1)[0], r["dot_precision"]) for n, r in compiled.items() if "dot_precision" in r}
+    assert {(f"atrex_sm90_gdn_{k}", p) for k in ("intra_chunk", "state_output") for p in ("tf32", "tf32x3")} <= prec

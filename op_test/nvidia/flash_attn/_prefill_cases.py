@@ -6,7 +6,8 @@ A case is a dict of ``atrex.inputs.attn_inputs`` options plus: ``layout`` (``hnd
 ``expand_descales`` (stride-0 descales as vLLM passes them), ``unit_descales``, ``pad_rows`` (query rows
 past ``cu_seqlens_q[B]``, CUDA-graph padding), ``oob_blocks`` (block ids outside the cache in the pages a
 sequence uses: the kernel clamps them), ``seqused_over`` (a ``seqused_k`` beyond the table's reach: clamped
-to it), and for the interpreter ``cfg`` (a forced ``launch.CFG_OVERRIDE``, small tiles so that tiny shapes
+to it), ``cache_blocks`` (the pages moved to scattered ids of a cache of that many blocks, built on the
+device, every other block NaN; the oracle keeps the small cache), and for the interpreter ``cfg`` (a forced ``launch.CFG_OVERRIDE``, small tiles so that tiny shapes
 reach several query tiles, key tiles and GQA chunks) and ``twice`` (run again, bitwise equal).
 """
 
@@ -30,6 +31,7 @@ def build(case: dict, device="cpu") -> tuple[dict, dict]:
     layout, poison, sink_dtype = c.pop("layout", None), c.pop("poison", None), c.pop("sink_dtype", None)
     expand, unit = c.pop("expand_descales", False), c.pop("unit_descales", False)
     pad_rows, oob, over = c.pop("pad_rows", 0), c.pop("oob_blocks", False), c.pop("seqused_over", False)
+    cache_blocks = c.pop("cache_blocks", None)
     c.setdefault("head_dim", 64)
     kw = attn_inputs(list(q_lens), list(k_lens), **c)
     if layout == "hnd":  # [nb, Hk, bs, D] physical, viewed as [nb, bs, Hk, D]
@@ -55,11 +57,35 @@ def build(case: dict, device="cpu") -> tuple[dict, dict]:
         kw["block_table"], ref["block_table"] = _oob_table(kw["block_table"], kw["k"].shape[0])
     if over:
         kw["seqused_k"], ref["seqused_k"], ref["block_table"] = _seqused_over(kw, ref)
-    return _to(kw, device), _to(ref, device)
+    kw, ref = _to(kw, device), _to(ref, device)
+    if cache_blocks:
+        kw = _big_cache(kw, cache_blocks)
+    return kw, ref
 
 
 def _to(kw: dict, device) -> dict:
     return {n: (x.to(device) if isinstance(x, torch.Tensor) else x) for n, x in kw.items()}
+
+
+def _big_cache(kw: dict, num_blocks: int) -> dict:
+    """The same call with its K/V blocks at scattered ids of a ``num_blocks`` cache (the highest ids
+    included) whose other blocks hold NaN, allocated on the call's device."""
+    k, v, table = kw["k"], kw["v"], kw["block_table"]
+    ids = torch.randperm(num_blocks - 1, generator=torch.Generator().manual_seed(num_blocks))[: k.shape[0]]
+    ids[0] = num_blocks - 1  # (the permutation holds ids below it only: no repeat)
+    ids = ids.to(k.device)
+
+    def nan_cache(x):
+        shape = (num_blocks, *x.shape[1:])
+        if x.element_size() == 1:  # 0x7f is NaN in float8_e4m3fn
+            big = torch.full(shape, 0x7F, dtype=torch.uint8, device=x.device).view(x.dtype)
+        else:
+            big = torch.full(shape, float("nan"), dtype=x.dtype, device=x.device)
+        big[ids] = x
+        return big
+
+    new_table = torch.where(table >= 0, ids[table.clamp_min(0).long()].to(torch.int32), table)
+    return {**kw, "k": nan_cache(k), "v": nan_cache(v), "block_table": new_table}
 
 
 def _oob_table(table, num_blocks):

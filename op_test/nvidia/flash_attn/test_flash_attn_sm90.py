@@ -1,7 +1,9 @@
 """Target test of the sm90 (H100/H200/H20) attention implementations.
 
-``nvidia.decode_splitkv`` (ATREX's split-KV paged decode, ``_decode_cases.py``): each test skips without
-a CUDA device of capability (9, 0); FA4 is not needed. ``nvidia.fa4`` (FlashAttention-4 through ATREX,
+``nvidia.decode_splitkv`` (ATREX's split-KV paged decode, ``_decode_cases.py``) and
+``nvidia.paged_prefill_sm90`` (ATREX's paged attention for any query length, ``_prefill_gpu_cases.py``):
+each test skips without a CUDA device of capability (9, 0); FA4 is not needed (the prefill routing test
+holds with or without it). ``nvidia.fa4`` (FlashAttention-4 through ATREX,
 ``_fa_cases.py``, shared by the four arch files): collected when the device is sm90. Without an sm90
 device one placeholder test reports the skip; with one, a flash-attn-4 that does not import (a required
 dependency of atrex-nvidia) is a failing test, never a skip. The FA4 cases run against whichever
@@ -19,6 +21,15 @@ from _decode_cases import (  # noqa: F401
     test_decode_grid_pages_gqa,
     test_decode_poisoned_workspace,
     test_decode_profiler_kernel_names,
+)
+from _prefill_gpu_cases import (  # noqa: F401
+    test_prefill_capture_unwarmed_raises,
+    test_prefill_cases,
+    test_prefill_default_dispatch,
+    test_prefill_deterministic,
+    test_prefill_graph_replay_changed_lengths,
+    test_prefill_profiler_kernel_names,
+    test_prefill_vllm_matrix,
 )
 
 FA4_SKIP = _c.hardware_skip_reason((9, 0))  # no sm90 device: skip the FA4 cases only
