@@ -92,8 +92,8 @@ def _decode_shape(kw: dict) -> tuple[int, int] | Skip:
     if cu is None:
         return kw["q"].shape[0], kw["q"].shape[1]
     lens = (cu[1:] - cu[:-1]).tolist()
-    if len(set(lens)) != 1:
-        return Skip(f"sequences of different lengths {sorted(set(lens))} (FlashInfer's decode takes [B, T])")
+    if len(set(lens)) != 1 or lens[0] == 0:
+        return Skip(f"sequence lengths {sorted(set(lens))} (FlashInfer's decode takes [B, T], T >= 1)")
     return len(lens), lens[0]
 
 
