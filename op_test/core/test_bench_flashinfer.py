@@ -131,6 +131,8 @@ def test_skip_reasons(fake_flashinfer):
     small = gdn_inputs([5], num_heads=1, num_v_heads=2, head_k_dim=64, head_v_dim=64)
     assert FI.chunk_gdn(small, cpu).startswith("needs an NVIDIA GPU")
     assert "K = V = 128" in FI.chunk_gdn(small, SM90)
+    gate = gdn_inputs([5], num_heads=1, num_v_heads=2, head_k_dim=128, head_v_dim=128)
+    assert "use_gate_in_kernel" in FI.chunk_gdn({**gate, "use_gate_in_kernel": True}, SM90)
     mixed = gdn_decode_inputs([1, 2], num_heads=1, num_v_heads=2, head_k_dim=128, head_v_dim=128, mtp=True)
     assert "sequence lengths [1, 2]" in FI.gdn_decode(mixed, SM90)
     fp8 = attn_inputs([1, 2], [40, 70], num_heads_q=8, num_heads_k=1, head_dim=128, dtype=torch.float8_e4m3fn)

@@ -47,6 +47,9 @@ def chunk_gdn(kw: dict, target, graph: bool = False) -> Baseline | Skip:
         return Skip(f"q dtype {q.dtype} (FlashInfer: fp16/bf16)")
     if hv % h:
         return Skip(f"H={h}, HV={hv}")
+    opts = [n for n in ("use_gate_in_kernel", "use_beta_sigmoid_in_kernel", "allow_neg_eigval") if kw.get(n)]
+    if opts:  # fla's in-kernel gate / beta options: FlashInfer takes the final gates only
+        return Skip(f"{', '.join(opts)} (FlashInfer takes alpha and beta as given)")
     from flashinfer.gdn_prefill import chunk_gated_delta_rule as fi
 
     cu = kw.get("cu_seqlens")
