@@ -90,7 +90,8 @@ def representative(specs: dict) -> list:
 def describe(name, jit_fn, c) -> dict:
     """What the gate checks that the constants alone decide (no compile): the PDL constexpr, the per-head intra
     kernel's value heads per program and fp16 inverse, whether a state kernel has T as the constant 1, the rc / rc2
-    initial-state prefetch mode and its block sizes."""
+    initial-state prefetch mode and its block sizes, the gates kernel's gate options, the generic pair's dot
+    precision."""
     params = _params(jit_fn)
     const = lambda p, default=None: c["constants"].get((params.index(p),), default)
     r = {}
@@ -98,6 +99,11 @@ def describe(name, jit_fn, c) -> dict:
         r["pdl_const"] = bool(const("PDL", False))
     if "intra_chunk_v3" in name:
         r["gs"], r["inv_fp16"] = const("GS", 1), bool(const("INV_FP16", False))
+    if name.startswith("atrex_sm90_gdn_gates|"):  # fla's in-kernel gate: (GATE_IN_KERNEL, HAS_DT_BIAS, STORE_FAC)
+        r["gate"] = [bool(const("GATE_IN_KERNEL", False)), bool(const("HAS_DT_BIAS", False)),
+                     bool(const("STORE_FAC", True))]
+    if "DOT_PRECISION" in params:  # the generic pair's dot precision (tf32x3 for fp32 q/k/v)
+        r["dot_precision"] = const("DOT_PRECISION", "tf32")
     if "state_output" in name:
         r["t_is_one"] = const("T") == 1
         if "H0PF" in params:
