@@ -54,6 +54,8 @@ def plan(call) -> dict:
     gs = min(g, cap)
     block_m = min(cap, max(16, triton.next_power_of_2(max(1, call.max_seqlen_q) * gs)))
     block_q = block_m // gs
+    if CFG_OVERRIDE is None and block_m * block_d_for(call.head_dim) < 128 * 128:
+        num_warps = 4  # a short tile (few query rows): 8 warps would split its N dimension only
     return dict(gs=gs, g_chunks=-(-g // gs), block_m=block_m, block_q=block_q, block_n=block_n,
                 num_warps=num_warps, num_stages=num_stages, items=call.total_q // block_q + call.batch)
 
