@@ -137,6 +137,18 @@ FLASH_ATTN_CASES: tuple[Case, ...] = (
           num_heads_k=2, head_dim=256, page_size=None),
     _attn("prefill/qwen3next-16-2-d256-1x16384", "perf", "prefill", [16384], [16384], num_heads_q=16, num_heads_k=2,
           head_dim=256, page_size=None),
+    # perf: paged prefill as vLLM calls it (page 16): fp8 against bf16 at one shape, and the head dims FA4's paged
+    # path serves slowly or not at all, against the non-paged d128 case above at the same lengths
+    *(
+        _attn(f"prefill/paged-p16-gqa32-8-d128-4x4096-{n}", "perf", "prefill", [4096] * 4, [4096] * 4,
+              num_heads_q=32, num_heads_k=8, head_dim=128, page_size=16, dtype=dt)
+        for n, dt in (("bf16", BF16), ("fp8", torch.float8_e4m3fn))
+    ),
+    *(
+        _attn(f"prefill/paged-p16-gqa32-8-d{d}-1k2k3k4k", "perf", "prefill", [1000, 2000, 3000, 4096],
+              [1000, 2000, 3000, 4096], num_heads_q=32, num_heads_k=8, head_dim=d, page_size=16)
+        for d in (80, 96, 256)
+    ),
     # perf: decode matrix (32q/8kv, d128), pages 16 and 128, q 1 and 4
     *(
         _attn(f"decode/b{b}-lk{lk}-p{page}-q{q}", "perf", "decode", [q] * b, [lk] * b, num_heads_q=32,
@@ -165,7 +177,7 @@ CHUNK_GDN_CASES: tuple[Case, ...] = (
          head_v_dim=128, initial_state=None, state_v_first=True),
     _gdn("perf/varlen-16x1024-H32-HV32", "perf", seq_lens=[1024] * 16, num_heads=32, num_v_heads=32,
          head_k_dim=128, head_v_dim=128, initial_state="fp32", state_v_first=True),
-    # fp16 inputs at the Qwen3-Next shape (the same kernels as bf16 since round 16 of the sm90 GDN issue)
+    # fp16 inputs at the Qwen3-Next shape
     _gdn("perf/T8192-H16-HV32-fp16", "perf", batch=1, seq_len=8192, num_heads=16, num_v_heads=32, head_k_dim=128,
          head_v_dim=128, initial_state=None, state_v_first=True, dtype=torch.float16),
     # serving shapes (no goal attached): Qwen3-Next's linear-attention layers as one GPU sees them under tensor
