@@ -7,7 +7,7 @@ A case is a dict of ``atrex.inputs.attn_inputs`` options plus: ``layout`` (``hnd
 past ``cu_seqlens_q[B]``, CUDA-graph padding), ``oob_blocks`` (block ids outside the cache in the pages a
 sequence uses: the kernel clamps them), ``seqused_over`` (a ``seqused_k`` beyond the table's reach: clamped
 to it), ``cache_blocks`` (the pages moved to scattered ids of a cache of that many blocks, built on the
-device, every other block NaN; the oracle keeps the small cache), and for the interpreter ``cfg`` (a forced ``launch.CFG_OVERRIDE``, small tiles so that tiny shapes
+device, every other block NaN; the oracle keeps the small cache), and for the interpreter ``cfg`` (a tile configuration passed to ``launch.prefill``, small tiles so that tiny shapes
 reach several query tiles, key tiles and GQA chunks) and ``twice`` (run again, bitwise equal).
 """
 

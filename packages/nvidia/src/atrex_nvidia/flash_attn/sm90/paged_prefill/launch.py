@@ -19,10 +19,6 @@ from . import kernels as _k
 LOG2E = 1.4426950408889634
 INT32_MAX = (1 << 31) - 1
 
-# Override hook for benchmark sweeps only: None, or (BLOCK_M cap, BLOCK_N, num_warps, num_stages).
-CFG_OVERRIDE = None
-
-
 def block_d_for(head_dim: int) -> int:
     """The padded head dim of the tiles: the next power of two, at least 16 (``tl.dot``'s minimum)."""
     return max(16, triton.next_power_of_2(head_dim))
@@ -32,9 +28,7 @@ def tile_config(head_dim: int, page_size: int) -> tuple[int, int, int, int]:
     """(BLOCK_M cap, BLOCK_N, num_warps, num_stages) for the padded head dim. 128 query rows and 64-key
     tiles (K + V: 32 KiB per stage at D = 128 bf16) keep the fp32 accumulator in registers with 8 warps;
     D = 256 halves the rows. A page that is a multiple of 64 gives each key tile one block id; page 16 /
-    32 gather four / two pages per tile through per-row block ids. Not yet tuned on the H200."""
-    if CFG_OVERRIDE is not None:
-        return CFG_OVERRIDE
+    32 gather four / two pages per tile through per-row block ids."""
     bd = block_d_for(head_dim)
     if bd <= 64:
         return 128, 64, 4, 3
@@ -43,18 +37,19 @@ def tile_config(head_dim: int, page_size: int) -> tuple[int, int, int, int]:
     return 64, 64, 8, 2
 
 
-def plan(call) -> dict:
-    """The static launch plan of ``call`` (host values only).
+def plan(call, cfg: tuple[int, int, int, int] | None = None) -> dict:
+    """The static launch plan of ``call`` (host values only); ``cfg`` ((BLOCK_M cap, BLOCK_N, num_warps,
+    num_stages)) replaces :func:`tile_config`'s choice (tuning sweeps, tests).
 
     Rows of the M tile are (query token, query head) pairs: ``GS`` heads of one GQA group (the whole
     group when it fits the tile, else ``G_CHUNKS`` chunks of it) times ``BLOCK_Q`` query tokens, so calls
     with few query tokens per sequence still fill the tile."""
     g = call.num_heads_q // call.num_heads_k
-    cap, block_n, num_warps, num_stages = tile_config(call.head_dim, call.page_size)
+    cap, block_n, num_warps, num_stages = cfg or tile_config(call.head_dim, call.page_size)
     gs = min(g, cap)
     block_m = min(cap, max(16, triton.next_power_of_2(max(1, call.max_seqlen_q) * gs)))
     block_q = block_m // gs
-    if CFG_OVERRIDE is None and block_m * block_d_for(call.head_dim) < 128 * 128:
+    if cfg is None and block_m * block_d_for(call.head_dim) < 128 * 128:
         num_warps = 4  # a short tile (few query rows): 8 warps would split its N dimension only
     return dict(gs=gs, g_chunks=-(-g // gs), block_m=block_m, block_q=block_q, block_n=block_n,
                 num_warps=num_warps, num_stages=num_stages, items=call.total_q // block_q + call.batch)
@@ -101,7 +96,8 @@ def _args(call, out, lse):
     """The kernel's runtime arguments, in its parameter order."""
     q, bt = call.q, call.block_table
     k, v = _nonempty(call.k, q), _nonempty(call.v, q)
-    kv_cap = min(bt.shape[1] * call.page_size, INT32_MAX) if bt.dim() == 2 else 0
+    # no key is visible without a block (the stand-ins below have no pages to read)
+    kv_cap = min(bt.shape[1] * call.page_size, INT32_MAX) if bt.dim() == 2 and call.k.numel() else 0
     bt = _nonempty(bt, call.seqused_k)
     qd, kd, vd = call.q_descale, call.k_descale, call.v_descale
 
@@ -134,12 +130,13 @@ def _meta(call, p) -> dict:
     )
 
 
-def prefill(call, out: torch.Tensor):
+def prefill(call, out: torch.Tensor, cfg: tuple[int, int, int, int] | None = None):
     """Run ``call`` into ``out`` on the current stream; returns the LSE ``[Hq, Tq]`` fp32 or None.
 
     Rows at or past ``cu_seqlens_q[B]`` belong to no sequence: ``out`` and the LSE there are not written.
+    ``cfg`` overrides the tile choice (see :func:`plan`).
     """
-    p = plan(call)
+    p = plan(call, cfg)
     meta = _meta(call, p)
     lse = torch.float32 if call.return_lse else None  # stands as its dtype until allocated
     missing = _require_compiled(call, [(_k.atrex_sm90_paged_prefill, _args(call, out, lse), meta)])
