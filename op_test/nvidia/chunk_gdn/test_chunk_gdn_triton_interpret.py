@@ -42,7 +42,10 @@ EXTRA_CASES = {
 }
 POISONED = ("T1", "varlen_0_1", "T130_B2_gva_bf16h0", "beta_sigmoid_gate_varlen_g3")
 BOOKKEEPING = {"mixed": [0, 0, 0, 1, 65, 65, 129, 193, 194, 300, 300], "long": [0, 70000, 70001, 70065, 70065],
-               "one_of_two": [0, 64, 64]}
+               "one_of_two": [0, 64, 64],
+               # bad offsets (no value check on a GPU): the kernel's safe copy is their running maximum within [0, T]
+               "bad_past_end": ([0, 64, 500], 100), "bad_out_of_order": ([0, 90, 30, 100], 100),
+               "bad_negative": ([0, -40, 50, 100], 100), "bad_first_nonzero": ([37, 50, 100], 100)}
 
 _SCRIPT = textwrap.dedent(r'''
     import dataclasses, json, os, sys
@@ -100,16 +103,24 @@ _SCRIPT = textwrap.dedent(r'''
         res[name + "_decay0"] = [C.rrmse(ro, o), C.rrmse(rh, h), C.RRMSE_BOUND]
     # the varlen bookkeeping (chunk offsets, then each chunk slot's sequence) against a Python count
     for tag, cu in BOOKKEEPING.items():
-        N, T = len(cu) - 1, cu[-1]
-        x = C.make_inputs(T=T, H=1, K=16, cu_seqlens=cu)
+        given, T = cu if isinstance(cu, tuple) else (cu, cu[-1])
+        N = len(given) - 1
+        x = C.make_inputs(T=T, H=1, K=16, cu_seqlens=[0] * N + [T])
         _, launches = C.call(x, plan_only=True)
         book = [ln for ln in launches if ln[0].__name__ in ("atrex_sm90_gdn_chunk_offsets", "atrex_sm90_gdn_slot_seq")]
+        kern, grid, args, meta = book[0]
+        book[0] = (kern, grid, (torch.tensor(given, dtype=args[0].dtype), *args[1:]), meta)
         runner.launch_all(torch.device("cpu"), book)
-        co_want, seq = C.python_chunk_map(cu)
+        safe, run = [], 0
+        for v in given:
+            run = max(run, min(max(v, 0), T))
+            safe.append(run)
+        co_want, seq = C.python_chunk_map(safe)
         n_slots = T // 64 + N
         want = co_want + seq + [N] * (n_slots - len(seq))
-        got = book[0][2][1].tolist()
+        got = args[2].tolist()[:len(want)]
         bad = sum(a != b for a, b in zip(got, want)) + abs(len(got) - len(want))
+        bad += sum(a != b for a, b in zip(args[1].tolist(), safe))
         res[f"bookkeeping_{tag}"] = [float(bad), 0.0, 0.0]
     # the segment pass's composition kernel on its own
     res.update(C.segment_scan_check("cpu"))

@@ -362,10 +362,16 @@ def test_gates_kernel_for_varlen_one_head_programs_only(kw, gates):
 
 
 def test_varlen_bookkeeping_launches():
-    """Varlen calls: the chunk offsets, then (per-head intra) the chunk -> sequence map over T // 64 + N slots."""
+    """Varlen calls: the chunk offsets, then (per-head intra) the chunk -> sequence map over T // 64 + N slots; every
+    later launch reads the clamped offsets the first one writes (16-byte aligned after the map), never cu_seqlens."""
     _, launches = planned(T=300, H=2, HV=4, cu=[0, 0, 1, 65, 300])
     assert names(launches)[:2] == ["chunk_offsets", "slot_seq"]
-    assert launches[0][2][1].numel() == 4 + 1 + 300 // 64 + 4
+    cu, cus, co, n, t = launches[0][2]
+    used = 4 + 1 + 300 // 64 + 4
+    assert cus.numel() == 5 and cus.dtype == torch.int32 and cus.data_ptr() % 16 == 0 and (n, t) == (4, 300)
+    assert co.numel() == -(-used // 4) * 4 + 5 and cus.data_ptr() == co.data_ptr() + 4 * (co.numel() - 5)
+    assert all(a is not cu for _, _, args, _ in launches[1:] for a in args if isinstance(a, torch.Tensor))
+    assert any(a is cus for a in launches[1][2])
     assert launches[2][1] == ((300 // 64 + 4) * 4 // 2,)
     assert names(planned(T=300, K=60, cu=[0, 0, 1, 65, 300])[1])[:2] == ["chunk_offsets", "intra_chunk"]
 

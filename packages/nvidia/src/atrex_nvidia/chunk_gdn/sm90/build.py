@@ -138,17 +138,23 @@ def _gates(launches, c, w, cu, co, n_slots, n_search, gates_form, g_out):
 
 def _chunk_slots(launches, c, slot_map):
     """(cu, co, n_slots, n_search) of the intra grid; varlen calls get the chunk-offsets launch and, with
-    ``slot_map``, the chunk -> sequence map (``co`` then holds N + 1 offsets followed by the map)."""
+    ``slot_map``, the chunk -> sequence map (``co`` then holds N + 1 offsets followed by the map). The returned
+    ``cu`` is the clamped int32 copy of ``cu_seqlens`` that the chunk-offsets kernel writes (16-byte aligned at
+    the end of the same buffer): every later kernel reads it, so no ``cu_seqlens`` value moves an access out of
+    bounds."""
     if c.cu is None:
         return c.q, c.q, c.B * cdiv(c.T, 64), 0  # (q: placeholder pointers, never read)
     n_slots = c.T // 64 + c.N
     n_search = max(1, math.ceil(math.log2(c.N + 1)) + 1)
-    co = torch.empty((c.N + 1 + int(slot_map) * n_slots,), dtype=torch.int32, device=c.q.device)
-    launches.append((_ts.atrex_sm90_gdn_chunk_offsets, (1,), (c.cu, co, c.N), dict(BLOCK=1024, num_warps=4)))
+    head = -(-(c.N + 1 + int(slot_map) * n_slots) // 4) * 4
+    buf = torch.empty((head + c.N + 1,), dtype=torch.int32, device=c.q.device)
+    co, cus = buf, buf[head:]
+    launches.append((_ts.atrex_sm90_gdn_chunk_offsets, (1,), (c.cu, cus, co, c.N, c.T),
+                     dict(BLOCK=1024, num_warps=4)))
     if slot_map:
-        launches.append((_ts.atrex_sm90_gdn_slot_seq, (cdiv(n_slots, 1024),), (co, c.cu, c.N, n_slots, n_search),
+        launches.append((_ts.atrex_sm90_gdn_slot_seq, (cdiv(n_slots, 1024),), (co, cus, c.N, n_slots, n_search),
                          dict(BLOCK=1024, num_warps=4)))
-    return c.cu, co, n_slots, n_search
+    return cus, co, n_slots, n_search
 
 
 def _intra_per_head(launches, plan, c, w, cu, co, n_slots, n_search):

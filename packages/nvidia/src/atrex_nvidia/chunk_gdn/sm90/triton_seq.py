@@ -1,7 +1,7 @@
 """Varlen bookkeeping, gate rows and the sequence-parallel composition of the SM90 chunked GDN forward.
 
-* ``atrex_sm90_gdn_chunk_offsets``: the chunk prefix sum of ``cu_seqlens``, on the device (no host read, so a
-  varlen call can be captured in a CUDA graph).
+* ``atrex_sm90_gdn_chunk_offsets``: ``cu_seqlens`` clamped into safe offsets that every later kernel reads, and
+  their chunk prefix sum, on the device (no host read, so a varlen call can be captured in a CUDA graph).
 * ``atrex_sm90_gdn_slot_seq``: the intra grid's slot map, chunk slot -> sequence.
 * ``atrex_sm90_gdn_gates``: the per-row gate factors of every chunk, for the intra kernel's ``GATES`` form, and
   fla's in-kernel gate transform (``use_gate_in_kernel``).
@@ -26,13 +26,30 @@ def _chunk_counts(cu, start, N, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def atrex_sm90_gdn_chunk_offsets(cu, co, N, BLOCK: tl.constexpr, PDL: tl.constexpr = False):
-    """co[0] = 0, co[n + 1] = co[n] + ceil((cu[n + 1] - cu[n]) / 64), int32, for n < N. One program."""
+def _max2(a, b):
+    return tl.maximum(a, b)
+
+
+@triton.jit
+def atrex_sm90_gdn_chunk_offsets(cu, cus, co, N, T, BLOCK: tl.constexpr, PDL: tl.constexpr = False):
+    """``cus`` = ``cu`` made safe for every later kernel: its running maximum clamped into [0, T] (equal to ``cu``
+    for valid offsets; bad values give empty or shortened sequences, never an access past the tokens). Then
+    co[0] = 0, co[n + 1] = co[n] + ceil((cus[n + 1] - cus[n]) / 64), int32, for n < N. One program."""
     _pdl_enter(PDL)
+    run = tl.zeros([], dtype=tl.int32)
+    for start in range(0, N + 1, BLOCK):
+        idx = start + tl.arange(0, BLOCK)
+        m = idx < N + 1
+        x = tl.load(cu + idx, mask=m, other=0)
+        x = tl.minimum(tl.maximum(x, 0), T).to(tl.int32)
+        x = tl.maximum(tl.associative_scan(x, 0, _max2), run)
+        tl.store(cus + idx, x, mask=m)
+        run = tl.max(tl.where(m, x, 0), 0)
+    tl.debug_barrier()  # the counts below read entries other threads of this program wrote
     carry = tl.zeros([], dtype=tl.int32)
     tl.store(co, carry)
     for start in range(0, N, BLOCK):
-        idx, m, nch = _chunk_counts(cu, start, N, BLOCK)
+        idx, m, nch = _chunk_counts(cus, start, N, BLOCK)
         cs = tl.cumsum(nch, 0) + carry
         tl.store(co + idx + 1, cs, mask=m)
         carry = carry + tl.sum(nch, 0)
