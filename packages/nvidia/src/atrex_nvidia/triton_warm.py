@@ -5,6 +5,10 @@ compile fails in the runtime. The launchers of ``nvidia.decode_splitkv`` and ``n
 every launch conservatively (a superset of what Triton specialises on), ask :meth:`WarmRecord.missing`
 before allocating or launching, raise :class:`atrex.errors.AtrexCaptureError` under capture when a key
 is missing, and :meth:`WarmRecord.add` the keys after an eager launch.
+
+The record also holds the launchers' per-call launch plans (:meth:`WarmRecord.plan`, see ``launch_plan.py``):
+a plan exists only for a call class whose launches all ran, so a call that finds one needs no capture check, and
+clearing or replacing the record (tests) drops the plans with the keys.
 """
 
 from __future__ import annotations
@@ -53,11 +57,26 @@ class WarmRecord:
     """A thread-safe set of launch keys (one per launcher module)."""
 
     _MAX_SIGNATURES = 4096  # bound on the per-call signature memo (beyond it calls just compute their keys)
+    _MAX_PLANS = 4096  # bound on the launch plans (beyond it a new call class takes the first-call path each time)
 
     def __init__(self):
         self._keys: set = set()
         self._sigs: set = set()
+        self._plans: dict = {}
         self._lock = threading.Lock()
+
+    def plan(self, key):
+        """The launch plan kept for the call class ``key`` (None: the class has not launched yet)."""
+        return self._plans.get(key)
+
+    def keep_plan(self, key, plan) -> None:
+        """Keep ``plan`` for ``key`` after the call's launches succeeded (their keys already added)."""
+        with self._lock:
+            if len(self._plans) < self._MAX_PLANS:
+                self._plans[key] = plan
+
+    def plans(self) -> int:
+        return len(self._plans)
 
     def seen(self, signature) -> bool:
         """Whether a call with this launcher-defined ``signature`` already launched eagerly. A launcher may use it
@@ -86,6 +105,7 @@ class WarmRecord:
         with self._lock:
             self._keys.clear()
             self._sigs.clear()
+            self._plans.clear()
 
     def __len__(self) -> int:
         return len(self._keys)

@@ -6,14 +6,20 @@ Every choice reads host values that are fixed under capture (batch, heads, ``max
 contents: the device decides per sequence which key tiles each split reads, and a split that gets
 none writes LSE -inf and a zero partial (the workspace is never read before it is written).
 Validation belongs to ``impl.check``; this module trusts its caller.
+
+Per call class (:func:`plan_key`) the record keeps a launch plan (:class:`LaunchPlan`: grid, constexprs, the
+static arguments and the compiled kernels, see ``atrex_nvidia/launch_plan.py``); a later call of the class
+launches the compiled kernels directly, with its own pointers and lengths.
 """
 
 import math
+from typing import NamedTuple
 
 import torch
 import triton
 
 from atrex.errors import AtrexCaptureError
+from atrex_nvidia.launch_plan import Direct, capture, int_class, launch, stream_of
 from atrex_nvidia.triton_warm import WarmRecord, launch_key
 
 from . import kernels as _k
@@ -79,9 +85,10 @@ def plan(call, cfg: tuple[int, int, int] | None = None, splits: int | None = Non
                 num_stages=num_stages, splits=splits)
 
 
-# ---- record of compiled specialisations -----------------------------------------------------------
+# ---- record of compiled specialisations and launch plans ------------------------------------------
 
 WARM = WarmRecord()
+F32 = torch.float32
 
 
 def warmed_keys() -> tuple:
@@ -90,6 +97,41 @@ def warmed_keys() -> tuple:
 
 def clear_compiled() -> None:
     WARM.clear()
+
+
+class LaunchPlan(NamedTuple):
+    """What every call of one class launches: the host plan, the kernels' constexprs and grid, the arguments
+    fixed by the class (strides, clamp bounds, window) and the compiled kernels (None: Triton's JIT path)."""
+
+    p: dict
+    meta: dict
+    cmeta: dict
+    grid: tuple
+    strides: tuple  # q, k, v, block table, descale and out strides, in the kernel's order
+    bounds: tuple  # (largest block id, key cap)
+    window: tuple  # (window_left, window_right)
+    stand_in: bool  # the cache or the table is empty: q / seqused_k stand in for their pointers
+    main: Direct | None = None
+    combine: Direct | None = None
+
+
+def plan_key(call, out, cfg=None, splits=None) -> tuple:
+    """The call's class: everything the launch plan is built from and everything Triton specialises the launches
+    on (dtypes, 16-byte alignment, the == 1 / % 16 / int32 class of the lengths, exact strides and shapes of the
+    cache and the table, flags, the device). Calls of one class share the plan; only pointers, the length
+    ``total_q`` within its class and the float scales differ between them."""
+    q, k, v, bt, sk, cu = call.q, call.k, call.v, call.block_table, call.seqused_k, call.cu_seqlens_q
+    ptrs = q.data_ptr() | k.data_ptr() | v.data_ptr() | bt.data_ptr() | sk.data_ptr() | cu.data_ptr() | out.data_ptr()
+    opt = (call.q_descale, call.k_descale, call.v_descale, call.s_aux)
+    extra = None
+    if opt[0] is not None or opt[1] is not None or opt[2] is not None or opt[3] is not None:
+        extra = tuple(None if t is None else (t.dtype, t.shape, t.stride(), t.data_ptr() & 15) for t in opt)
+    align = not ptrs & 15 or tuple(t.data_ptr() & 15 for t in (q, k, v, bt, sk, cu, out))
+    tq = call.total_q
+    return (call.device, call.dtype, out.dtype, q.stride(), k.shape, k.stride(), v.stride(), bt.shape, bt.stride(),
+            out.stride(), call.num_heads_q, call.max_seqlen_q, call.max_seqlen_k, call.num_splits,
+            call.target.sm_count, call.softcap > 0, call.window_left, call.window_right, call.return_lse, extra,
+            align, int_class(tq), int_class(tq * call.num_heads_q), cfg, splits)
 
 
 def _require_compiled(call, specs) -> list:
@@ -118,57 +160,33 @@ def _bounds(call, k, bt) -> tuple[int, int]:
     return max(num_blocks - 1, 0), (width * call.page_size if num_blocks else 0)
 
 
-def decode(call, out: torch.Tensor, cfg: tuple[int, int, int] | None = None, splits: int | None = None):
-    """Run ``call`` into ``out`` on the current stream; returns the LSE ``[Hq, Tq]`` fp32 or None.
+def _scales(call) -> tuple[float, float]:
+    """(qk_scale, softcap_log2): log2(e) goes into the softcap factor when there is one, else the scale."""
+    if call.softcap > 0:
+        return call.softmax_scale / call.softcap, call.softcap * LOG2E
+    return call.softmax_scale * LOG2E, 0.0
 
-    Rows at or past ``cu_seqlens_q[B]`` belong to no sequence: ``out`` and the LSE there are not written.
-    ``cfg`` / ``splits`` override the plan (see :func:`plan`).
-    """
+
+def new_plan(call, out, cfg=None, splits=None) -> LaunchPlan:
+    """The launch plan of ``call``'s class (no compiled kernel yet). ``cfg`` / ``splits`` override the plan."""
     p = plan(call, cfg, splits)
-    hq, hk, d, tq = call.num_heads_q, call.num_heads_k, call.head_dim, call.total_q
-    g = hq // hk
-    dev = call.device
-    splits = p["splits"]
-    split = splits > 1
-    f32 = torch.float32
+    hq, hk, d = call.num_heads_q, call.num_heads_k, call.head_dim
     q, k, v, bt = call.q, call.k, call.v, call.block_table
-    k = _nonempty(k, q)
-    v = _nonempty(v, q)
-    bt = _nonempty(bt, call.seqused_k)
+    stand_in = not (k.numel() and v.numel() and bt.numel())
+    k, v, bt = _nonempty(k, q), _nonempty(v, q), _nonempty(bt, call.seqused_k)
     qd, kd, vd = call.q_descale, call.k_descale, call.v_descale
-    max_blk, key_cap = _bounds(call, call.k, call.block_table)
 
     def st(t, i):
         return 0 if t is None else t.stride(i)
 
-    if call.softcap > 0:
-        qk_scale, softcap_log2 = call.softmax_scale / call.softcap, call.softcap * LOG2E
-    else:
-        qk_scale, softcap_log2 = call.softmax_scale * LOG2E, 0.0
+    strides = (q.stride(0), q.stride(1), k.stride(0), k.stride(1), k.stride(2), v.stride(0), v.stride(1),
+               v.stride(2), bt.stride(0) if bt.dim() == 2 else 0, st(qd, 0), st(qd, 1), st(kd, 0), st(kd, 1),
+               st(vd, 0), st(vd, 1), out.stride(0), out.stride(1))
+    splits = p["splits"]
+    split = splits > 1
     block_d = max(16, triton.next_power_of_2(d))
-    # lse / ows / lws stand as their dtype (or None) until allocated
-    lse, ows, lws = (f32 if call.return_lse else None), (f32 if split else None), (f32 if split else None)
-
-    def main_args():
-        return (
-            q, k, v, bt, call.seqused_k, call.cu_seqlens_q, qd, kd, vd, call.s_aux, out, lse, ows, lws,
-            q.stride(0), q.stride(1),
-            k.stride(0), k.stride(1), k.stride(2),
-            v.stride(0), v.stride(1), v.stride(2),
-            bt.stride(0) if bt.dim() == 2 else 0,
-            st(qd, 0), st(qd, 1), st(kd, 0), st(kd, 1), st(vd, 0), st(vd, 1),
-            out.stride(0), out.stride(1),
-            tq,
-            tq * hq, tq, max_blk, key_cap,
-            qk_scale, softcap_log2, call.window_left, call.window_right,
-        )
-
-    def combine_args():
-        return (ows, lws, call.s_aux, call.cu_seqlens_q, out, lse, tq * hq, out.stride(0), out.stride(1), tq,
-                call.batch)
-
     meta = dict(
-        HK=hk, G=g, M_BLOCKS=p["m_blocks"], NUM_SPLITS=splits, D=d, BLOCK_D=block_d, BLOCK_M=p["block_m"],
+        HK=hk, G=hq // hk, M_BLOCKS=p["m_blocks"], NUM_SPLITS=splits, D=d, BLOCK_D=block_d, BLOCK_M=p["block_m"],
         BLOCK_N=p["block_n"], PAGE=call.page_size, SOFTCAP=call.softcap > 0, WIN_LEFT=call.window_left >= 0,
         WIN_RIGHT=call.window_right >= 0, IS_FP8=call.is_fp8, HAS_QD=qd is not None, HAS_KD=kd is not None,
         HAS_VD=vd is not None, HAS_SINK=call.s_aux is not None, HAS_LSE=call.return_lse, SPLIT=split,
@@ -176,18 +194,74 @@ def decode(call, out: torch.Tensor, cfg: tuple[int, int, int] | None = None, spl
     )
     cmeta = dict(HQ=hq, NUM_SPLITS=splits, BLOCK_S=triton.next_power_of_2(splits), D=d, BLOCK_D=block_d,
                  HAS_SINK=call.s_aux is not None, HAS_LSE=call.return_lse, num_warps=4)
-    specs = [(_k.atrex_sm90_decode_splitkv, main_args(), meta)]
-    if split:
-        specs.append((_k.atrex_sm90_decode_combine, combine_args(), cmeta))
-    missing = _require_compiled(call, specs)
+    return LaunchPlan(p, meta, cmeta, (call.batch * hk * p["m_blocks"], splits), strides,
+                      _bounds(call, call.k, call.block_table), (call.window_left, call.window_right), stand_in)
 
-    if call.return_lse:
-        lse = torch.empty((hq, tq), dtype=f32, device=dev)
+
+def _main_args(lp, call, out, lse, ows, lws) -> tuple:
+    q, k, v, bt, tq = call.q, call.k, call.v, call.block_table, call.total_q
+    if lp.stand_in:
+        k, v, bt = _nonempty(k, q), _nonempty(v, q), _nonempty(bt, call.seqused_k)
+    qk_scale, softcap_log2 = _scales(call)
+    return (q, k, v, bt, call.seqused_k, call.cu_seqlens_q, call.q_descale, call.k_descale, call.v_descale,
+            call.s_aux, out, lse, ows, lws, *lp.strides, tq, tq * call.num_heads_q, tq, *lp.bounds, qk_scale,
+            softcap_log2, *lp.window)
+
+
+def _combine_args(call, out, lse, ows, lws) -> tuple:
+    tq = call.total_q
+    return (ows, lws, call.s_aux, call.cu_seqlens_q, out, lse, tq * call.num_heads_q, out.stride(0), out.stride(1),
+            tq, call.batch)
+
+
+def _launch(lp, call, out, compiled=None):
+    """Allocate the LSE and the split workspace, launch the plan's kernels; ``compiled`` (a list) receives what
+    Triton's JIT path returned for each launch (None after a direct launch)."""
+    tq, hq, dev = call.total_q, call.num_heads_q, call.device
+    lse = torch.empty((hq, tq), dtype=F32, device=dev) if call.return_lse else None
+    ows = lws = None
+    splits = lp.grid[1]
+    if splits > 1:
+        ows = torch.empty((splits, tq, hq, call.head_dim), dtype=F32, device=dev)
+        lws = torch.empty((splits, tq, hq), dtype=F32, device=dev)
+    stream = stream_of(dev)
+    res = launch(_k.atrex_sm90_decode_splitkv, lp.grid, _main_args(lp, call, out, lse, ows, lws), lp.meta, lp.main,
+                 stream)
+    if compiled is not None:
+        compiled.append(res)
+    if splits > 1:
+        res = launch(_k.atrex_sm90_decode_combine, (tq, hq), _combine_args(call, out, lse, ows, lws), lp.cmeta,
+                     lp.combine, stream)
+        if compiled is not None:
+            compiled.append(res)
+    return lse
+
+
+def decode(call, out: torch.Tensor, cfg: tuple[int, int, int] | None = None, splits: int | None = None):
+    """Run ``call`` into ``out`` on the current stream; returns the LSE ``[Hq, Tq]`` fp32 or None.
+
+    Rows at or past ``cu_seqlens_q[B]`` belong to no sequence: ``out`` and the LSE there are not written.
+    ``cfg`` / ``splits`` override the plan (see :func:`plan`). A call whose class launched before runs its kept
+    launch plan; the first call of a class checks capture safety, launches through Triton and keeps the plan.
+    """
+    key = plan_key(call, out, cfg, splits)
+    lp = WARM.plan(key)
+    if lp is not None:
+        return _launch(lp, call, out)
+    lp = new_plan(call, out, cfg, splits)
+    # capture check before any allocation: the LSE and the workspace stand as their dtype (launcher-owned buffers)
+    split = lp.grid[1] > 1
+    lse, ows = (F32 if call.return_lse else None), (F32 if split else None)
+    specs = [(_k.atrex_sm90_decode_splitkv, _main_args(lp, call, out, lse, ows, ows), lp.meta)]
     if split:
-        ows = torch.empty((splits, tq, hq, d), dtype=f32, device=dev)
-        lws = torch.empty((splits, tq, hq), dtype=f32, device=dev)
-    _k.atrex_sm90_decode_splitkv[(call.batch * hk * p["m_blocks"], splits)](*main_args(), **meta)
-    if split:
-        _k.atrex_sm90_decode_combine[(tq, hq)](*combine_args(), **cmeta)
+        specs.append((_k.atrex_sm90_decode_combine, _combine_args(call, out, lse, ows, ows), lp.cmeta))
+    missing = _require_compiled(call, specs)
+    compiled = []
+    lse = _launch(lp, call, out, compiled)
     WARM.add(missing)
+    n_main = len(specs[0][1])
+    main = capture(_k.atrex_sm90_decode_splitkv, compiled[0], n_main, lp.meta, call.device)
+    comb = capture(_k.atrex_sm90_decode_combine, compiled[1], len(specs[1][1]), lp.cmeta, call.device) if split \
+        else None
+    WARM.keep_plan(key, lp._replace(main=main, combine=comb))
     return lse
