@@ -1,8 +1,9 @@
 """``nvidia.decode_splitkv``: ATREX's own split-KV paged decode attention for SM90 (Triton).
 
 Registered by :mod:`atrex_nvidia._plugin` as ``check`` / ``run`` / ``prewarm``. The domain is data in
-``table.py``; ``check`` reads shapes, dtypes and host ints only (no launch, allocation, sync or aten
-op) and lists every reason. ``run`` never reads device values on the host; under CUDA-graph capture
+``table.py`` and ``..paged_domain``; ``check`` reads shapes, dtypes and host ints only (no launch,
+allocation, sync or aten op) and lists every reason. ``run`` never reads device values on the host; under
+CUDA-graph capture
 an uncompiled Triton specialisation raises :class:`atrex.errors.AtrexCaptureError` before any launch.
 """
 
@@ -10,6 +11,7 @@ import torch
 
 from atrex.eligibility import Eligibility, Reason
 
+from ..paged_domain import paged_reasons
 from . import table as T
 
 __all__ = ["check", "prewarm", "run"]
@@ -17,27 +19,10 @@ __all__ = ["check", "prewarm", "run"]
 
 def check(call) -> Eligibility:
     """Host-only eligibility of ``call`` on the call's target (every failing reason listed)."""
-    reasons = []
-    target = call.target
-    if target.family != T.FAMILY or target.arch != T.ARCH:
-        reasons.append(Reason("target", "q", target.id, f"{T.FAMILY}/{T.ARCH}"))
-    if not call.paged:
-        reasons.append(Reason("paged", "cu_seqlens_k", "non-paged KV",
-                              "paged KV only (block_table + seqused_k)"))
-    if call.dtype not in T.HALF_DTYPES + T.FP8_DTYPES:
-        reasons.append(Reason("dtype", "q", str(call.dtype), T.dtypes_text()))
-    d = call.head_dim
-    lo, hi = T.HEAD_DIM_RANGE
-    if not lo <= d <= hi or d % T.HEAD_DIM_MULTIPLE:
-        reasons.append(Reason("head_dim", "q", d, f"{lo}..{hi}, a multiple of {T.HEAD_DIM_MULTIPLE}"))
-    if call.head_dim_v != d:
-        reasons.append(Reason("head_dim", "v", call.head_dim_v, f"head_dim_v == head_dim ({d})"))
+    reasons = paged_reasons(call)
     if call.max_seqlen_q > T.MAX_SEQLEN_Q:
         reasons.append(Reason("max_seqlen_q", "max_seqlen_q", call.max_seqlen_q,
                               f"<= {T.MAX_SEQLEN_Q} (decode and MTP shapes)"))
-    if call.s_aux is not None and call.s_aux.dtype not in T.SINK_DTYPES:
-        reasons.append(Reason("sinks", "s_aux", str(call.s_aux.dtype),
-                              " or ".join(str(x).replace("torch.", "") for x in T.SINK_DTYPES) + " [num_heads_q]"))
     return Eligibility.of(reasons)
 
 
