@@ -41,7 +41,10 @@ class ImplSpec:
         id: global id ``<plugin>.<name>`` (e.g. ``nvidia.fa4``).
         archs: target ids it serves, e.g. ``("nvidia/sm90", "nvidia/sm100")``.
         priority: lower wins; ties break on (plugin, id).
-        check: ``"module:attr"`` of ``check(call) -> Eligibility`` (host-only, never launches).
+        check: ``"module:attr"`` of ``check(call) -> Eligibility`` (host-only, never launches). The verdict may
+            depend only on the call record's host fields and its tensors' metadata (dtype, shape, strides, device,
+            data-pointer alignment), never on tensor contents or identity: the operators reuse the implementation
+            chosen for a call of the same class and per-call values (``atrex/api/_memo.py``).
         run: ``"module:attr"`` of the launcher; see the operator's API module for its signature.
         prewarm: optional ``"module:attr"`` of ``prewarm(call) -> None`` that compiles ahead.
         summary: one line for ``atrex env`` / ``explain``.

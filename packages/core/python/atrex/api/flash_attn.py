@@ -10,7 +10,9 @@ from typing import NamedTuple
 
 import torch
 
+from atrex import env as _env
 from atrex.api import _validate as V
+from atrex.api._fa_fast import fast_call, remember
 from atrex.api._values import check_attention_values, wanted
 from atrex.dispatch.registry import get_registry
 from atrex.dispatch.target import DeviceTarget, classify_device
@@ -342,12 +344,13 @@ def normalize_flash_attn_call(
         aligned16 = aligned16 and not ((ost[0] | ost[1]) & (16 // oes - 1))
         if total_q and dv:  # an empty out overlaps nothing (hq >= 1 here)
             o1 = o0 + ((total_q - 1) * ost[0] + (hq - 1) * ost[1] + (dv - 1) * ost[2] + 1) * oes
-            for name, t0, shape, st in (("q", q0, qs, qst), ("k", k0, ks, kst), ("v", v0, vs, vst)):
-                if t0 < o1:  # the tensor's end matters only when it starts below out's end
-                    e = _extent(shape, st)
-                    if e >= 0 and o0 < t0 + (e + 1) * es:
-                        raise AtrexValueError("out", f"memory overlapping `{name}`",
-                                              "a buffer disjoint from q, k and v")
+            # a tensor's end matters only when it starts below out's end (one test each, no loop: host cost)
+            if q0 < o1 and o0 < q0 + (_extent(qs, qst) + 1) * es:
+                _overlap("q")
+            if k0 < o1 and _overlaps(o0, k0, ks, kst, es):
+                _overlap("k")
+            if v0 < o1 and _overlaps(o0, v0, vs, vst, es):
+                _overlap("v")
     aligned16 = aligned16 and not (ptrs & 15)
     if is_fp8:
         for name, t in (("q_descale", q_descale), ("k_descale", k_descale), ("v_descale", v_descale)):
@@ -390,7 +393,7 @@ def normalize_flash_attn_call(
         total_q, hq, hk, d, dv, paged, page_size, dtype, out_dtype, is_fp8,
         d ** -0.5 if softmax_scale is None else float(softmax_scale), right == 0, left, right, float(softcap),
         s_aux, return_softmax_lse, q_descale, k_descale, v_descale, num_splits, deterministic, device,
-        classify_device(device), device.type == "cuda" and _capturing(), aligned16,
+        classify_device(device), q.is_cuda and _capturing(), aligned16,  # (is_cuda: device.type builds a str)
     ))
 
 
@@ -402,6 +405,16 @@ def _extent(shape, stride) -> int:
             return -1
         e += (n - 1) * st
     return e
+
+
+def _overlaps(o0: int, t0: int, shape, stride, es: int) -> bool:
+    """Whether a tensor at ``t0`` (``es`` bytes per element) reaches past ``o0``; empty tensors reach nothing."""
+    e = _extent(shape, stride)
+    return e >= 0 and o0 < t0 + (e + 1) * es
+
+
+def _overlap(name: str):
+    raise AtrexValueError("out", f"memory overlapping `{name}`", "a buffer disjoint from q, k and v")
 
 
 def _bind_failure(exc: TypeError, op: str) -> None:
@@ -504,16 +517,37 @@ AtrexCaptureError
 """
 
 
+def _validated(args, kwargs):
+    """``(record, implementation)``. A keyword call of a class seen before takes the memo's fast path
+    (``_fa_fast.py``), and the implementation its entry chose for the same per-call values under the same registry
+    and settings; any other call is validated in full (and remembered when it is a valid keyword call) and
+    selected by the registry."""
+    reg = get_registry()
+    hit = None if args else fast_call(kwargs, FlashAttnCall, reg, _env._settings)
+    if hit is None:
+        try:
+            call = normalize_flash_attn_call(*args, **kwargs)
+        except TypeError as exc:
+            _bind_failure(exc, "flash_attn_varlen_func")
+            raise
+        if not args:
+            remember(kwargs, call)
+        if wanted(call):
+            check_attention_values(call)
+        return call, reg.select(OP, call)
+    call, entry, dyn = hit
+    if not call.capturing and (entry.data.cpu or _env.settings().check_values):  # (wanted(), without device.type)
+        check_attention_values(call)
+    impl = entry.chosen.get(dyn)
+    if impl is None:
+        impl = reg.select(OP, call)
+        entry.keep_impl(dyn, impl)
+    return call, impl
+
+
 @V.with_exact_signature(normalize_flash_attn_call, "flash_attn_varlen_func", _DOC)
 def flash_attn_varlen_func(*args, **kwargs):
-    try:  # normalize(), inlined
-        call = normalize_flash_attn_call(*args, **kwargs)
-    except TypeError as exc:
-        _bind_failure(exc, "flash_attn_varlen_func")
-        raise
-    if wanted(call):
-        check_attention_values(call)
-    return run_call(call)
+    return run_call(*_validated(args, kwargs))
 
 
 @V.with_exact_signature(normalize_flash_attn_call, "can_use_flash_attn_varlen_func")
@@ -521,15 +555,8 @@ def can_use_flash_attn_varlen_func(*args, **kwargs) -> bool:
     """True iff the same call, made now on the same stream, would run on an ATREX implementation
     (the torch reference does not count on an accelerator). Never raises for ATREX errors, never
     launches, allocates, synchronizes or compiles. ``explain_flash_attn_varlen_func`` gives the reasons."""
-    try:  # normalize(), inlined
-        try:
-            call = normalize_flash_attn_call(*args, **kwargs)
-        except TypeError as exc:
-            _bind_failure(exc, "flash_attn_varlen_func")
-            raise
-        if wanted(call):
-            check_attention_values(call)
-        impl = get_registry().select(OP, call)
+    try:
+        call, impl = _validated(args, kwargs)
     except AtrexError:
         return False
     return not (impl.is_reference and call.target.is_accelerator)

@@ -1,0 +1,157 @@
+"""Memo of validated call classes: the host cost of an eager call that repeats an earlier call's class.
+
+An engine calls each operator with a handful of argument layouts, again and again. The validators read some
+40 tensor attributes per call (shape, stride, dtype, device, pointer of every tensor: ~0.1 us each in CPython),
+which is most of the core's per-call cost. A :class:`CallMemo` keeps, per keyword pattern of an earlier valid
+call, an :class:`Entry`: the scalar arguments, which arguments were None, and a ``TensorGuards`` of torch's
+own (native) guard code over the tensors, which checks in one call each tensor's dtype, device, dispatch keys,
+``requires_grad``, sizes and strides (sizes the operator marks per call left free). A call matching an entry
+needs only its per-call values (lengths, pointers, capture state) checked by the operator's fast path, which
+then builds the same record the validator would. Anything else, and any doubt, goes to the validator.
+
+The memo also keeps, per entry, the implementation chosen for the call's per-call values. Everything in it holds
+for one registry and one settings object (the device classification and the eligible implementations depend on
+them; ``env.reload()`` and a test's registry replace them): the memo empties itself when either changes. The
+kept choice relies on the check contract (``atrex.plugin.ImplSpec.check``): a verdict depends on the record's
+host fields and its tensors' metadata only.
+
+No guard code (a torch without ``torch._C._dynamo.guards.TensorGuards``, or one whose behaviour differs from
+what :func:`guards_available` tests): no memo, every call validates in full.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+import threading
+
+import torch
+
+__all__ = ["CallMemo", "Entry", "guards_available"]
+
+_grad_enabled = torch.is_grad_enabled
+
+
+@functools.cache
+def guards_available() -> bool:
+    """torch's ``TensorGuards`` exists and behaves as the memo needs (checked once: a match, a free size, and a
+    dtype, stride, size and type mismatch)."""
+    try:
+        from torch._C._dynamo.guards import TensorGuards
+
+        t = torch.zeros(4, 3)
+        g = TensorGuards(t, dynamic_dims_sizes=[[None, 3]], dynamic_dims_strides=[[3, 1]])
+        return (g.check(t) and g.check(torch.zeros(5, 3)) and not g.check(t.double()) and not g.check(t.t())
+                and not g.check(torch.zeros(4, 2)) and not g.check(None))
+    except Exception:  # another torch: validate every call in full
+        return False
+
+
+def tuple_getter(names: tuple):
+    """``kw -> tuple(kw[n] for n in names)`` for any number of names (``itemgetter`` returns a bare value for one)."""
+    if len(names) > 1:
+        return operator.itemgetter(*names)
+    if names:
+        name = names[0]
+        return lambda kw: (kw[name],)
+    return lambda kw: ()
+
+
+class Entry:
+    """One validated call class: how to read a call's arguments and what they must be, plus the operator's static
+    record fields (``data``) and the implementations chosen for it."""
+
+    __slots__ = ("get_scalars", "scalars", "types", "get_nones", "nones", "get_typed", "typed", "get_guarded",
+                 "guard", "grad", "data", "chosen")
+
+    def matches(self, kw: dict, grad: bool):
+        """The guarded tensors of ``kw`` when it belongs to this class (the per-call values unchecked), else None."""
+        s = self.get_scalars(kw)
+        # (types first: a tensor passed where a scalar was must not reach the value comparison)
+        if self.grad is not grad or tuple(map(type, s)) != self.types or s != self.scalars:
+            return None
+        if self.get_nones(kw) != self.nones or tuple(map(type, self.get_typed(kw))) != self.typed:
+            return None
+        ts = self.get_guarded(kw)
+        return ts if self.guard.check(*ts) else None
+
+    def keep_impl(self, dyn, impl) -> None:
+        """Keep the implementation chosen for the per-call values ``dyn`` (``chosen.get(dyn)`` reads it)."""
+        if len(self.chosen) < CallMemo.MAX_CHOSEN:
+            self.chosen[dyn] = impl
+
+
+class CallMemo:
+    """Entries per keyword pattern (the tuple of keyword names, in call order); bounded, thread-safe to read."""
+
+    MAX_PATTERNS = 64
+    MAX_PER_PATTERN = 8
+    MAX_CHOSEN = 1024
+
+    def __init__(self):
+        self.by_names: dict[tuple, list[Entry]] = {}  # (read by the operators' fast paths)
+        self.registry = self.settings = None  # what the entries hold for
+        self._lock = threading.Lock()
+
+    def holds_for(self, registry, settings) -> bool:
+        """Whether the entries hold for ``registry`` and ``settings``; if not, the memo empties and now holds
+        for them."""
+        if self.registry is registry and self.settings is settings:
+            return True
+        with self._lock:
+            self.by_names.clear()
+            self.registry, self.settings = registry, settings
+        return False
+
+    def find(self, kw: dict):
+        """(entry, guarded tensors) of the class ``kw`` belongs to, or None (the operators inline this)."""
+        cands = self.by_names.get(tuple(kw))
+        if cands:
+            grad = _grad_enabled()
+            for e in cands:
+                ts = e.matches(kw, grad)
+                if ts is not None:
+                    return e, ts
+        return None
+
+    def add(self, kw: dict, guarded: tuple, dynamic: dict, typed: tuple, per_call: tuple, data) -> Entry | None:
+        """Keep the class of the valid call ``kw``: ``guarded`` names its tensors the guard checks (``dynamic``:
+        name -> the dims whose size varies per call), ``typed`` the arguments of which only the type matters,
+        ``per_call`` the scalars the operator's fast path checks itself (lengths); every other argument that is
+        not None is a scalar compared by type and value. ``data``: the operator's static record fields. None when
+        guards are unavailable or the memo is full."""
+        if not guards_available():
+            return None
+        from torch._C._dynamo.guards import TensorGuards
+
+        names = tuple(kw)
+        skip = set(guarded) | set(typed) | set(per_call)
+        nones = tuple(n for n in names if n not in skip and kw[n] is None)
+        scalars = tuple(n for n in names if n not in skip and kw[n] is not None)
+        ts = [kw[n] for n in guarded]
+        sizes = [[None if i in dynamic.get(n, ()) else s for i, s in enumerate(t.shape)] for n, t in zip(guarded, ts)]
+        e = Entry()
+        e.get_scalars, e.get_nones, e.get_typed = tuple_getter(scalars), tuple_getter(nones), tuple_getter(typed)
+        e.scalars = e.get_scalars(kw)
+        e.types = tuple(map(type, e.scalars))
+        e.nones, e.typed = (None,) * len(nones), tuple(map(type, e.get_typed(kw)))
+        e.get_guarded = tuple_getter(guarded)
+        e.guard = TensorGuards(*ts, dynamic_dims_sizes=sizes, dynamic_dims_strides=[list(t.stride()) for t in ts])
+        e.grad, e.data, e.chosen = _grad_enabled(), data, {}
+        with self._lock:
+            cands = self.by_names.get(names)
+            if cands is None:
+                if len(self.by_names) >= self.MAX_PATTERNS:
+                    return None
+                cands = self.by_names[names] = []
+            if len(cands) >= self.MAX_PER_PATTERN:
+                return None
+            cands.append(e)
+        return e
+
+    def clear(self) -> None:
+        with self._lock:
+            self.by_names.clear()
+
+    def __len__(self) -> int:
+        return sum(len(c) for c in self.by_names.values())
