@@ -20,8 +20,7 @@ from __future__ import annotations
 import torch
 import triton
 
-__all__ = ["REPLAY_TRITON", "Direct", "capture", "hooks_idle", "int_class", "launch", "replay_supported",
-           "stream_of"]
+__all__ = ["REPLAY_TRITON", "Direct", "capture", "hooks_idle", "int_class", "launch", "replay_supported"]
 
 #: Triton releases whose ``CompiledKernel.run`` convention (above) was read in their sources.
 REPLAY_TRITON = ("3.6.", "3.8.", "3.9.")
@@ -59,25 +58,15 @@ def hooks_idle() -> bool:
                                                                        getattr(exit_, "calls", None) == [])
 
 
-def stream_of(device: torch.device) -> int:
-    """The raw current stream of ``device`` (0 for a CPU device: nothing is launched on it directly)."""
-    return _raw_stream(device.index) if device.type == "cuda" else 0
-
-
 class Direct:
     """One compiled kernel bound for direct launches: its launcher, CUDA function, packed metadata, the values of
     the parameters after the positional arguments (constexprs and defaults, from the launch's meta) and the
-    device whose context loaded it."""
+    device whose context loaded it (None: a CPU stand-in in tests)."""
 
     __slots__ = ("run", "function", "packed", "tail", "device")
 
     def __init__(self, run, function, packed, tail: tuple, device: int | None):
         self.run, self.function, self.packed, self.tail, self.device = run, function, packed, tail, device
-
-    def __call__(self, grid: tuple, stream: int, args: tuple) -> None:
-        g1 = grid[1] if len(grid) > 1 else 1
-        g2 = grid[2] if len(grid) > 2 else 1
-        self.run(grid[0], g1, g2, stream, self.function, self.packed, None, None, None, *args, *self.tail)
 
     def usable(self) -> bool:
         """Whether a direct launch is right now: no launch hook, and the device that loaded it is current."""
@@ -102,10 +91,17 @@ def capture(kernel, compiled, n_args: int, meta: dict, device: torch.device) -> 
     return Direct(compiled.run, compiled.function, compiled.packed_metadata, tail, index)
 
 
-def launch(kernel, grid: tuple, args: tuple, meta: dict, direct: Direct | None, stream: int):
-    """Launch one kernel: directly through ``direct`` when it is usable, else through Triton's JIT path (which
-    returns the compiled kernel, for :func:`capture`; None from a direct launch)."""
+def launch(kernel, grid: tuple, tensors: tuple, rest: tuple, meta: dict, direct: Direct | None):
+    """Launch one kernel whose arguments are ``(*tensors, *rest)`` (``tensors``: tensors or None): directly through
+    ``direct`` when it is usable, with the tensors' pointers as ints (the launcher then neither calls ``data_ptr``
+    nor asks the driver about each pointer), else through Triton's JIT path, which returns the compiled kernel
+    (for :func:`capture`; None after a direct launch)."""
     if direct is not None and direct.usable():
-        direct(grid, stream, args)
+        dev = direct.device
+        ptrs = [None if t is None else t.data_ptr() for t in tensors]
+        g1 = grid[1] if len(grid) > 1 else 1
+        g2 = grid[2] if len(grid) > 2 else 1
+        direct.run(grid[0], g1, g2, 0 if dev is None else _raw_stream(dev), direct.function, direct.packed, None,
+                   None, None, *ptrs, *rest, *direct.tail)
         return None
-    return kernel[grid](*args, **meta)
+    return kernel[grid](*tensors, *rest, **meta)

@@ -152,7 +152,7 @@ def fast_call(kw: dict, record_type, registry, settings):
     aligned16 = strides_aligned and not ptrs & 15
     call = _new_record(record_type, (
         q, k, v, out, cu, cu_k, seqused, bt, msq, msk, batch, total_q, *mid, get("s_aux"), return_lse, qd, kd, vd,
-        *tail, capturing, aligned16))
+        *tail, capturing, aligned16, e))
     # what of the record varies within the class and may change a verdict (checks may read pointer alignment)
     dyn = (total_q, batch, msq, msk, capturing, True if aligned16 else
            (q0 & 15, k0 & 15, v0 & 15, None if o0 is None else o0 & 15))

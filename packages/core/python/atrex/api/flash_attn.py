@@ -79,6 +79,10 @@ class FlashAttnCall(NamedTuple):
     #: every data_ptr and every stride but the last (in bytes) of q, k, v and out is a multiple of 16
     #: (TMA and vectorized loads need it; checks read this instead of walking the tensors)
     aligned16: bool = True
+    #: the call's validated class (``atrex/api/_memo.py``) when the memo served it, else None: equal for calls with
+    #: the same dtypes, devices, flags, scalars and tensor sizes and strides but the per-call rows and batch.
+    #: Launchers may key on it instead of reading those again; ``_replace`` resets it.
+    cls: object = None
 
     @property
     def gqa_ratio(self) -> int:
@@ -387,13 +391,13 @@ def normalize_flash_attn_call(
     # ---- 4. Canonical options ----------------------------------------------------------------
     if causal:
         right = 0
-    # tuple.__new__ directly: the generated NamedTuple constructor binds 37 parameters by name first
+    # tuple.__new__ directly: the generated NamedTuple constructor binds 38 parameters by name first
     return _new_record(FlashAttnCall, (
         q, k, v, out, cu_seqlens_q, cu_seqlens_k, seqused_k, block_table, max_seqlen_q, max_seqlen_k, batch,
         total_q, hq, hk, d, dv, paged, page_size, dtype, out_dtype, is_fp8,
         d ** -0.5 if softmax_scale is None else float(softmax_scale), right == 0, left, right, float(softcap),
         s_aux, return_softmax_lse, q_descale, k_descale, v_descale, num_splits, deterministic, device,
-        classify_device(device), q.is_cuda and _capturing(), aligned16,  # (is_cuda: device.type builds a str)
+        classify_device(device), q.is_cuda and _capturing(), aligned16, None,  # (is_cuda: device.type builds a str)
     ))
 
 
@@ -415,6 +419,17 @@ def _overlaps(o0: int, t0: int, shape, stride, es: int) -> bool:
 
 def _overlap(name: str):
     raise AtrexValueError("out", f"memory overlapping `{name}`", "a buffer disjoint from q, k and v")
+
+
+def _replace_unclassed(self, **changes):
+    """``_replace`` that forgets the class: a changed record may no longer be what its class says."""
+    changes.setdefault("cls", None)
+    return _namedtuple_replace(self, **changes)
+
+
+# (typing.NamedTuple refuses a _replace in the class body)
+_namedtuple_replace = FlashAttnCall._replace
+FlashAttnCall._replace = _replace_unclassed
 
 
 def _bind_failure(exc: TypeError, op: str) -> None:

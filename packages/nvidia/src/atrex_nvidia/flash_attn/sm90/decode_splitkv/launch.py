@@ -19,7 +19,7 @@ import torch
 import triton
 
 from atrex.errors import AtrexCaptureError
-from atrex_nvidia.launch_plan import Direct, capture, int_class, launch, stream_of
+from atrex_nvidia.launch_plan import Direct, capture, int_class, launch
 from atrex_nvidia.triton_warm import WarmRecord, launch_key
 
 from . import kernels as _k
@@ -119,19 +119,26 @@ def plan_key(call, out, cfg=None, splits=None) -> tuple:
     """The call's class: everything the launch plan is built from and everything Triton specialises the launches
     on (dtypes, 16-byte alignment, the == 1 / % 16 / int32 class of the lengths, exact strides and shapes of the
     cache and the table, flags, the device). Calls of one class share the plan; only pointers, the length
-    ``total_q`` within its class and the float scales differ between them."""
+    ``total_q`` within its class and the float scales differ between them. A record the core's memo served
+    carries its validated class (``call.cls``), which stands for the dtypes, shapes, strides and flags."""
     q, k, v, bt, sk, cu = call.q, call.k, call.v, call.block_table, call.seqused_k, call.cu_seqlens_q
     ptrs = q.data_ptr() | k.data_ptr() | v.data_ptr() | bt.data_ptr() | sk.data_ptr() | cu.data_ptr() | out.data_ptr()
     opt = (call.q_descale, call.k_descale, call.v_descale, call.s_aux)
-    extra = None
-    if opt[0] is not None or opt[1] is not None or opt[2] is not None or opt[3] is not None:
-        extra = tuple(None if t is None else (t.dtype, t.shape, t.stride(), t.data_ptr() & 15) for t in opt)
-    align = not ptrs & 15 or tuple(t.data_ptr() & 15 for t in (q, k, v, bt, sk, cu, out))
+    has_opt = opt[0] is not None or opt[1] is not None or opt[2] is not None or opt[3] is not None
+    if has_opt:
+        for t in opt:
+            if t is not None:
+                ptrs |= t.data_ptr()
+    align = not ptrs & 15 or tuple(None if t is None else t.data_ptr() & 15 for t in (q, k, v, bt, sk, cu, out, *opt))
     tq = call.total_q
-    return (call.device, call.dtype, out.dtype, q.stride(), k.shape, k.stride(), v.stride(), bt.shape, bt.stride(),
-            out.stride(), call.num_heads_q, call.max_seqlen_q, call.max_seqlen_k, call.num_splits,
-            call.target.sm_count, call.softcap > 0, call.window_left, call.window_right, call.return_lse, extra,
-            align, int_class(tq), int_class(tq * call.num_heads_q), cfg, splits)
+    dyn = (call.batch, call.max_seqlen_q, call.max_seqlen_k, int_class(tq), int_class(tq * call.num_heads_q), align,
+           out.stride(), cfg, splits)
+    if call.cls is not None:  # the core's validated class fixes everything else (dtypes, shapes, strides, flags)
+        return call.cls, dyn
+    extra = tuple(None if t is None else (t.dtype, t.shape, t.stride()) for t in opt) if has_opt else None
+    return (call.device, call.dtype, out.dtype, q.stride(), k.shape, k.stride(), v.stride(), bt.shape[1],
+            bt.stride(), call.num_heads_q, call.num_splits, call.target.sm_count, call.softcap > 0, call.window_left,
+            call.window_right, call.return_lse, extra, dyn)
 
 
 def _require_compiled(call, specs) -> list:
@@ -198,20 +205,25 @@ def new_plan(call, out, cfg=None, splits=None) -> LaunchPlan:
                       _bounds(call, call.k, call.block_table), (call.window_left, call.window_right), stand_in)
 
 
-def _main_args(lp, call, out, lse, ows, lws) -> tuple:
-    q, k, v, bt, tq = call.q, call.k, call.v, call.block_table, call.total_q
+def _main_tensors(lp, call, out, lse, ows, lws) -> tuple:
+    """The main kernel's pointer arguments (tensors or None), in its parameter order."""
+    q, k, v, bt = call.q, call.k, call.v, call.block_table
     if lp.stand_in:
         k, v, bt = _nonempty(k, q), _nonempty(v, q), _nonempty(bt, call.seqused_k)
-    qk_scale, softcap_log2 = _scales(call)
     return (q, k, v, bt, call.seqused_k, call.cu_seqlens_q, call.q_descale, call.k_descale, call.v_descale,
-            call.s_aux, out, lse, ows, lws, *lp.strides, tq, tq * call.num_heads_q, tq, *lp.bounds, qk_scale,
-            softcap_log2, *lp.window)
+            call.s_aux, out, lse, ows, lws)
 
 
-def _combine_args(call, out, lse, ows, lws) -> tuple:
+def _main_rest(lp, call) -> tuple:
+    """The main kernel's other arguments: strides, lengths, clamp bounds, scales, window."""
     tq = call.total_q
-    return (ows, lws, call.s_aux, call.cu_seqlens_q, out, lse, tq * call.num_heads_q, out.stride(0), out.stride(1),
-            tq, call.batch)
+    qk_scale, softcap_log2 = _scales(call)
+    return (*lp.strides, tq, tq * call.num_heads_q, tq, *lp.bounds, qk_scale, softcap_log2, *lp.window)
+
+
+def _combine_rest(call, out) -> tuple:
+    tq = call.total_q
+    return tq * call.num_heads_q, out.stride(0), out.stride(1), tq, call.batch
 
 
 def _launch(lp, call, out, compiled=None):
@@ -224,14 +236,13 @@ def _launch(lp, call, out, compiled=None):
     if splits > 1:
         ows = torch.empty((splits, tq, hq, call.head_dim), dtype=F32, device=dev)
         lws = torch.empty((splits, tq, hq), dtype=F32, device=dev)
-    stream = stream_of(dev)
-    res = launch(_k.atrex_sm90_decode_splitkv, lp.grid, _main_args(lp, call, out, lse, ows, lws), lp.meta, lp.main,
-                 stream)
+    res = launch(_k.atrex_sm90_decode_splitkv, lp.grid, _main_tensors(lp, call, out, lse, ows, lws),
+                 _main_rest(lp, call), lp.meta, lp.main)
     if compiled is not None:
         compiled.append(res)
     if splits > 1:
-        res = launch(_k.atrex_sm90_decode_combine, (tq, hq), _combine_args(call, out, lse, ows, lws), lp.cmeta,
-                     lp.combine, stream)
+        res = launch(_k.atrex_sm90_decode_combine, (tq, hq), (ows, lws, call.s_aux, call.cu_seqlens_q, out, lse),
+                     _combine_rest(call, out), lp.cmeta, lp.combine)
         if compiled is not None:
             compiled.append(res)
     return lse
@@ -252,16 +263,15 @@ def decode(call, out: torch.Tensor, cfg: tuple[int, int, int] | None = None, spl
     # capture check before any allocation: the LSE and the workspace stand as their dtype (launcher-owned buffers)
     split = lp.grid[1] > 1
     lse, ows = (F32 if call.return_lse else None), (F32 if split else None)
-    specs = [(_k.atrex_sm90_decode_splitkv, _main_args(lp, call, out, lse, ows, ows), lp.meta)]
+    main = (*_main_tensors(lp, call, out, lse, ows, ows), *_main_rest(lp, call))
+    specs = [(_k.atrex_sm90_decode_splitkv, main, lp.meta)]
     if split:
-        specs.append((_k.atrex_sm90_decode_combine, _combine_args(call, out, lse, ows, ows), lp.cmeta))
+        comb = (ows, ows, call.s_aux, call.cu_seqlens_q, out, lse, *_combine_rest(call, out))
+        specs.append((_k.atrex_sm90_decode_combine, comb, lp.cmeta))
     missing = _require_compiled(call, specs)
     compiled = []
     lse = _launch(lp, call, out, compiled)
     WARM.add(missing)
-    n_main = len(specs[0][1])
-    main = capture(_k.atrex_sm90_decode_splitkv, compiled[0], n_main, lp.meta, call.device)
-    comb = capture(_k.atrex_sm90_decode_combine, compiled[1], len(specs[1][1]), lp.cmeta, call.device) if split \
-        else None
-    WARM.keep_plan(key, lp._replace(main=main, combine=comb))
+    directs = [capture(kern, c, len(args), meta, call.device) for (kern, args, meta), c in zip(specs, compiled)]
+    WARM.keep_plan(key, lp._replace(main=directs[0], combine=directs[1] if split else None))
     return lse
