@@ -19,9 +19,10 @@ import torch
 import triton
 
 from atrex.errors import AtrexCaptureError
-from atrex_nvidia.launch_plan import Direct, capture, int_class, launch
+from atrex_nvidia.launch_plan import Direct, capture, launch
 from atrex_nvidia.triton_warm import WarmRecord, launch_key
 
+from ..paged_key import class_key
 from . import kernels as _k
 
 LOG2E = 1.4426950408889634
@@ -116,29 +117,9 @@ class LaunchPlan(NamedTuple):
 
 
 def plan_key(call, out, cfg=None, splits=None) -> tuple:
-    """The call's class: everything the launch plan is built from and everything Triton specialises the launches
-    on (dtypes, 16-byte alignment, the == 1 / % 16 / int32 class of the lengths, exact strides and shapes of the
-    cache and the table, flags, the device). Calls of one class share the plan; only pointers, the length
-    ``total_q`` within its class and the float scales differ between them. A record the core's memo served
-    carries its validated class (``call.cls``), which stands for the dtypes, shapes, strides and flags."""
-    q, k, v, bt, sk, cu = call.q, call.k, call.v, call.block_table, call.seqused_k, call.cu_seqlens_q
-    ptrs = q.data_ptr() | k.data_ptr() | v.data_ptr() | bt.data_ptr() | sk.data_ptr() | cu.data_ptr() | out.data_ptr()
-    opt = (call.q_descale, call.k_descale, call.v_descale, call.s_aux)
-    has_opt = opt[0] is not None or opt[1] is not None or opt[2] is not None or opt[3] is not None
-    if has_opt:
-        for t in opt:
-            if t is not None:
-                ptrs |= t.data_ptr()
-    align = not ptrs & 15 or tuple(None if t is None else t.data_ptr() & 15 for t in (q, k, v, bt, sk, cu, out, *opt))
-    tq = call.total_q
-    dyn = (call.batch, call.max_seqlen_q, call.max_seqlen_k, int_class(tq), int_class(tq * call.num_heads_q), align,
-           out.stride(), cfg, splits)
-    if call.cls is not None:  # the core's validated class fixes everything else (dtypes, shapes, strides, flags)
-        return call.cls, dyn
-    extra = tuple(None if t is None else (t.dtype, t.shape, t.stride()) for t in opt) if has_opt else None
-    return (call.device, call.dtype, out.dtype, q.stride(), k.shape, k.stride(), v.stride(), bt.shape[1],
-            bt.stride(), call.num_heads_q, call.num_splits, call.target.sm_count, call.softcap > 0, call.window_left,
-            call.window_right, call.return_lse, extra, dyn)
+    """The call's class (``paged_key.class_key``): calls of one class share the launch plan; only pointers, the
+    length ``total_q`` within its class and the float scales differ between them."""
+    return class_key(call, out, (cfg, splits))
 
 
 def _require_compiled(call, specs) -> list:

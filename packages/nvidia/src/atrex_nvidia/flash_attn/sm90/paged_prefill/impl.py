@@ -6,6 +6,8 @@ allocation, sync or aten op) and lists every reason. ``run`` never reads device 
 uncompiled Triton specialisation raises :class:`atrex.errors.AtrexCaptureError` before any launch.
 """
 
+import functools
+
 import torch
 
 from atrex.eligibility import Eligibility
@@ -23,13 +25,22 @@ def check(call) -> Eligibility:
 
 def run(call, out: torch.Tensor):
     """Run on the call's device and current stream; returns the LSE ``[Hq, Tq]`` fp32 or None."""
-    from .launch import prefill
-
+    prefill = _launcher().prefill  # (imported on first use: check() must not import Triton)
     index = call.device.index
-    if call.device.type == "cuda" and index is not None and index != torch.cuda.current_device():
+    if index is not None and call.q.is_cuda and index != _current_device():  # (is_cuda: device.type builds a str)
         with torch.cuda.device(index):
             return prefill(call, out)
     return prefill(call, out)
+
+
+_current_device = torch.cuda.current_device
+
+
+@functools.cache
+def _launcher():
+    from . import launch
+
+    return launch
 
 
 def prewarm(call) -> None:

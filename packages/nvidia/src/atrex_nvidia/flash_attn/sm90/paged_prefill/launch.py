@@ -6,14 +6,22 @@ head dim, page size, dtype, flags), never ``seqused_k`` / ``cu_seqlens_q`` / blo
 grid is an upper bound on the (sequence, query tile) work items and the device decides which items are
 real. Nothing is allocated but the LSE (shape ``[Hq, Tq]``, fixed by the call). Validation belongs to
 ``impl.check``; this module trusts its caller.
+
+Per call class (``paged_key.class_key``) the record keeps a launch plan (:class:`LaunchPlan`: constexprs, the
+static arguments and the compiled kernel, see ``atrex_nvidia/launch_plan.py``); a later call of the class
+launches the compiled kernel directly, with its own pointers and lengths.
 """
+
+from typing import NamedTuple
 
 import torch
 import triton
 
 from atrex.errors import AtrexCaptureError
+from atrex_nvidia.launch_plan import Direct, capture, launch
 from atrex_nvidia.triton_warm import WarmRecord, launch_key
 
+from ..paged_key import class_key
 from . import kernels as _k
 
 LOG2E = 1.4426950408889634
@@ -92,11 +100,31 @@ def _scales(call) -> tuple[float, float]:
     return call.softmax_scale * LOG2E, 0.0
 
 
-def _args(call, out, lse):
-    """The kernel's runtime arguments, in its parameter order."""
+class LaunchPlan(NamedTuple):
+    """What every call of one class launches: the constexprs, how the grid follows ``total_q``, the arguments
+    fixed by the class and the compiled kernel (None: Triton's JIT path)."""
+
+    meta: dict
+    block_q: int  # query tokens per work item: the grid's first dim is total_q // block_q + batch
+    cols: int  # the grid's second dim: KV heads x GQA chunks
+    head: tuple  # q / k / v / table strides, key cap, block count, descale and out strides
+    window: tuple  # (window_left, window_right)
+    stand_in: bool  # the cache or the table is empty: q / seqused_k stand in for their pointers
+    direct: Direct | None = None
+
+
+def plan_key(call, out, cfg=None) -> tuple:
+    """The call's class (``paged_key.class_key``)."""
+    return class_key(call, out, cfg)
+
+
+def new_plan(call, out, cfg=None) -> LaunchPlan:
+    """The launch plan of ``call``'s class (no compiled kernel yet); ``cfg`` overrides the tile choice."""
+    p = plan(call, cfg)
     q, bt = call.q, call.block_table
+    stand_in = not (call.k.numel() and call.v.numel() and bt.numel())
     k, v = _nonempty(call.k, q), _nonempty(call.v, q)
-    # no key is visible without a block (the stand-ins below have no pages to read)
+    # no key is visible without a block (the stand-ins have no pages to read)
     kv_cap = min(bt.shape[1] * call.page_size, INT32_MAX) if bt.dim() == 2 and call.k.numel() else 0
     bt = _nonempty(bt, call.seqused_k)
     qd, kd, vd = call.q_descale, call.k_descale, call.v_descale
@@ -104,18 +132,26 @@ def _args(call, out, lse):
     def st(t, i):
         return 0 if t is None else t.stride(i)
 
-    qk_scale, softcap_log2 = _scales(call)
-    return (
-        q, k, v, bt, call.seqused_k, call.cu_seqlens_q, qd, kd, vd, call.s_aux, out, lse,
-        q.stride(0), q.stride(1),
-        k.stride(0), k.stride(1), k.stride(2),
-        v.stride(0), v.stride(1), v.stride(2),
-        bt.stride(0) if bt.dim() == 2 else 0, kv_cap, max(1, call.k.shape[0]),
-        st(qd, 0), st(qd, 1), st(kd, 0), st(kd, 1), st(vd, 0), st(vd, 1),
-        out.stride(0), out.stride(1), call.total_q,
-        call.total_q, call.batch,
-        qk_scale, softcap_log2, call.window_left, call.window_right,
-    )
+    head = (q.stride(0), q.stride(1), k.stride(0), k.stride(1), k.stride(2), v.stride(0), v.stride(1), v.stride(2),
+            bt.stride(0) if bt.dim() == 2 else 0, kv_cap, max(1, call.k.shape[0]), st(qd, 0), st(qd, 1), st(kd, 0),
+            st(kd, 1), st(vd, 0), st(vd, 1), out.stride(0), out.stride(1))
+    return LaunchPlan(_meta(call, p), p["block_q"], call.num_heads_k * p["g_chunks"], head,
+                      (call.window_left, call.window_right), stand_in)
+
+
+def _tensors(lp, call, out, lse) -> tuple:
+    """The kernel's pointer arguments (tensors or None), in its parameter order."""
+    q, k, v, bt = call.q, call.k, call.v, call.block_table
+    if lp.stand_in:
+        k, v, bt = _nonempty(k, q), _nonempty(v, q), _nonempty(bt, call.seqused_k)
+    return (q, k, v, bt, call.seqused_k, call.cu_seqlens_q, call.q_descale, call.k_descale, call.v_descale,
+            call.s_aux, out, lse)
+
+
+def _rest(lp, call) -> tuple:
+    """The kernel's other arguments: the class's strides and bounds, the lengths, scales and window."""
+    tq = call.total_q
+    return (*lp.head, tq, tq, call.batch, *_scales(call), *lp.window)
 
 
 def _meta(call, p) -> dict:
@@ -130,21 +166,37 @@ def _meta(call, p) -> dict:
     )
 
 
+def _launch(lp, call, out):
+    """Allocate the LSE and launch the plan's kernel; returns (LSE, what Triton's JIT path returned or None)."""
+    lse = None
+    if call.return_lse:
+        lse = torch.empty((call.num_heads_q, call.total_q), dtype=torch.float32, device=call.device)
+    if call.total_q == 0:
+        return lse, None
+    grid = (call.total_q // lp.block_q + call.batch, lp.cols)
+    return lse, launch(_k.atrex_sm90_paged_prefill, grid, _tensors(lp, call, out, lse), _rest(lp, call), lp.meta,
+                       lp.direct)
+
+
 def prefill(call, out: torch.Tensor, cfg: tuple[int, int, int, int] | None = None):
     """Run ``call`` into ``out`` on the current stream; returns the LSE ``[Hq, Tq]`` fp32 or None.
 
     Rows at or past ``cu_seqlens_q[B]`` belong to no sequence: ``out`` and the LSE there are not written.
-    ``cfg`` overrides the tile choice (see :func:`plan`).
+    ``cfg`` overrides the tile choice (see :func:`plan`). A call whose class launched before runs its kept
+    launch plan; the first call of a class checks capture safety, launches through Triton and keeps the plan.
     """
-    p = plan(call, cfg)
-    meta = _meta(call, p)
+    key = plan_key(call, out, cfg)
+    lp = WARM.plan(key)
+    if lp is not None:
+        return _launch(lp, call, out)[0]
+    lp = new_plan(call, out, cfg)
     lse = torch.float32 if call.return_lse else None  # stands as its dtype until allocated
-    missing = _require_compiled(call, [(_k.atrex_sm90_paged_prefill, _args(call, out, lse), meta)])
-    if call.return_lse:
-        lse = torch.empty((call.num_heads_q, call.total_q), dtype=torch.float32, device=call.device)
+    args = (*_tensors(lp, call, out, lse), *_rest(lp, call))
+    missing = _require_compiled(call, [(_k.atrex_sm90_paged_prefill, args, lp.meta)])
+    lse, compiled = _launch(lp, call, out)
     if call.total_q == 0:
         return lse
-    grid = (p["items"], call.num_heads_k * p["g_chunks"])
-    _k.atrex_sm90_paged_prefill[grid](*_args(call, out, lse), **meta)
     WARM.add(missing)
+    WARM.keep_plan(key, lp._replace(direct=capture(_k.atrex_sm90_paged_prefill, compiled, len(args), lp.meta,
+                                                   call.device)))
     return lse

@@ -1,0 +1,31 @@
+"""The call class of ATREX's paged SM90 attention launchers (``decode_splitkv``, ``paged_prefill``): the key of
+their launch plans (``atrex_nvidia/launch_plan.py``)."""
+
+from atrex_nvidia.launch_plan import int_class
+
+
+def class_key(call, out, extra) -> tuple:
+    """Everything a paged attention launch plan is built from and everything Triton specialises its launches on:
+    dtypes, exact shapes and strides of the tensors (rows and batch aside), flags, the device and its SM count,
+    ``batch`` / ``max_seqlen_q`` / ``max_seqlen_k`` / ``num_splits`` exactly, the == 1 / % 16 / int32 class of
+    ``total_q`` and ``total_q * num_heads_q``, each pointer's 16-byte alignment, ``out``'s strides and the
+    launcher's ``extra`` (its overrides). A record the core's memo served carries its validated class
+    (``call.cls``), which stands for the dtypes, shapes, strides, flags and scalars."""
+    q, k, v, bt, sk, cu = call.q, call.k, call.v, call.block_table, call.seqused_k, call.cu_seqlens_q
+    ptrs = q.data_ptr() | k.data_ptr() | v.data_ptr() | bt.data_ptr() | sk.data_ptr() | cu.data_ptr() | out.data_ptr()
+    opt = (call.q_descale, call.k_descale, call.v_descale, call.s_aux)
+    has_opt = opt[0] is not None or opt[1] is not None or opt[2] is not None or opt[3] is not None
+    if has_opt:
+        for t in opt:
+            if t is not None:
+                ptrs |= t.data_ptr()
+    align = not ptrs & 15 or tuple(None if t is None else t.data_ptr() & 15 for t in (q, k, v, bt, sk, cu, out, *opt))
+    tq = call.total_q
+    dyn = (call.batch, call.max_seqlen_q, call.max_seqlen_k, int_class(tq), int_class(tq * call.num_heads_q), align,
+           out.stride(), extra)
+    if call.cls is not None:  # the core's validated class fixes everything else
+        return call.cls, dyn
+    opt_key = tuple(None if t is None else (t.dtype, t.shape, t.stride()) for t in opt) if has_opt else None
+    return (call.device, call.dtype, out.dtype, q.stride(), k.shape, k.stride(), v.stride(), bt.shape[1],
+            bt.stride(), call.num_heads_q, call.num_splits, call.target.sm_count, call.softcap > 0, call.window_left,
+            call.window_right, call.return_lse, opt_key, dyn)
