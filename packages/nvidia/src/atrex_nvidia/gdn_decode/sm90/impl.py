@@ -5,6 +5,8 @@ the host; under CUDA-graph capture an uncompiled specialisation raises :class:`a
 before any allocation or launch.
 """
 
+import functools
+
 import torch
 
 from atrex.eligibility import Eligibility, Reason
@@ -34,13 +36,22 @@ def check(call) -> Eligibility:
 
 def run(call):
     """Run on the call's device and current stream; returns ``(o, final_state)``."""
-    from .launch import decode
-
+    decode = _launcher().decode  # (imported on first use: check() must not import Triton)
     index = call.device.index
-    if call.device.type == "cuda" and index is not None and index != torch.cuda.current_device():
+    if index is not None and call.q.is_cuda and index != _current_device():  # (is_cuda: device.type builds a str)
         with torch.cuda.device(index):
             return decode(call)
     return decode(call)
+
+
+_current_device = torch.cuda.current_device
+
+
+@functools.cache
+def _launcher():
+    from . import launch
+
+    return launch
 
 
 def prewarm(call) -> None:

@@ -4,12 +4,19 @@ specialisations that makes CUDA-graph capture safe.
 Every choice reads host values fixed under capture (N, HV, K, V, dtypes, layout, the SM count), never the
 contents of ``cu_seqlens``, ``ssm_state_indices`` or ``num_accepted_tokens``: the device reads those.
 Validation belongs to the core and ``impl.check``; this module trusts its caller.
+
+Per call class (:func:`plan_key`) the record keeps a launch plan (:class:`LaunchPlan`: grid, constexprs, the
+static arguments and the compiled kernel, see ``atrex_nvidia/launch_plan.py``); a later call of the class
+launches the compiled kernel directly, with its own pointers.
 """
+
+from typing import NamedTuple
 
 import torch
 import triton
 
 from atrex.errors import AtrexCaptureError
+from atrex_nvidia.launch_plan import Direct, capture, launch
 from atrex_nvidia.triton_warm import WarmRecord, launch_key
 
 from . import kernels as _k
@@ -39,50 +46,102 @@ def clear_compiled() -> None:
     WARM.clear()
 
 
-def decode(call):
-    """Run ``call`` on the current stream; returns ``(o, pool or the new fp32 state)``."""
+class LaunchPlan(NamedTuple):
+    """What every call of one class launches: grid, constexprs, the integer arguments (all fixed by the class),
+    the output shapes and the compiled kernel (None: Triton's JIT path)."""
+
+    grid: tuple
+    meta: dict
+    ints: tuple
+    o_shape: tuple
+    state_shape: tuple | None  # the new fp32 state's shape when the pool is not updated in place
+    runs: bool  # something to compute (outputs or a new state)
+    direct: Direct | None = None
+
+
+def _layout(t):
+    return None if t is None else (t.dtype, t.shape, t.stride())
+
+
+def plan_key(call) -> tuple:
+    """The call's class: dtypes, shapes and strides of every tensor (all fixed: a decode step's shapes are),
+    flags, the device and its SM count, each pointer's 16-byte alignment."""
+    q, k, v, g, beta, pool = call.q, call.k, call.v, call.g, call.beta, call.pool
+    cu, idx, nat = call.cu_seqlens, call.ssm_state_indices, call.num_accepted_tokens
+    ts = (q, k, v, g, beta, pool, cu, idx, nat)
+    ptrs = 0
+    for t in ts:
+        if t is not None:
+            ptrs |= t.data_ptr()
+    align = not ptrs & 15 or tuple(None if t is None else t.data_ptr() & 15 for t in ts)
+    return (call.device, call.target.sm_count, call.dtype, q.shape, q.stride(), k.stride(), v.shape, v.stride(),
+            _layout(g), _layout(beta), _layout(pool), _layout(cu), _layout(idx), _layout(nat), call.slots_per_seq,
+            call.use_qk_l2norm_in_kernel, call.inplace_final_state, call.state_v_first, align)
+
+
+def new_plan(call) -> LaunchPlan:
+    """The launch plan of ``call``'s class (no compiled kernel yet)."""
     q, k, v, g, beta, pool = call.q, call.k, call.v, call.g, call.beta, call.pool
     n, hv, dk, dv = call.num_seqs, call.num_v_heads, call.head_k_dim, call.head_v_dim
     bv, num_warps = tile_config(n, hv, dk, dv, call.target.sm_count)
     idx, nat, cu = call.ssm_state_indices, call.num_accepted_tokens, call.cu_seqlens
     idx_mode = 0 if idx is None else (1 if idx.dim() == 1 else 2)
-    f32 = torch.float32
-    # o / state_out stand as their dtype until allocated (a dtype keys as an aligned launcher-owned buffer)
-    o, state_out = call.dtype, (None if call.inplace_final_state else f32)
 
     def st(t, i):
-        return 0 if t is None or isinstance(t, torch.dtype) else t.stride(i)
+        return 0 if t is None else t.stride(i)
 
-    o_strides = (call.seq_len * hv * dv, hv * dv, dv)
-    so_stride = hv * dk * dv
-
-    def args():
-        return (
-            q, k, v, g, beta, o, pool, state_out, cu, idx, nat,
-            q.stride(0), q.stride(1), q.stride(2),
-            k.stride(0), k.stride(1), k.stride(2),
-            v.stride(0), v.stride(1), v.stride(2),
-            g.stride(0), g.stride(1), g.stride(2),
-            st(beta, 0), st(beta, 1), st(beta, 2),
-            *o_strides,
-            pool.stride(0), (idx.stride(0) if idx_mode == 2 else 0), so_stride,
-            call.pool_size, call.seq_len, call.slots_per_seq, call.scale,
-        )
-
+    ints = (q.stride(0), q.stride(1), q.stride(2), k.stride(0), k.stride(1), k.stride(2),
+            v.stride(0), v.stride(1), v.stride(2), g.stride(0), g.stride(1), g.stride(2),
+            st(beta, 0), st(beta, 1), st(beta, 2), call.seq_len * hv * dv, hv * dv, dv,
+            pool.stride(0), (idx.stride(0) if idx_mode == 2 else 0), hv * dk * dv,
+            call.pool_size, call.seq_len, call.slots_per_seq)
     meta = dict(HV=hv, GROUP=hv // call.num_heads, DK=dk, DV=dv, BV=bv, V_FIRST=call.state_v_first,
                 VARLEN=cu is not None, IDX_MODE=idx_mode, HAS_NAT=nat is not None, HAS_BETA=beta is not None,
                 L2NORM=call.use_qk_l2norm_in_kernel, INPLACE=call.inplace_final_state, num_warps=num_warps)
-    missing = WARM.missing([launch_key(_k.atrex_sm90_gdn_decode, args(), meta)])
+    o_shape = (call.batch, call.seq_len, hv, dv)
+    state_shape = None if call.inplace_final_state else (n, *pool.shape[1:])
+    runs = call.batch * call.seq_len * hv * dv > 0 or state_shape is not None
+    return LaunchPlan((n * hv, triton.cdiv(dv, bv)), meta, ints, o_shape, state_shape, runs)
+
+
+def _tensors(call, o, state_out) -> tuple:
+    return (call.q, call.k, call.v, call.g, call.beta, o, call.pool, state_out, call.cu_seqlens,
+            call.ssm_state_indices, call.num_accepted_tokens)
+
+
+def _launch(lp, call):
+    """Allocate the outputs and launch; returns (o, the final state, what Triton's JIT path returned or None)."""
+    o = torch.empty(lp.o_shape, dtype=call.dtype, device=call.device)
+    state_out = None
+    if lp.state_shape is not None:
+        state_out = torch.empty(lp.state_shape, dtype=torch.float32, device=call.device)
+    compiled = None
+    if lp.runs:
+        compiled = launch(_k.atrex_sm90_gdn_decode, lp.grid, _tensors(call, o, state_out), (*lp.ints, call.scale),
+                          lp.meta, lp.direct)
+    return o, (call.pool if state_out is None else state_out), compiled
+
+
+def decode(call):
+    """Run ``call`` on the current stream; returns ``(o, pool or the new fp32 state)``. A call whose class
+    launched before runs its kept launch plan; the first call of a class checks capture safety, launches through
+    Triton and keeps the plan."""
+    key = plan_key(call)
+    lp = WARM.plan(key)
+    if lp is not None:
+        return _launch(lp, call)[:2]
+    lp = new_plan(call)
+    # o / state_out stand as their dtype until allocated (a dtype keys as an aligned launcher-owned buffer)
+    args = (*_tensors(call, call.dtype, None if call.inplace_final_state else torch.float32), *lp.ints, call.scale)
+    missing = WARM.missing([launch_key(_k.atrex_sm90_gdn_decode, args, lp.meta)])
     if missing and call.capturing:
         raise AtrexCaptureError(
             "nvidia.gdn_decode_sm90: the Triton specialisation for this call is not compiled and CUDA-graph "
             "capture is active; prewarm first (atrex.prewarm('fused_recurrent_gated_delta_rule', [call kwargs]) "
             "or one eager call with the same static shape) before capturing")
-    o = torch.empty((call.batch, call.seq_len, hv, dv), dtype=call.dtype, device=call.device)
-    if not call.inplace_final_state:
-        state_out = torch.empty((n, *pool.shape[1:]), dtype=f32, device=call.device)
-    grid = (n * hv, triton.cdiv(dv, bv))
-    if o.numel() or state_out is not None:
-        _k.atrex_sm90_gdn_decode[grid](*args(), **meta)
+    o, state, compiled = _launch(lp, call)
     WARM.add(missing)
-    return o, (pool if call.inplace_final_state else state_out)
+    if lp.runs:
+        WARM.keep_plan(key, lp._replace(direct=capture(_k.atrex_sm90_gdn_decode, compiled, len(args), lp.meta,
+                                                       call.device)))
+    return o, state
