@@ -312,23 +312,25 @@ def test_t1_shapes_between_other_kernels(path):
                 call(long)
 
 
-# ---- compiled-kernel replay (runner) ----
+# ---- compiled-kernel replay (the kept template) ----
 
 REPLAY_CASES = ["qwen3next_T1000_bf16h0", "qwen_varlen_mixed", "varlen_g1", "fla_D100_fp16", "tp4_T5000_h0_vfirst"]
 
 
 @pytest.mark.parametrize("case_id", REPLAY_CASES)
 def test_compiled_kernel_replay_same_bits(case_id, monkeypatch):
-    """A call whose signature launched before replays the compiled kernels Triton returned for it (no Triton JIT
-    dispatch): the same bits as the first call, eagerly and under CUDA-graph capture; with a launch hook installed
-    (profilers) Triton's own path runs and the hook sees every launch; within the bound of the float64 recurrence."""
+    """A call whose class launched before runs the template kept from its first run (``launch_template.py``: the
+    compiled kernels launched directly, no Triton JIT dispatch): the same bits as the first call, eagerly and under
+    CUDA-graph capture, and for new inputs of the class the same bits as their own first call; with a launch hook
+    installed (profilers) Triton's own path runs and the hook sees every launch; within the bound of the float64
+    recurrence."""
     import triton
     from triton.runtime import jit
 
     from atrex_nvidia.chunk_gdn.sm90 import runner
     if not runner._REPLAY_OK:
         pytest.skip(f"no compiled-kernel replay under Triton {triton.__version__}")
-    monkeypatch.setattr(runner, "_COMPILED", {})  # (a fresh record, so that the first call takes Triton's path)
+    runner.WARM.clear()  # (no template kept: the first call takes Triton's path)
     kw = ALL_CASES[case_id]
     x = make_inputs(device="cuda", **kw)
     runs, orig_run = [], jit.JITFunction.run
@@ -365,6 +367,14 @@ def test_compiled_kernel_replay_same_bits(case_id, monkeypatch):
         chain.remove(seen.append)
     assert runs == triton_launches and len(seen) == len(triton_launches), (runs, len(seen))
     assert torch.equal(oh, o1) and torch.equal(hh, h1)
+    x2 = make_inputs(device="cuda", seed=7, **kw)  # new inputs of the class: the template, then a first call
+    runs.clear()
+    ot, ht = call(x2)
+    assert runs == [], runs
+    runner.WARM.clear()
+    of, hf = call(x2)
+    torch.cuda.synchronize()
+    assert runs == triton_launches and torch.equal(ot, of) and torch.equal(ht, hf)
     ro, rh = oracle(x)
     report(f"{case_id} replay", rrmse(ro, o1), rrmse(rh, h1), bound_for(kw))
 

@@ -20,7 +20,8 @@ from __future__ import annotations
 import torch
 import triton
 
-__all__ = ["REPLAY_TRITON", "Direct", "capture", "hooks_idle", "int_class", "launch", "replay_supported"]
+__all__ = ["REPLAY_TRITON", "Direct", "capture", "direct_ready", "hooks_idle", "int_class", "launch", "raw_stream",
+           "replay_supported"]
 
 #: Triton releases whose ``CompiledKernel.run`` convention (above) was read in their sources.
 REPLAY_TRITON = ("3.6.", "3.8.", "3.9.")
@@ -40,6 +41,11 @@ try:
 except ImportError:  # a torch without CUDA
     def _raw_stream(index):
         return torch.cuda.current_stream(index).cuda_stream
+
+
+def raw_stream(device: int | None) -> int:
+    """The current stream of CUDA device ``device`` as an int (0 for None: a CPU stand-in in tests)."""
+    return 0 if device is None else _raw_stream(device)
 
 
 def int_class(x: int) -> int:
@@ -71,6 +77,15 @@ class Direct:
     def usable(self) -> bool:
         """Whether a direct launch is right now: no launch hook, and the device that loaded it is current."""
         return hooks_idle() and (self.device is None or self.device == _current_device())
+
+
+def direct_ready(directs) -> bool:
+    """Whether every one of ``directs`` (launches of one call, all loaded on one device) can launch directly now:
+    each exists, no launch hook is installed, and their device is current (checked once for all)."""
+    if not directs or any(d is None for d in directs):
+        return False
+    dev = directs[0].device
+    return hooks_idle() and (dev is None or dev == _current_device())
 
 
 def capture(kernel, compiled, n_args: int, meta: dict, device: torch.device) -> Direct | None:

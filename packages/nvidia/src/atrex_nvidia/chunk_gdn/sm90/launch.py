@@ -4,14 +4,18 @@
 tiles, per-row gate factors), never mutates its inputs and never reads device values on the host (``cu_seqlens``
 is consumed on the device only), so it is CUDA-graph capture-safe once its specialisations are compiled.
 Validation belongs to ``impl.check``; this module trusts its caller. Which kernels run is ``plan.plan_call``'s
-choice; ``build.py`` turns a plan into launches and ``runner.py`` launches them.
+choice; ``build.py`` turns a plan into launches and ``runner.py`` launches them. The first run of a call class
+(:func:`class_key`) is kept as a template (``atrex_nvidia/launch_template.py``): later calls of the class allocate
+their outputs and one workspace buffer and launch the compiled kernels directly.
 """
 
 import torch
 
+from atrex_nvidia.launch_template import derive
+
 from . import build
 from .plan import GdnPlan, next_pow2, plan_call
-from .runner import WARM, launch_all
+from .runner import WARM, launch_all, scratch_on
 from .triton_common import GDC_SUPPORTED
 
 __all__ = ["WARM", "GdnPlan", "default_plan", "gdn_fwd", "warmed_count"]
@@ -73,6 +77,22 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     B, T, H, K = q.shape
     HV, V = v.shape[2], v.shape[3]
     N = cu_seqlens.shape[0] - 1 if cu_seqlens is not None else B
+    if not use_gate_in_kernel:
+        A_log = dt_bias = None
+    elif A_log is None:
+        raise ValueError("nvidia.gdn_sm90: use_gate_in_kernel=True needs A_log")
+    else:  # (the gates kernel reads them with unit stride)
+        A_log, dt_bias = A_log.contiguous(), None if dt_bias is None else dt_bias.contiguous()
+    roots = (q, k, v, g, beta, initial_state, cu_seqlens, A_log, dt_bias)
+    sm_count = sm_count or _sm_count(q.device)
+    key = None
+    if not plan_only and N and B * T:
+        key = class_key(roots, scale, output_final_state, use_qk_l2norm_in_kernel, state_v_first,
+                        use_beta_sigmoid_in_kernel, allow_neg_eigval, sm_count, plan)
+        template = WARM.plan(key)
+        if template is not None:
+            with scratch_on(q.device):
+                return template.run(roots, q.device)
     o = torch.empty((B, T, HV, V), dtype=q.dtype, device=q.device)
     ht = None
     if output_final_state:
@@ -81,27 +101,26 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
         if ht is not None:  # every sequence is empty: the final state is the initial state
             ht.copy_(initial_state) if initial_state is not None else ht.zero_()
         return (plan, []) if plan_only else (o, ht)
-    sm_count = sm_count or _sm_count(q.device)
     if plan is None:
         plan = plan_call(q, k, v, n_seqs=N, is_varlen=cu_seqlens is not None, l2norm=use_qk_l2norm_in_kernel,
                          sm_count=sm_count, pdl_supported=GDC_SUPPORTED)
-    if not use_gate_in_kernel:
-        A_log = dt_bias = None
-    elif A_log is None:
-        raise ValueError("nvidia.gdn_sm90: use_gate_in_kernel=True needs A_log")
-    else:  # (the gates kernel reads them with unit stride)
-        A_log, dt_bias = A_log.contiguous(), None if dt_bias is None else dt_bias.contiguous()
     call = build.Call(q, k, v, g, beta, float(scale), initial_state, bool(state_v_first), cu_seqlens,
                       bool(use_qk_l2norm_in_kernel), bool(use_beta_sigmoid_in_kernel), bool(allow_neg_eigval),
                       o, ht, B, T, H, HV, K, V, N, max(16, next_pow2(K)), sm_count, A_log, dt_bias)
     launches = build.launches(plan, call)
     if plan_only:
         return plan, launches
-    sig = (q.device, tuple(_tensor_sig(t) for t in (q, k, v, g, beta, initial_state, cu_seqlens, A_log, dt_bias)),
-           bool(output_final_state), bool(use_qk_l2norm_in_kernel), bool(state_v_first),
-           bool(use_beta_sigmoid_in_kernel), bool(allow_neg_eigval), sm_count, plan)
-    launch_all(q.device, launches, sig)
+    compiled = launch_all(q.device, launches, key)
+    template = derive(launches, compiled, roots, (o, ht), q.device)
+    if template is not None:
+        WARM.keep_plan(key, template)
     return o, ht
+
+
+def class_key(roots, scale, *flags) -> tuple:
+    """The call class: every input's shape, strides, dtype and 16-byte alignment, the scale, the flags, the SM
+    count and an explicit plan (None: the default one, which the rest determines)."""
+    return (roots[0].device, tuple(_tensor_sig(t) for t in roots), float(scale), *flags)
 
 
 def _tensor_sig(t):

@@ -1,0 +1,134 @@
+"""A launch plan derived from the launches of a call's first run: for launchers that build many launches with
+their own workspace (``chunk_gdn``), so a later call of the same class skips building them.
+
+``derive`` reads the first run's launches ``(kernel, grid, args, meta)`` and classifies every argument: a
+constant (an int, float, None, or anything not a tensor), one of the call's input tensors (``roots``), one of the
+launcher's outputs (``outputs``: allocated per call and returned), or a view of a workspace buffer the launcher
+allocated (any other tensor). A later call of the class (the caller's key must fix every shape, stride, dtype,
+flag and scalar, so that every constant and every view is the same) allocates the outputs and one workspace
+buffer for all the workspace views (each at its first run's offset within a 512-byte aligned slot: the same
+16-byte alignment), and launches the compiled kernels directly with the pointers as ints. Where a direct launch
+does not apply (the interpreter, a launch hook, no compiled kernel) it launches through Triton with tensors, the
+workspace views rebuilt over the same buffer.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+
+from atrex_nvidia.launch_plan import Direct, capture, direct_ready, raw_stream
+
+__all__ = ["Template", "derive"]
+
+_SLOT = 512  # workspace slot alignment (what the CUDA caching allocator gives each tensor)
+
+
+class _View(NamedTuple):
+    """A workspace view: its slot's byte offset in the buffer plus its own byte offset, dtype, sizes, strides."""
+
+    offset: int
+    dtype: torch.dtype
+    shape: tuple
+    stride: tuple
+
+
+class _Launch(NamedTuple):
+    kernel: object
+    grid: tuple
+    meta: dict
+    consts: tuple  # the arguments, with None where a pointer goes
+    slots: tuple  # (position, kind, index, byte offset): kind 0 a root, 1 an output, 2 a workspace view
+    direct: Direct | None
+
+
+class Template(NamedTuple):
+    launches: tuple
+    outputs: tuple  # (shape, dtype) of each output, or None
+    views: tuple  # the workspace views (_View)
+    workspace: int  # bytes
+
+    def run(self, roots: tuple, device: torch.device):
+        """Allocate the outputs and the workspace, launch every kernel; returns the outputs."""
+        outs = tuple(None if o is None else torch.empty(o[0], dtype=o[1], device=device) for o in self.outputs)
+        ws = torch.empty(self.workspace, dtype=torch.int8, device=device) if self.workspace else None
+        if direct_ready([ln.direct for ln in self.launches]):
+            self._direct(roots, outs, ws)
+        else:
+            self._jit(roots, outs, ws)
+        return outs
+
+    def _direct(self, roots, outs, ws):
+        base = 0 if ws is None else ws.data_ptr()
+        ptrs = ([None if r is None else r.data_ptr() for r in roots],
+                [None if o is None else o.data_ptr() for o in outs])
+        views = self.views
+        stream = raw_stream(self.launches[0].direct.device)
+        for ln in self.launches:
+            args = list(ln.consts)
+            for pos, kind, idx in ln.slots:
+                args[pos] = base + views[idx].offset if kind == 2 else ptrs[kind][idx]
+            d, grid = ln.direct, ln.grid
+            d.run(grid[0], grid[1] if len(grid) > 1 else 1, grid[2] if len(grid) > 2 else 1, stream, d.function,
+                  d.packed, None, None, None, *args, *d.tail)
+
+    def _jit(self, roots, outs, ws):
+        tensors = (roots, outs, [_view_of(ws, v) for v in self.views])
+        for ln in self.launches:
+            args = list(ln.consts)
+            for pos, kind, idx in ln.slots:
+                args[pos] = tensors[kind][idx]
+            ln.kernel[ln.grid](*args, **ln.meta)
+
+
+def _view_of(ws: torch.Tensor, v: _View) -> torch.Tensor:
+    """The workspace view ``v`` over the buffer ``ws``."""
+    return torch.empty(0, dtype=v.dtype, device=ws.device).set_(ws.untyped_storage(), v.offset // v.dtype.itemsize,
+                                                                v.shape, v.stride)
+
+
+def _storage_key(t: torch.Tensor) -> int:
+    return t.untyped_storage().data_ptr()
+
+
+def derive(launches: list, compiled: list, roots: tuple, outputs: tuple, device: torch.device) -> Template | None:
+    """The template of a first run: ``launches`` and what Triton returned for each (``compiled``), the call's input
+    tensors ``roots`` and the launcher's outputs. None when the run cannot be replayed from a template: two roots
+    at one address (which one an argument meant is unknown), or a tensor argument that is neither a root nor an
+    output but shares a root's or an output's storage (a view the template could not rebuild)."""
+    known = [t for t in (*roots, *outputs) if t is not None]
+    if len({t.data_ptr() for t in known}) != len(known):
+        return None
+    where = {t.data_ptr(): (0, i) for i, t in enumerate(roots) if t is not None}
+    where.update({t.data_ptr(): (1, i) for i, t in enumerate(outputs) if t is not None})
+    taken = {_storage_key(t) for t in known}
+    slots_of, views, view_index = {}, [], {}
+    out = []
+    for (kern, grid, args, meta), comp in zip(launches, compiled):
+        consts, slots = list(args), []
+        for pos, a in enumerate(args):
+            if not isinstance(a, torch.Tensor):
+                continue
+            consts[pos] = None
+            hit = where.get(a.data_ptr())
+            if hit is not None and a is (roots + outputs)[hit[1] + (len(roots) if hit[0] else 0)]:
+                slots.append((pos, *hit))
+                continue
+            storage = a.untyped_storage()
+            if storage.data_ptr() in taken:
+                return None
+            slot = slots_of.setdefault(storage.data_ptr(), (len(slots_of), storage.nbytes()))
+            key = (slot[0], a.data_ptr() - storage.data_ptr(), a.dtype, tuple(a.shape), a.stride())
+            if key not in view_index:
+                view_index[key] = len(views)
+                views.append(key)
+            slots.append((pos, 2, view_index[key]))
+        out.append((kern, grid, meta, tuple(consts), tuple(slots), capture(kern, comp, len(args), meta, device)))
+    starts, total = [], 0
+    for _, nbytes in sorted(slots_of.values()):
+        starts.append(total)
+        total += -(-nbytes // _SLOT) * _SLOT
+    views = tuple(_View(starts[s] + off, dt, shape, st) for s, off, dt, shape, st in views)
+    outs = tuple(None if o is None else (tuple(o.shape), o.dtype) for o in outputs)
+    return Template(tuple(_Launch(*ln) for ln in out), outs, views, total)
