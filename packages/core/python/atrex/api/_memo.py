@@ -27,7 +27,7 @@ import threading
 
 import torch
 
-__all__ = ["CallMemo", "Entry", "guards_available"]
+__all__ = ["CallMemo", "Entry", "chosen_impl", "guards_available", "unclassed_replace"]
 
 _grad_enabled = torch.is_grad_enabled
 
@@ -155,3 +155,25 @@ class CallMemo:
 
     def __len__(self) -> int:
         return sum(len(c) for c in self.by_names.values())
+
+
+def chosen_impl(entry: Entry, dyn, registry, op: str, call):
+    """The implementation ``entry`` chose for the per-call values ``dyn``, else the registry's choice (kept)."""
+    impl = entry.chosen.get(dyn)
+    if impl is None:
+        impl = registry.select(op, call)
+        entry.keep_impl(dyn, impl)
+    return impl
+
+
+def unclassed_replace(record_type) -> None:
+    """Give ``record_type`` (a NamedTuple whose last field ``cls`` holds the memo entry that served the record) a
+    ``_replace`` that resets ``cls``: a changed record may no longer be what its class says. (typing.NamedTuple
+    refuses a ``_replace`` in the class body.)"""
+    plain = record_type._replace
+
+    def _replace(self, **changes):
+        changes.setdefault("cls", None)
+        return plain(self, **changes)
+
+    record_type._replace = _replace

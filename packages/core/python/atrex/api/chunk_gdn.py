@@ -6,7 +6,10 @@ from typing import NamedTuple
 
 import torch
 
+from atrex import env as _env
 from atrex.api import _validate as V
+from atrex.api._gdn_fast import fast_call, remember
+from atrex.api._memo import CallMemo, chosen_impl, unclassed_replace
 from atrex.api._values import check_gdn_values, wanted
 from atrex.dispatch.registry import get_registry
 from atrex.dispatch.target import DeviceTarget, classify_device
@@ -59,6 +62,13 @@ class GDNCall(NamedTuple):
     device: torch.device
     target: DeviceTarget
     capturing: bool
+    #: the call's validated class (``atrex/api/_memo.py``) when the memo served it, else None (``_replace``
+    #: resets it): launchers may key on it instead of reading shapes and strides again
+    cls: object = None
+
+
+unclassed_replace(GDNCall)
+MEMO = CallMemo()  # validated classes of keyword calls (``_gdn_fast.py``)
 
 
 def normalize_gdn_call(
@@ -216,6 +226,25 @@ def normalize(*args, **kwargs) -> GDNCall:
     return call
 
 
+def _validated(args, kwargs):
+    """``(record, implementation)``: a keyword call of a class seen before takes the memo's fast path and the
+    implementation its entry chose; any other call is validated in full (and remembered when it is a valid
+    keyword call) and selected by the registry."""
+    reg = get_registry()
+    hit = None if args else fast_call(MEMO, kwargs, GDNCall, reg, _env._settings)
+    if hit is None:
+        call = V.bind(normalize_gdn_call, "chunk_gated_delta_rule", args, kwargs)
+        if not args:
+            remember(MEMO, kwargs, call)
+        if wanted(call):
+            check_gdn_values(call)
+        return call, reg.select(OP, call)
+    call, entry, dyn = hit
+    if not call.capturing and (entry.data.cpu or _env.settings().check_values):  # (wanted(), without device.type)
+        check_gdn_values(call)
+    return call, chosen_impl(entry, dyn, reg, OP, call)
+
+
 def run_call(call: GDNCall, impl=None):
     if impl is None:
         impl = get_registry().select(OP, call)
@@ -263,7 +292,7 @@ Returns
 
 @V.with_exact_signature(normalize_gdn_call, "chunk_gated_delta_rule", _DOC)
 def chunk_gated_delta_rule(*args, **kwargs):
-    return run_call(normalize(*args, **kwargs))
+    return run_call(*_validated(args, kwargs))
 
 
 @V.with_exact_signature(normalize_gdn_call, "can_use_chunk_gated_delta_rule")
@@ -271,8 +300,7 @@ def can_use_chunk_gated_delta_rule(*args, **kwargs) -> bool:
     """True iff the same call would run on an ATREX implementation now (the reference does not count
     on an accelerator). Never raises for ATREX errors; host-only."""
     try:
-        call = normalize(*args, **kwargs)
-        impl = get_registry().select(OP, call)
+        call, impl = _validated(args, kwargs)
     except AtrexError:
         return False
     return not (impl.is_reference and call.target.is_accelerator)

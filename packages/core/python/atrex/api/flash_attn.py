@@ -13,6 +13,7 @@ import torch
 from atrex import env as _env
 from atrex.api import _validate as V
 from atrex.api._fa_fast import fast_call, remember
+from atrex.api._memo import chosen_impl, unclassed_replace
 from atrex.api._values import check_attention_values, wanted
 from atrex.dispatch.registry import get_registry
 from atrex.dispatch.target import DeviceTarget, classify_device
@@ -421,15 +422,7 @@ def _overlap(name: str):
     raise AtrexValueError("out", f"memory overlapping `{name}`", "a buffer disjoint from q, k and v")
 
 
-def _replace_unclassed(self, **changes):
-    """``_replace`` that forgets the class: a changed record may no longer be what its class says."""
-    changes.setdefault("cls", None)
-    return _namedtuple_replace(self, **changes)
-
-
-# (typing.NamedTuple refuses a _replace in the class body)
-_namedtuple_replace = FlashAttnCall._replace
-FlashAttnCall._replace = _replace_unclassed
+unclassed_replace(FlashAttnCall)
 
 
 def _bind_failure(exc: TypeError, op: str) -> None:
@@ -553,11 +546,7 @@ def _validated(args, kwargs):
     call, entry, dyn = hit
     if not call.capturing and (entry.data.cpu or _env.settings().check_values):  # (wanted(), without device.type)
         check_attention_values(call)
-    impl = entry.chosen.get(dyn)
-    if impl is None:
-        impl = reg.select(OP, call)
-        entry.keep_impl(dyn, impl)
-    return call, impl
+    return call, chosen_impl(entry, dyn, reg, OP, call)
 
 
 @V.with_exact_signature(normalize_flash_attn_call, "flash_attn_varlen_func", _DOC)

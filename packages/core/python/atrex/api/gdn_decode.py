@@ -7,7 +7,10 @@ from typing import NamedTuple
 
 import torch
 
+from atrex import env as _env
 from atrex.api import _validate as V
+from atrex.api._gdn_fast import fast_call, remember
+from atrex.api._memo import CallMemo, chosen_impl, unclassed_replace
 from atrex.api._values import wanted
 from atrex.dispatch.registry import get_registry
 from atrex.dispatch.target import DeviceTarget, classify_device
@@ -58,6 +61,13 @@ class GDNDecodeCall(NamedTuple):
     device: torch.device
     target: DeviceTarget
     capturing: bool
+    #: the call's validated class (``atrex/api/_memo.py``) when the memo served it, else None (``_replace``
+    #: resets it): launchers may key on it instead of reading shapes and strides again
+    cls: object = None
+
+
+unclassed_replace(GDNDecodeCall)
+MEMO = CallMemo()  # validated classes of keyword calls (``_gdn_fast.py``)
 
 
 def normalize_gdn_decode_call(
@@ -249,6 +259,25 @@ def normalize(*args, **kwargs) -> GDNDecodeCall:
     return call
 
 
+def _validated(args, kwargs):
+    """``(record, implementation)``: a keyword call of a class seen before takes the memo's fast path and the
+    implementation its entry chose; any other call is validated in full (and remembered when it is a valid
+    keyword call) and selected by the registry."""
+    reg = get_registry()
+    hit = None if args else fast_call(MEMO, kwargs, GDNDecodeCall, reg, _env._settings)
+    if hit is None:
+        call = V.bind(normalize_gdn_decode_call, OP, args, kwargs)
+        if not args:
+            remember(MEMO, kwargs, call, "initial_state")
+        if wanted(call):
+            check_values(call)
+        return call, reg.select(OP, call)
+    call, entry, dyn = hit
+    if not call.capturing and (entry.data.cpu or _env.settings().check_values):  # (wanted(), without device.type)
+        check_values(call)
+    return call, chosen_impl(entry, dyn, reg, OP, call)
+
+
 def run_call(call: GDNDecodeCall, impl=None):
     if impl is None:
         impl = get_registry().select(OP, call)
@@ -297,7 +326,7 @@ new fp32 tensor.
 
 @V.with_exact_signature(normalize_gdn_decode_call, OP, _DOC)
 def fused_recurrent_gated_delta_rule(*args, **kwargs):
-    return run_call(normalize(*args, **kwargs))
+    return run_call(*_validated(args, kwargs))
 
 
 @V.with_exact_signature(normalize_gdn_decode_call, "can_use_fused_recurrent_gated_delta_rule")
@@ -305,8 +334,7 @@ def can_use_fused_recurrent_gated_delta_rule(*args, **kwargs) -> bool:
     """True iff the same call would run on an ATREX implementation now (the reference does not count
     on an accelerator). Never raises for ATREX errors; host-only."""
     try:
-        call = normalize(*args, **kwargs)
-        impl = get_registry().select(OP, call)
+        call, impl = _validated(args, kwargs)
     except AtrexError:
         return False
     return not (impl.is_reference and call.target.is_accelerator)

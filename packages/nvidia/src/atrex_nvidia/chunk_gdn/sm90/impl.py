@@ -124,6 +124,7 @@ def run(call):
         A_log=call.A_log,
         dt_bias=call.dt_bias,
         sm_count=call.target.sm_count or None,
+        cls=getattr(call, "cls", None),
     )
 
 

@@ -49,7 +49,8 @@ def _sm_count(dev) -> int:
 
 def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_qk_l2norm_in_kernel,
             state_v_first, cu_seqlens, use_beta_sigmoid_in_kernel=False, allow_neg_eigval=False,
-            use_gate_in_kernel=False, A_log=None, dt_bias=None, sm_count=None, plan=None, plan_only=False):
+            use_gate_in_kernel=False, A_log=None, dt_bias=None, sm_count=None, plan=None, plan_only=False,
+            cls=None):
     """Chunked Gated-DeltaNet forward, chunk 64.
 
     Parameters
@@ -68,6 +69,8 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     sm_count : the device's SM count (the dispatcher passes it); None looks it up.
     plan : a ``GdnPlan`` to run instead of the default one (tests).
     plan_only : return ``(plan, launches)`` instead of launching.
+    cls : the validated class of the core's record (``call.cls``), which fixes every shape, stride, dtype, flag and
+        scalar of the call (None: the call is keyed on them here).
 
     Returns
     -------
@@ -87,7 +90,7 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     sm_count = sm_count or _sm_count(q.device)
     key = None
     if not plan_only and N and B * T:
-        key = class_key(roots, scale, output_final_state, use_qk_l2norm_in_kernel, state_v_first,
+        key = class_key(roots, cls, scale, output_final_state, use_qk_l2norm_in_kernel, state_v_first,
                         use_beta_sigmoid_in_kernel, allow_neg_eigval, sm_count, plan)
         template = WARM.plan(key)
         if template is not None:
@@ -117,9 +120,17 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     return o, ht
 
 
-def class_key(roots, scale, *flags) -> tuple:
+def class_key(roots, cls, scale, *flags) -> tuple:
     """The call class: every input's shape, strides, dtype and 16-byte alignment, the scale, the flags, the SM
-    count and an explicit plan (None: the default one, which the rest determines)."""
+    count and an explicit plan (None: the default one, which the rest determines). With the core's validated
+    class ``cls`` (which fixes shapes, strides, dtypes, flags and scalars) only the alignment is read here."""
+    if cls is not None:
+        ptrs = 0
+        for t in roots:
+            if t is not None:
+                ptrs |= t.data_ptr()
+        align = not ptrs & 15 or tuple(None if t is None else t.data_ptr() % 16 == 0 for t in roots)
+        return cls, align, flags[-1]
     return (roots[0].device, tuple(_tensor_sig(t) for t in roots), float(scale), *flags)
 
 

@@ -65,7 +65,8 @@ def _layout(t):
 
 def plan_key(call) -> tuple:
     """The call's class: dtypes, shapes and strides of every tensor (all fixed: a decode step's shapes are),
-    flags, the device and its SM count, each pointer's 16-byte alignment."""
+    flags, the device and its SM count, each pointer's 16-byte alignment. A record the core's memo served carries
+    its validated class (``call.cls``), which stands for all but the alignment."""
     q, k, v, g, beta, pool = call.q, call.k, call.v, call.g, call.beta, call.pool
     cu, idx, nat = call.cu_seqlens, call.ssm_state_indices, call.num_accepted_tokens
     ts = (q, k, v, g, beta, pool, cu, idx, nat)
@@ -74,6 +75,9 @@ def plan_key(call) -> tuple:
         if t is not None:
             ptrs |= t.data_ptr()
     align = not ptrs & 15 or tuple(None if t is None else t.data_ptr() & 15 for t in ts)
+    cls = getattr(call, "cls", None)
+    if cls is not None:  # the core's validated class fixes everything else (shapes, strides, dtypes, flags)
+        return cls, align
     return (call.device, call.target.sm_count, call.dtype, q.shape, q.stride(), k.stride(), v.shape, v.stride(),
             _layout(g), _layout(beta), _layout(pool), _layout(cu), _layout(idx), _layout(nat), call.slots_per_seq,
             call.use_qk_l2norm_in_kernel, call.inplace_final_state, call.state_v_first, align)
