@@ -18,6 +18,8 @@ nothing from the rest of ATREX: what caches settings-derived state registers a c
 | ``ATREX_PPU_SDK`` | root of the PPU SDK headers on a PPU host |
 | ``ATREX_CACHE_DIR`` | on-disk cache of compiled kernels (default ``~/.cache/atrex``) |
 | ``ATREX_BENCH_COMMIT`` | commit recorded by ``atrex bench`` when the tree is not a git checkout (a copied tree on a test host) |
+| ``ATREX_VLLM=0`` | the vLLM plugin (``atrex.integrations.vllm``) leaves vLLM untouched (default 1: on) |
+| ``ATREX_VLLM_DISABLE=<op>,...`` | the vLLM plugin leaves these ops to vLLM: ``flash_attn``, ``gdn_prefill``, ``gdn_decode`` |
 """
 
 from __future__ import annotations
@@ -66,6 +68,8 @@ class Settings:
     ppu_sdk: str | None = None
     cache_dir: Path = field(default_factory=lambda: Path("~/.cache/atrex").expanduser())
     bench_commit: str | None = None
+    vllm_enabled: bool = True
+    vllm_disabled_ops: frozenset[str] = frozenset()
 
     @property
     def emulated_families(self) -> frozenset[str]:
@@ -91,6 +95,8 @@ def _read() -> Settings:
         ppu_sdk=os.environ.get("ATREX_PPU_SDK") or None,
         cache_dir=Path(os.environ.get("ATREX_CACHE_DIR") or "~/.cache/atrex").expanduser(),
         bench_commit=os.environ.get("ATREX_BENCH_COMMIT") or None,
+        vllm_enabled=_flag("ATREX_VLLM") if os.environ.get("ATREX_VLLM", "").strip() else True,
+        vllm_disabled_ops=frozenset(_list("ATREX_VLLM_DISABLE")),
     )
 
 
