@@ -203,3 +203,64 @@ def test_the_operator_uses_the_fast_path_and_matches(cache):
     second = atrex.flash_attn_varlen_func(**dict(kw, out=None))
     assert torch.equal(first, second)
     assert atrex.can_use_flash_attn_varlen_func(**kw)
+
+
+# ---- the Gated-DeltaNet operators ------------------------------------------------------------------------
+
+def _gdn_fast(op_mod, kw):
+    from atrex.api import _gdn_fast
+
+    reg = get_registry()
+    env.settings()
+    record = op_mod.GDNCall if hasattr(op_mod, "GDNCall") else op_mod.GDNDecodeCall
+    hit = _gdn_fast.fast_call(op_mod.MEMO, kw, record, reg, env._settings)
+    return None if hit is None else hit[0]._replace()
+
+
+def _gdn_variants(kw, pool):
+    """Changes that keep the class (new tensors of the same layout) and changes that do not, or that the
+    validator refuses (an input overlapping the pool updated in place, requires_grad, wrong types)."""
+    keep = [{n: (x.clone() if isinstance(x, torch.Tensor) else x) for n, x in kw.items()}]
+    change = [dict(kw, q=kw["q"].half(), k=kw["k"].half(), v=kw["v"].half()), dict(kw, g=kw["g"].to(torch.bfloat16)),
+              dict(kw, use_qk_l2norm_in_kernel=not kw.get("use_qk_l2norm_in_kernel", False)),
+              dict(kw, scale=0.5), dict(kw, scale=True), dict(kw, q=kw["q"].transpose(1, 2).contiguous().transpose(1, 2))]
+    if pool is not None:
+        p = kw[pool]
+        change += [dict(kw, q=p.view(-1)[: kw["q"].numel()].view(kw["q"].shape).to(kw["q"].dtype)
+                        if p.dtype == kw["q"].dtype else kw["q"]),
+                   dict(kw, g=p.view(-1)[: kw["g"].numel()].view(kw["g"].shape)) if p.dtype == kw["g"].dtype else kw]
+    return keep, change
+
+
+@pytest.mark.parametrize("op", ["chunk", "decode"])
+def test_gdn_fast_path_returns_the_validators_record_or_nothing(op):
+    from atrex.api import chunk_gdn, gdn_decode
+    from atrex.inputs import gdn_decode_inputs, gdn_inputs
+
+    if op == "chunk":
+        mod, pool = chunk_gdn, None
+        kw = gdn_inputs(None, batch=1, seq_len=40, num_heads=2, num_v_heads=4, head_k_dim=16, head_v_dim=16, seed=1)
+        kw["use_qk_l2norm_in_kernel"] = True
+        normalize = chunk_gdn.normalize_gdn_call
+    else:
+        mod, pool = gdn_decode, "initial_state"
+        kw = gdn_decode_inputs([1, 2, 1], mtp=True, head_k_dim=16, head_v_dim=16, seed=1)
+        normalize = gdn_decode.normalize_gdn_decode_call
+    mod.MEMO.clear()
+    with torch.no_grad():
+        first = getattr(atrex, "chunk_gated_delta_rule" if op == "chunk" else "fused_recurrent_gated_delta_rule")
+        first(**kw)
+        assert len(mod.MEMO) == 1
+        keep, change = _gdn_variants(kw, pool)
+        for v in keep:
+            got = _gdn_fast(mod, v)
+            assert got is not None and got == normalize(**v)
+        for v in change:
+            got = _gdn_fast(mod, v)
+            try:
+                want = normalize(**v)
+            except (AtrexError, TypeError):
+                want = None
+            assert got is None or got == want, {n: getattr(x, "dtype", x) for n, x in v.items()}
+    with torch.enable_grad():  # grad mode is part of the class
+        assert _gdn_fast(mod, dict(kw, q=kw["q"].clone().requires_grad_())) is None

@@ -1,0 +1,308 @@
+"""CPU tier of the per-call launch plans of ATREX's own Triton kernels (``atrex_nvidia/launch_plan.py``,
+``launch_template.py``): each launcher's class key separates every attribute Triton specialises on or the plan
+is built from; a reused plan launches the compiled kernel it kept with the new call's pointers and lengths (a
+stand-in compiled kernel records the launch); the capture check still fires for a class without a plan; and under
+the Triton interpreter (a subprocess) the plan path gives the same bits as a first call, for new inputs of a
+class too (``nvidia.decode_splitkv``, ``nvidia.paged_prefill_sm90``, ``nvidia.gdn_decode_sm90``,
+``nvidia.gdn_sm90``)."""
+
+import os
+import textwrap
+
+import pytest
+import torch
+
+from atrex.api.flash_attn import normalize_flash_attn_call
+from atrex.api.gdn_decode import normalize_gdn_decode_call
+from atrex.dispatch.target import DeviceTarget
+from atrex.errors import AtrexCaptureError
+from atrex.inputs import attn_inputs, gdn_decode_inputs
+from atrex_nvidia import launch_plan
+from atrex_nvidia.flash_attn.sm90.decode_splitkv import launch as DL
+from atrex_nvidia.flash_attn.sm90.paged_prefill import launch as PL
+from atrex_nvidia.gdn_decode.sm90 import launch as GDL
+from atrex_nvidia.triton_warm import WarmRecord
+from testlib import OpRecorder, run_result_script
+
+SM90 = DeviceTarget("nvidia", "sm90", "NVIDIA H200", (9, 0), "cuda 13.0", 132, False, 0)
+
+
+def attn(q_lens=(1, 1), k_lens=(40, 70), **kw):
+    kw.setdefault("head_dim", 64)
+    kw.setdefault("page_size", 16)
+    kw.setdefault("out", True)
+    args = attn_inputs(list(q_lens), list(k_lens), **kw)
+    return normalize_flash_attn_call(**args)._replace(target=SM90)
+
+
+def misaligned(t):
+    """``t``'s values in a view whose pointer is 2 bytes past a 16-byte boundary."""
+    flat = torch.empty(t.numel() + 8, dtype=t.dtype)[1:1 + t.numel()]
+    return flat.view(t.shape).copy_(t)
+
+
+# ---- the class keys --------------------------------------------------------------------------------------
+
+def _attn_variants(base_kw):
+    base = attn(**base_kw)
+    same = [attn(**dict(base_kw, seed=9)), attn(**base_kw)._replace(seqused_k=base.seqused_k + 1)]
+    other = {
+        "dtype": attn(**dict(base_kw, dtype=torch.float16)),
+        "head_dim (constexpr)": attn(**dict(base_kw, head_dim=128)),
+        "page (constexpr)": attn(**dict(base_kw, page_size=32)),
+        "heads": attn(**dict(base_kw, num_heads_q=16)),
+        "total_q == 1": attn(**dict(base_kw, q_lens=(1,), k_lens=(40,))),
+        "total_q % 16": attn(**dict(base_kw, q_lens=(8, 8), k_lens=(40, 70))),
+        "alignment": base._replace(q=misaligned(base.q)),
+        "softcap flag": attn(**dict(base_kw, softcap=5.0)),
+        "lse flag": attn(**dict(base_kw, return_lse=True)),
+        "sinks": attn(**dict(base_kw, sinks=True)),
+        "window": attn(**dict(base_kw, window_size=(8, 0))),
+        "max_seqlen_k (split rule)": base._replace(max_seqlen_k=base.max_seqlen_k + 4096),
+    }
+    return base, same, other
+
+
+@pytest.mark.parametrize("mod", [DL, PL], ids=["decode_splitkv", "paged_prefill"])
+def test_attention_class_key(mod):
+    base, same, other = _attn_variants(dict(q_lens=(1, 2), k_lens=(40, 70)))
+    key = mod.plan_key(base, base.out)
+    for c in same:  # new pointers, contents: one class
+        assert mod.plan_key(c, c.out) == key
+    assert mod.plan_key(base, base.out.clone()) == key
+    keys = {name: mod.plan_key(c, c.out) for name, c in other.items()}
+    assert all(k != key for k in keys.values()), [n for n, k in keys.items() if k == key]
+    # the class token of the core's memo stands for the layouts; per-call values still separate
+    cls = object()
+    a = tuple.__new__(type(base), (*base[:-1], cls))
+    assert mod.plan_key(a, a.out)[0] is cls
+    b = tuple.__new__(type(base), (*base._replace(max_seqlen_q=base.max_seqlen_q + 1)[:-1], cls))
+    assert mod.plan_key(b, b.out) != mod.plan_key(a, a.out)
+
+
+def test_attention_class_key_ignores_lengths_within_their_class():
+    a = attn(q_lens=(3, 2), k_lens=(40, 70), num_heads_q=6)
+    b = attn(q_lens=(3, 3), k_lens=(70, 40), num_heads_q=6)  # total_q 5 -> 6 (x 6 heads: 30 -> 36), same classes
+    assert a.batch == b.batch and DL.plan_key(a, a.out) == DL.plan_key(b, b.out)
+    assert PL.plan_key(a, a.out) == PL.plan_key(b, b.out)
+
+
+def test_prefill_grid_rule_matches_plan():
+    """The plan path computes the grid's first dim per call as ``total_q // block_q + batch`` (plan()'s items)."""
+    for q_lens, kw in [((1, 2), {}), ((37, 5, 1), dict(num_heads_q=8, num_heads_k=1)), ((129,), dict(head_dim=256)),
+                       ((3, 3, 3, 3), dict(num_heads_q=12, num_heads_k=2))]:
+        c = attn(q_lens=q_lens, k_lens=[100] * len(q_lens), **kw)
+        p = PL.plan(c)
+        assert p["items"] == c.total_q // p["block_q"] + c.batch
+
+
+def decode_step(**kw):
+    kw.setdefault("head_k_dim", 64)
+    kw.setdefault("head_v_dim", 64)
+    return normalize_gdn_decode_call(**gdn_decode_inputs([1, 1, 1], **kw))._replace(target=SM90)
+
+
+def test_gdn_decode_class_key():
+    base = decode_step()
+    assert GDL.plan_key(decode_step(seed=3)) == GDL.plan_key(base)
+    other = [decode_step(dtype=torch.float16), decode_step(head_k_dim=128), decode_step(state_v_first=False),
+             decode_step(l2norm=False), decode_step(inplace=False), decode_step(pool="bf16"),
+             base._replace(q=misaligned(base.q))]
+    assert all(GDL.plan_key(c) != GDL.plan_key(base) for c in other)
+
+
+def test_chunk_gdn_class_key():
+    from atrex_nvidia.chunk_gdn.sm90.launch import class_key
+
+    def roots(dtype=torch.bfloat16, T=64, q=None):
+        g = torch.Generator().manual_seed(0)
+        q = q if q is not None else torch.randn(1, T, 2, 32, generator=g).to(dtype)
+        return (q, q.clone(), torch.randn(1, T, 4, 32, generator=g).to(dtype), torch.zeros(1, T, 4),
+                torch.ones(1, T, 4), None, None, None, None)
+
+    flags = (True, True, False, False, False, 132, None)
+    key = class_key(roots(), None, 0.1, *flags)
+    assert class_key(roots(), None, 0.1, *flags) == key
+    base = roots()
+    others = [class_key(roots(torch.float16), None, 0.1, *flags), class_key(roots(T=65), None, 0.1, *flags),
+              class_key(roots(q=misaligned(base[0])), None, 0.1, *flags), class_key(roots(), None, 0.2, *flags),
+              class_key(roots(), None, 0.1, False, *flags[1:])]
+    assert all(k != key for k in others)
+
+
+# ---- a reused plan launches its compiled kernel with the new pointers and lengths ------------------------
+
+class _Recorder:
+    """A compiled kernel stand-in: what ``CompiledKernel.run`` would receive."""
+
+    def __init__(self):
+        self.calls = []
+        self.function, self.packed_metadata = "function", "packed"
+
+    def run(self, *args):
+        self.calls.append(args)
+
+
+def test_decode_plan_replays_with_new_pointers_and_lengths(monkeypatch):
+    if not launch_plan.replay_supported():
+        pytest.skip("this Triton is not one whose compiled kernels launch directly")
+    monkeypatch.setattr(DL, "WARM", WarmRecord())
+    rec, jit = _Recorder(), []
+    real = DL.launch
+
+    def first_through_jit(kernel, grid, tensors, rest, meta, direct):
+        if direct is not None:
+            return real(kernel, grid, tensors, rest, meta, direct)
+        jit.append(kernel.__name__)
+        return rec
+
+    monkeypatch.setattr(DL, "launch", first_through_jit)
+    a = attn(q_lens=(3, 2), k_lens=(40, 70), num_heads_q=6)
+    DL.decode(a, a.out, splits=1)
+    assert jit == ["atrex_sm90_decode_splitkv"] and rec.calls == [] and DL.WARM.plans() == 1
+    b = attn(q_lens=(3, 3), k_lens=(70, 40), num_heads_q=6, seed=5)  # same class: new tensors, total_q, lengths
+    DL.decode(b, b.out, splits=1)
+    assert jit == ["atrex_sm90_decode_splitkv"] and len(rec.calls) == 1
+    got = rec.calls[0]
+    lp = DL.WARM.plan(DL.plan_key(b, b.out, None, 1))
+    assert got[:3] == (*lp.grid, 1) and got[3] == 0 and got[4:9] == ("function", "packed", None, None, None)
+    tensors = DL._main_tensors(lp, b, b.out, None, None, None)
+    ptrs = [None if t is None else t.data_ptr() for t in tensors]
+    rest = DL._main_rest(lp, b)
+    assert list(got[9:9 + len(ptrs)]) == ptrs and got[9 + len(ptrs):9 + len(ptrs) + len(rest)] == rest
+    assert rest[17:20] == (b.total_q, b.total_q * 6, b.total_q)
+    kernel_params = list(DL._k.atrex_sm90_decode_splitkv.signature.parameters)[len(ptrs) + len(rest):]
+    assert got[9 + len(ptrs) + len(rest):] == tuple(lp.meta[p] for p in kernel_params)  # the constexprs
+
+
+def test_direct_launch_steps_aside_for_a_launch_hook():
+    d = launch_plan.Direct(lambda *a: None, "f", "p", (), None)
+    assert d.usable()
+    chain = launch_plan._RUNTIME.launch_enter_hook
+    hook = lambda *a: None  # noqa: E731
+    chain.add(hook)
+    try:
+        assert not d.usable() and not launch_plan.direct_ready([d])
+    finally:
+        chain.remove(hook)
+
+
+def test_int_class():
+    assert launch_plan.int_class(1) != launch_plan.int_class(2) != launch_plan.int_class(16)
+    assert launch_plan.int_class(3) == launch_plan.int_class(5)
+    assert launch_plan.int_class(16) == launch_plan.int_class(32)
+    assert launch_plan.int_class(1 << 31) != launch_plan.int_class(1 << 30)
+
+
+# ---- capture checks still fire --------------------------------------------------------------------------
+
+def test_capture_of_a_class_without_a_plan_raises_before_any_tensor_op(monkeypatch):
+    monkeypatch.setattr(DL, "WARM", WarmRecord())
+    monkeypatch.setattr(PL, "WARM", WarmRecord())
+    monkeypatch.setattr(GDL, "WARM", WarmRecord())
+    a = attn(return_lse=True)._replace(capturing=True)
+    step = decode_step()._replace(capturing=True)
+    rec = OpRecorder()
+    with rec:
+        for fn in (lambda: DL.decode(a, a.out), lambda: PL.prefill(a, a.out), lambda: GDL.decode(step)):
+            with pytest.raises(AtrexCaptureError, match="prewarm"):
+                fn()
+    assert rec.ops == []
+
+
+def test_clearing_the_record_drops_the_plans():
+    w = WarmRecord()
+    w.add([("k",)])
+    w.keep_plan(("class",), "plan")
+    assert w.plan(("class",)) == "plan"
+    w.clear()
+    assert w.plan(("class",)) is None and w.plans() == 0
+
+
+# ---- under the Triton interpreter: the plan path gives the first call's bits ----------------------------
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OPTEST = os.path.abspath(os.path.join(HERE, ".."))
+
+_SCRIPT = textwrap.dedent(r'''
+    import json, os, sys
+    assert os.environ.get("TRITON_INTERPRET") == "1"
+    sys.path[:0] = [OPTEST, os.path.join(OPTEST, "nvidia", "chunk_gdn")]
+    import torch
+    import triton_interp_bf16
+    triton_interp_bf16.install()
+    from atrex.api.flash_attn import normalize_flash_attn_call
+    from atrex.api.gdn_decode import normalize_gdn_decode_call
+    from atrex.inputs import attn_inputs, gdn_decode_inputs
+    from atrex_nvidia.flash_attn.sm90.decode_splitkv import launch as DL
+    from atrex_nvidia.flash_attn.sm90.paged_prefill import launch as PL
+    from atrex_nvidia.gdn_decode.sm90 import launch as GDL
+    from atrex_nvidia.chunk_gdn.sm90 import runner
+    import _gdn_cases as C
+
+    torch.set_num_threads(2)
+    res = {}
+
+    def same(a, b):
+        return all(torch.equal(x.view(torch.uint8) if x.dtype.itemsize == 1 else x, y.view(torch.uint8)
+                               if y.dtype.itemsize == 1 else y) for x, y in zip(a, b) if x is not None)
+
+    def attn(q_lens, k_lens, seed, **kw):
+        return normalize_flash_attn_call(**attn_inputs(q_lens, k_lens, head_dim=64, page_size=16, out=True,
+                                                       seed=seed, **kw))
+
+    def attn_case(name, mod, fn, q_a, q_b, **kw):
+        """A call, the same again, and a call of the same class with new tensors and lengths (through the plan),
+        against that call's own first run."""
+        mod.WARM.clear()
+        a, b = attn(q_a, [150, 40], 1, **kw), attn(q_b, [40, 150], 2, **kw)
+        assert mod.plan_key(a, a.out) == mod.plan_key(b, b.out)
+        def run(c):
+            c.out.zero_()
+            lse = fn(c, c.out)
+            return c.out.clone(), lse
+
+        first_a = run(a)
+        again_a = run(a)  # the plan path, the same inputs
+        plan_b = run(b)  # the plan path, new pointers and lengths
+        plans = mod.WARM.plans()
+        mod.WARM.clear()
+        first_b = run(b)
+        res[name] = dict(plans=plans, same_a=same(first_a, again_a), same_b=same(plan_b, first_b))
+
+    attn_case("decode_split", DL, lambda c, o: DL.decode(c, o, splits=2), [3, 2], [3, 3], num_heads_q=6,
+              return_lse=True)
+    attn_case("decode_fp8_sinks", DL, lambda c, o: DL.decode(c, o, splits=1), [3, 2], [3, 3], num_heads_q=6,
+              dtype=torch.float8_e4m3fn, sinks=True)
+    attn_case("prefill", PL, PL.prefill, [5, 9], [9, 3], return_lse=True)
+
+    def step(seed):
+        return normalize_gdn_decode_call(**gdn_decode_inputs([1, 2, 1], mtp=True, head_k_dim=32, head_v_dim=32,
+                                                             seed=seed, inplace=False))
+    GDL.WARM.clear()
+    a, b = step(1), step(2)
+    first_a, again_a, plan_b = GDL.decode(a), GDL.decode(a), GDL.decode(b)
+    plans = GDL.WARM.plans()
+    GDL.WARM.clear()
+    res["gdn_decode"] = dict(plans=plans, same_a=same(first_a, again_a), same_b=same(plan_b, GDL.decode(b)))
+
+    for cid in ("T65_noL2", "varlen_0_1"):
+        kw = dict(C.SMALL_CASES)[cid]
+        x, extra = C.case_inputs(cid, kw, "cpu")
+        y = C.make_inputs(device="cpu", seed=4, **kw)
+        runner.WARM.clear()
+        first_x, again_x, plan_y = C.call(x, extra), C.call(x, extra), C.call(y, extra)
+        plans = runner.WARM.plans()
+        runner.WARM.clear()
+        res["chunk_gdn_" + cid] = dict(plans=plans, same_a=same(first_x, again_x), same_b=same(plan_y, C.call(y, extra)))
+    print("RESULT " + json.dumps(res))
+''').replace("OPTEST", repr(OPTEST))
+
+
+def test_interpreted_plan_path_matches_the_first_call():
+    pytest.importorskip("numpy")
+    res = run_result_script(_SCRIPT, set_env={"TRITON_INTERPRET": "1"}, cwd=HERE, what="interpreter subprocess")
+    assert set(res) == {"decode_split", "decode_fp8_sinks", "prefill", "gdn_decode", "chunk_gdn_T65_noL2",
+                        "chunk_gdn_varlen_0_1"}
+    bad = {k: v for k, v in res.items() if not (v["plans"] == 1 and v["same_a"] and v["same_b"])}
+    assert not bad, bad
