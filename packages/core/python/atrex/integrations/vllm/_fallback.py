@@ -75,6 +75,7 @@ def _not_supported_key(exc) -> str:
         return f"on {exc.target}: " + "; ".join(parts)
     if exc.rejections:
         return f"no ATREX implementation for {exc.target} accepts this call"
-    if exc.argument:
-        return f"unsupported feature `{exc.argument}`"
+    if exc.argument:  # a refused feature: "argument `x`: got ...; supported: ..." (the value is left out)
+        supported = str(exc).splitlines()[0].partition("; supported: ")[2]
+        return f"unsupported `{exc.argument}`" + (f" (supported: {supported})" if supported else "")
     return str(exc).splitlines()[0]
