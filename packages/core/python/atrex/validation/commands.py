@@ -173,6 +173,46 @@ def _start_peers(op, dev, graph, values) -> list:
     return started
 
 
+@bench.command("host")
+@click.option("--device", default=None)
+@click.option("--match", default=None, help="only host cases whose name contains this")
+@click.option("--number", default=200, show_default=True, type=click.IntRange(min=1), help="calls per timed batch")
+@click.option("--batches", default=11, show_default=True, type=click.IntRange(min=1),
+              help="timed batches (the median is recorded)")
+@click.option("--warmup", default=50, show_default=True, type=click.IntRange(min=1), help="untimed calls first")
+@click.option("--inference-mode/--no-inference-mode", default=True, show_default=True,
+              help="call under torch.inference_mode(), as vLLM runs its model")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="where bench_host.md goes (default: ~/.cache/atrex/bench)")
+@click.option("--history", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="the JSONL history to append to (default: ~/.cache/atrex/bench/history.jsonl; the repository's "
+                   "record is bench_results/history.jsonl)")
+def bench_host(device, match, number, batches, warmup, inference_mode, out_dir, history):
+    """Host microseconds per eager call (no sync inside the timed loop) of every eligible ATREX implementation,
+    through the public operator, and of FA4 / fla called directly: a small paged decode (B=1, 64 keys, page 16), a
+    small paged prefill, a Gated-DeltaNet prefill (T=64, H=16, HV=32) and a decode step."""
+    import uuid
+
+    import torch
+
+    from atrex.validation.host import run_host, table
+    from atrex.validation.records import provenance
+    from atrex.validation.report import append_history
+
+    dev = _device(device)
+    out_dir = out_dir or default_bench_dir()
+    history = history or default_bench_dir() / "history.jsonl"
+    common = {**provenance(str(dev)), "run_id": uuid.uuid4().hex[:12], "inference_mode": inference_mode}
+    with torch.inference_mode(inference_mode):
+        records = run_host(dev, match=match, number=number, batches=batches, warmup=warmup, common=common)
+    append_history(records, history)
+    md = table(records)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "bench_host.md").write_text(md)
+    click.echo(md)
+    click.echo(f"history: {history} (+{len(records)} records); report: {out_dir / 'bench_host.md'}")
+
+
 @bench.command("report")
 @click.option("--history", type=click.Path(dir_okay=False, path_type=Path), default=REPO_HISTORY, show_default=True)
 @click.option("--readme", type=click.Path(dir_okay=False, path_type=Path), default=Path("README.md"))

@@ -139,7 +139,41 @@ def readme_section(history: list[dict]) -> str:
             cases = shown[key][run_id]
             parts.append(markdown([r for r in history if r.get("run_id") == run_id and r.get("case") in cases],
                                   skipped=False))
-    return "\n".join(parts)
+    return "\n".join(parts + host_section(history))
+
+
+def _accelerator(r: dict) -> bool:
+    return "+" not in str(r.get("commit") or "") and str(r.get("device") or "cpu").lower() not in ("cpu", "unknown")
+
+
+def host_section(history: list[dict]) -> list[str]:
+    """``atrex bench host`` records (``bench: host``) as README lines: per card, the latest run of each case, one
+    table per run (newest first) under its provenance; nothing when no accelerator host run is recorded."""
+    latest: dict[tuple[str, str], str] = {}  # (device, case) -> run_id of its latest timed host record
+    order: dict[str, int] = {}
+    for i, r in enumerate(history):
+        if r.get("bench") == "host" and "host_us" in r and _accelerator(r):
+            latest[(r["device"], r["case"])] = r["run_id"]
+            order[r["run_id"]] = i
+    shown: dict[str, dict[str, set]] = {}
+    for (dev, case), run_id in latest.items():
+        shown.setdefault(dev, {}).setdefault(run_id, set()).add(case)
+    parts = []
+    for dev in sorted(shown):
+        parts += [f"### host time per call on {dev}", ""]
+        for run_id in sorted(shown[dev], key=lambda rid: -order[rid]):
+            rows = [r for r in history if r.get("run_id") == run_id and r.get("case") in shown[dev][run_id]
+                    and "host_us" in r]
+            h = rows[0]
+            parts += [f"`atrex bench host` on {h['device']} (driver {h.get('driver') or '-'}, torch {h.get('torch')}, "
+                      f"triton {h.get('triton') or '-'}, flash-attn-4 {h.get('flash_attn_4') or '-'}, fla-core "
+                      f"{h.get('fla_core') or '-'}), commit {h['commit']}, {h['date']}; median of {h.get('batches')} "
+                      f"batches of {h.get('number')} eager calls"
+                      + (", inference mode" if h.get("inference_mode") else ""), "",
+                      "| case | contender | host us / call |", "|---|---|---|"]
+            parts += [f"| {r['case']} | {r['contender']} | {r['host_us']:.1f} |" for r in rows]
+            parts.append("")
+    return parts
 
 
 def update_readme(readme: Path, history: list[dict]) -> bool:
