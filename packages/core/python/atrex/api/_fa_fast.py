@@ -94,7 +94,7 @@ def fast_call(kw: dict, record_type, registry, settings):
     and ``settings``) and whose per-call values pass the validator's rules; None otherwise (the caller validates
     in full). ``record_type``: ``FlashAttnCall``. The per-call key (lengths, capture state, alignment) picks the
     implementation the entry chose before (``entry.chosen``)."""
-    if not MEMO.holds_for(registry, settings):
+    if (MEMO.registry is not registry or MEMO.settings is not settings) and not MEMO.holds_for(registry, settings):
         return None
     cands = MEMO.by_names.get(tuple(kw))
     if not cands:

@@ -12,7 +12,11 @@ def class_key(call, out, extra) -> tuple:
     launcher's ``extra`` (its overrides). A record the core's memo served carries its validated class
     (``call.cls``), which stands for the dtypes, shapes, strides, flags and scalars."""
     q, k, v, bt, sk, cu = call.q, call.k, call.v, call.block_table, call.seqused_k, call.cu_seqlens_q
-    ptrs = q.data_ptr() | k.data_ptr() | v.data_ptr() | bt.data_ptr() | sk.data_ptr() | cu.data_ptr() | out.data_ptr()
+    ptrs = bt.data_ptr() | sk.data_ptr() | cu.data_ptr()
+    if call.cls is None or not call.aligned16:  # (a memo-served record's aligned16 covers q, k, v and out)
+        ptrs |= q.data_ptr() | k.data_ptr() | v.data_ptr() | out.data_ptr()
+    elif out is not call.out:
+        ptrs |= out.data_ptr()
     opt = (call.q_descale, call.k_descale, call.v_descale, call.s_aux)
     has_opt = opt[0] is not None or opt[1] is not None or opt[2] is not None or opt[3] is not None
     if has_opt:
