@@ -223,7 +223,8 @@ def _gdn_variants(kw, pool):
     keep = [{n: (x.clone() if isinstance(x, torch.Tensor) else x) for n, x in kw.items()}]
     change = [dict(kw, q=kw["q"].half(), k=kw["k"].half(), v=kw["v"].half()), dict(kw, g=kw["g"].to(torch.bfloat16)),
               dict(kw, use_qk_l2norm_in_kernel=not kw.get("use_qk_l2norm_in_kernel", False)),
-              dict(kw, scale=0.5), dict(kw, scale=True), dict(kw, q=kw["q"].transpose(1, 2).contiguous().transpose(1, 2))]
+              dict(kw, scale=0.5), dict(kw, scale=True),
+              dict(kw, q=kw["q"].transpose(1, 2).contiguous().transpose(1, 2))]
     if pool is not None:
         p = kw[pool]
         change += [dict(kw, q=p.view(-1)[: kw["q"].numel()].view(kw["q"].shape).to(kw["q"].dtype)

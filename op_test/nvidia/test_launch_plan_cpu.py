@@ -294,7 +294,8 @@ _SCRIPT = textwrap.dedent(r'''
         first_x, again_x, plan_y = C.call(x, extra), C.call(x, extra), C.call(y, extra)
         plans = runner.WARM.plans()
         runner.WARM.clear()
-        res["chunk_gdn_" + cid] = dict(plans=plans, same_a=same(first_x, again_x), same_b=same(plan_y, C.call(y, extra)))
+        res["chunk_gdn_" + cid] = dict(plans=plans, same_a=same(first_x, again_x),
+                                       same_b=same(plan_y, C.call(y, extra)))
     print("RESULT " + json.dumps(res))
 ''').replace("OPTEST", repr(OPTEST))
 

@@ -39,3 +39,54 @@ from _gdn_gpu_fla import (  # noqa: E402,F401
     test_operator_gate_prewarm_then_capture,
     test_operator_takes_fla_options_on_gdn_sm90,
 )
+
+
+def test_operator_template_same_bits_and_graph_replay(monkeypatch):
+    """atrex.chunk_gated_delta_rule at the host-time goal's shape (T = 64, H = 16, HV = 32, as vLLM calls it): a
+    class's later calls run the kept template (no Triton JIT dispatch) with the first call's bits, for new inputs of
+    the class too (against their own first call), and a CUDA graph captured through it replays them."""
+    import torch
+    from triton.runtime import jit
+
+    import atrex
+    from atrex.inputs import gdn_inputs
+    from atrex_nvidia.chunk_gdn.sm90 import runner
+
+    def make(seed):
+        kw = gdn_inputs(None, batch=1, seq_len=64, num_heads=16, num_v_heads=32, head_k_dim=128, head_v_dim=128,
+                        device="cuda", seed=seed, state_v_first=True)
+        kw.update(use_qk_l2norm_in_kernel=True, output_final_state=True)
+        return kw
+
+    a, b = make(0), make(1)
+    runs, orig = [], jit.JITFunction.run
+
+    def counting(self, *x, **k):
+        runs.append(self.__name__)
+        return orig(self, *x, **k)
+
+    monkeypatch.setattr(jit.JITFunction, "run", counting)
+    runner.WARM.clear()
+    first_a = atrex.chunk_gated_delta_rule(**a)
+    assert runs
+    runs.clear()
+    again_a, tmpl_b = atrex.chunk_gated_delta_rule(**a), atrex.chunk_gated_delta_rule(**b)
+    torch.cuda.synchronize()
+    assert runs == [] and runner.WARM.plans() == 1, runs
+    runner.WARM.clear()
+    first_b = atrex.chunk_gated_delta_rule(**b)
+    assert all(torch.equal(x, y) for x, y in zip(again_a, first_a))
+    assert all(torch.equal(x, y) for x, y in zip(tmpl_b, first_b))
+    runs.clear()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        o_g, h_g = atrex.chunk_gated_delta_rule(**b)
+    assert runs == [], runs
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(o_g, first_b[0]) and torch.equal(h_g, first_b[1])
+    for n in ("q", "k", "v", "g", "beta", "initial_state"):
+        b[n].copy_(a[n])
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(o_g, first_a[0]) and torch.equal(h_g, first_a[1])

@@ -11,8 +11,11 @@ supported release is installed (b19 or b36): their ids start with it, and ``test
 and checks the adapter uses that release's table.
 """
 
+import _decode_cases as _dc
 import _fa_cases as _c
 import pytest
+import torch
+from _decode_cases import _on_sm90
 from _decode_cases import (  # noqa: F401
     test_decode_capture_unwarmed_raises,
     test_decode_cases,
@@ -66,3 +69,70 @@ else:
     @pytest.mark.skip(reason=f"{FA4_SKIP} (sm90)")
     def test_fa4_sm90():
         """Placeholder: the FA4 cases are not collected here (see the skip reason)."""
+
+
+# ---- launch plans: the plan path (a class's later calls) against the first call ------------------------------
+
+_PLAN_CASES = {  # (launcher module, first call's kwargs, a call of the same class with new inputs and lengths)
+    "nvidia.decode_splitkv": ("decode_splitkv", dict(q_lens=(1, 1, 1), k_lens=(1328, 18, 463), page_size=16,
+                                                     num_heads_q=8, num_heads_k=2, out=True, return_lse=True),
+                              dict(k_lens=(463, 1328, 18), seed=3)),
+    "nvidia.paged_prefill_sm90": ("paged_prefill", dict(q_lens=(33, 17), k_lens=(300, 64), page_size=16,
+                                                        num_heads_q=8, num_heads_k=2, out=True, return_lse=True),
+                                  dict(q_lens=(17, 33), k_lens=(64, 300), seed=3)),
+}
+
+
+@pytest.mark.skipif(not _on_sm90(), reason="needs a CUDA device of capability (9, 0) (sm90)")
+@pytest.mark.parametrize("impl", sorted(_PLAN_CASES))
+def test_plan_path_same_bits_and_graph_replay(impl, monkeypatch):
+    """The plan path (the compiled kernel launched directly, no Triton JIT dispatch) gives the first call's bits,
+    for new inputs and lengths of the class too (against their own first call), and a CUDA graph captured through
+    it replays them, also after the inputs are overwritten with another call's."""
+    import importlib
+
+    import atrex
+    from atrex.validation.host import forced
+    from triton.runtime import jit
+
+    mod_name, first_kw, other = _PLAN_CASES[impl]
+    launch = importlib.import_module(f"atrex_nvidia.flash_attn.sm90.{mod_name}.launch")
+    a, b = _dc.make(first_kw), _dc.make(dict(first_kw, **other))
+    runs, orig = [], jit.JITFunction.run
+
+    def counting(self, *x, **k):
+        runs.append(self.__name__)
+        return orig(self, *x, **k)
+
+    monkeypatch.setattr(jit.JITFunction, "run", counting)
+
+    def call(kw):
+        out, lse = atrex.flash_attn_varlen_func(**kw)
+        return _dc.bits(out), lse.clone()
+
+    with forced("flash_attn", impl):
+        launch.WARM.clear()
+        first_a = call(a)
+        assert runs, "the first call of a class goes through Triton"
+        runs.clear()
+        again_a, plan_b = call(a), call(b)
+        torch.cuda.synchronize()
+        assert runs == [] and launch.WARM.plans() == 1, runs
+        launch.WARM.clear()
+        first_b = call(b)
+        assert torch.equal(again_a[0], first_a[0]) and torch.equal(again_a[1], first_a[1])
+        assert torch.equal(plan_b[0], first_b[0]) and torch.equal(plan_b[1], first_b[1])
+        runs.clear()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            _, lse_g = atrex.flash_attn_varlen_func(**b)
+        assert runs == [], runs
+        b["out"].zero_()
+        graph.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(_dc.bits(b["out"]), first_b[0]) and torch.equal(lse_g, first_b[1])
+        for n in ("q", "k", "v", "seqused_k", "block_table", "cu_seqlens_q"):
+            b[n].copy_(a[n])  # the same shapes: a's inputs through b's graph
+        graph.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(_dc.bits(b["out"]), first_a[0]) and torch.equal(lse_g, first_a[1])

@@ -172,3 +172,50 @@ def test_kernel_names_in_profiler():
     names = {e.key for e in prof.key_averages() if e.device_type == torch.autograd.DeviceType.CUDA}
     kernels = {n for n in names if not n.lower().startswith(("memcpy", "memset"))}
     assert kernels and all(n.startswith("atrex_sm90_gdn_decode") for n in kernels), kernels
+
+
+def test_plan_path_same_bits_and_graph_replay(monkeypatch):
+    """The plan path (a class's later calls: the compiled kernel launched directly, no Triton JIT dispatch) gives
+    the first call's bits, for new inputs of the class too (against their own first call), and a CUDA graph captured
+    through it replays them."""
+    from triton.runtime import jit
+
+    from atrex_nvidia.gdn_decode.sm90 import launch
+
+    shape = dict(mtp=True, num_heads=2, num_v_heads=8, head_k_dim=128, head_v_dim=128, padded=1)
+    a, b = inputs([2] * 6, **shape), inputs([2] * 6, seed=12, **shape)
+    pools = {id(kw): kw["initial_state"].clone() for kw in (a, b)}
+    runs, orig = [], jit.JITFunction.run
+
+    def counting(self, *x, **k):
+        runs.append(self.__name__)
+        return orig(self, *x, **k)
+
+    monkeypatch.setattr(jit.JITFunction, "run", counting)
+
+    def call(kw):
+        kw["initial_state"].copy_(pools[id(kw)])  # every call starts from the same pool
+        o, s = atrex.fused_recurrent_gated_delta_rule(**kw)
+        return o.clone(), s.clone()
+
+    launch.WARM.clear()
+    first_a = call(a)
+    assert runs
+    runs.clear()
+    again_a, plan_b = call(a), call(b)
+    torch.cuda.synchronize()
+    assert runs == [] and launch.WARM.plans() == 1, runs
+    launch.WARM.clear()
+    first_b = call(b)
+    assert all(torch.equal(x, y) for x, y in zip(again_a, first_a))
+    assert all(torch.equal(x, y) for x, y in zip(plan_b, first_b))
+    runs.clear()
+    b["initial_state"].copy_(pools[id(b)])
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        o_g, _ = atrex.fused_recurrent_gated_delta_rule(**b)
+    assert runs == [], runs
+    b["initial_state"].copy_(pools[id(b)])
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(o_g, first_b[0]) and torch.equal(b["initial_state"], first_b[1])
