@@ -176,6 +176,8 @@ def test_decode_plan_replays_with_new_pointers_and_lengths(monkeypatch):
 
 
 def test_direct_launch_steps_aside_for_a_launch_hook():
+    if not launch_plan.replay_supported():
+        pytest.skip("this Triton is not one whose compiled kernels launch directly")
     d = launch_plan.Direct(lambda *a: None, "f", "p", (), None)
     assert d.usable()
     chain = launch_plan._RUNTIME.launch_enter_hook
@@ -192,6 +194,54 @@ def test_int_class():
     assert launch_plan.int_class(3) == launch_plan.int_class(5)
     assert launch_plan.int_class(16) == launch_plan.int_class(32)
     assert launch_plan.int_class(1 << 31) != launch_plan.int_class(1 << 30)
+
+
+def test_template_launches_inputs_outputs_and_workspace_views(monkeypatch):
+    """A template (chunk_gdn's launch plan) launches each kernel with the new call's input and output pointers and
+    its workspace views at the first run's offsets within one buffer; through Triton (no compiled kernel usable) it
+    passes views with the first run's dtypes, sizes and strides at the same addresses."""
+    from atrex_nvidia import launch_template as LT
+
+    direct_calls, jit_calls = [], []
+    monkeypatch.setattr(LT, "capture", lambda kern, comp, n, meta, dev: launch_plan.Direct(
+        lambda *a: direct_calls.append(a), "f", "p", ("T",), None))
+
+    class Kernel:  # a JIT kernel stand-in: kernel[grid](*args, **meta)
+        __name__ = "k"
+
+        def __getitem__(self, grid):
+            return lambda *a, **m: jit_calls.append((grid, a))
+
+    q, g, o = torch.randn(4, 8), torch.randn(4), torch.empty(4, 8)
+    ws1, ws2 = torch.empty(100), torch.empty(7, dtype=torch.int32)
+    launches = [(Kernel(), (2, 3), (q, 5, ws1[10:], None, o, 0.5), {}), (Kernel(), (1,), (ws2, g, q, 7, ws1), {})]
+    tpl = LT.derive(launches, [None, None], (q, None, g), (o, None), torch.device("cpu"))
+    assert tpl is not None and tpl.go is not None and tpl.workspace == 1024
+    q2, g2 = q.clone(), g.clone()
+    o2, none = tpl.run((q2, None, g2), torch.device("cpu"))
+    assert none is None and o2.shape == o.shape and len(direct_calls) == 2
+    a, b = direct_calls
+    assert a[:9] == (2, 3, 1, 0, "f", "p", None, None, None) and b[:3] == (1, 1, 1)
+    assert a[9:] == (q2.data_ptr(), 5, a[11], None, o2.data_ptr(), 0.5, "T")
+    assert b[9:] == (b[9], g2.data_ptr(), q2.data_ptr(), 7, b[13], "T")
+    assert a[11] - b[13] == 40 and abs(b[9] - b[13]) >= 400  # ws1[10:] and ws1 in one slot, ws2 in another
+    jit_tpl = tpl._replace(go=None)
+    o3, _ = jit_tpl.run((q2, None, g2), torch.device("cpu"))
+    (ga, ja), (gb, jb) = jit_calls
+    assert ga == (2, 3) and ja[0] is q2 and ja[4] is o3 and ja[1] == 5 and ja[3] is None
+    view, whole = ja[2], jb[4]
+    assert view.dtype == torch.float32 and view.shape == (90,) and view.data_ptr() - whole.data_ptr() == 40
+    assert jb[0].dtype == torch.int32 and jb[0].shape == (7,)
+
+
+def test_template_refuses_what_it_could_not_rebuild():
+    from atrex_nvidia import launch_template as LT
+
+    q = torch.randn(4, 8)
+    k = q.view(-1)[:8].view(1, 8)  # an input view inside another input
+    launch = [(object(), (1,), (q, q[1:]), {})]
+    assert LT.derive(launch, [None], (q,), (), torch.device("cpu")) is None  # a view of an input
+    assert LT.derive([(object(), (1,), (q, k), {})], [None], (q, k), (), torch.device("cpu")) is None  # one address
 
 
 # ---- capture checks still fire --------------------------------------------------------------------------

@@ -48,30 +48,17 @@ class Template(NamedTuple):
     outputs: tuple  # (shape, dtype) of each output, or None
     views: tuple  # the workspace views (_View)
     workspace: int  # bytes
+    go: object = None  # every direct launch in one generated function (``_compile``), when all are compiled
 
     def run(self, roots: tuple, device: torch.device):
         """Allocate the outputs and the workspace, launch every kernel; returns the outputs."""
         outs = tuple(None if o is None else torch.empty(o[0], dtype=o[1], device=device) for o in self.outputs)
         ws = torch.empty(self.workspace, dtype=torch.int8, device=device) if self.workspace else None
-        if direct_ready([ln.direct for ln in self.launches]):
-            self._direct(roots, outs, ws)
+        if self.go is not None and direct_ready([ln.direct for ln in self.launches]):
+            self.go(roots, outs, ws, raw_stream(self.launches[0].direct.device))
         else:
             self._jit(roots, outs, ws)
         return outs
-
-    def _direct(self, roots, outs, ws):
-        base = 0 if ws is None else ws.data_ptr()
-        ptrs = ([None if r is None else r.data_ptr() for r in roots],
-                [None if o is None else o.data_ptr() for o in outs])
-        views = self.views
-        stream = raw_stream(self.launches[0].direct.device)
-        for ln in self.launches:
-            args = list(ln.consts)
-            for pos, kind, idx in ln.slots:
-                args[pos] = base + views[idx].offset if kind == 2 else ptrs[kind][idx]
-            d, grid = ln.direct, ln.grid
-            d.run(grid[0], grid[1] if len(grid) > 1 else 1, grid[2] if len(grid) > 2 else 1, stream, d.function,
-                  d.packed, None, None, None, *args, *d.tail)
 
     def _jit(self, roots, outs, ws):
         tensors = (roots, outs, [_view_of(ws, v) for v in self.views])
@@ -86,6 +73,38 @@ def _view_of(ws: torch.Tensor, v: _View) -> torch.Tensor:
     """The workspace view ``v`` over the buffer ``ws``."""
     return torch.empty(0, dtype=v.dtype, device=ws.device).set_(ws.untyped_storage(), v.offset // v.dtype.itemsize,
                                                                 v.shape, v.stride)
+
+
+def _compile(launches: tuple, views: tuple):
+    """One Python function that launches every kernel of the template directly: per launch a single call of the
+    compiled kernel's launcher with its arguments spelled out (constants bound by name, pointers read once per
+    call), so a call pays neither a loop over the arguments nor a list per launch. (Generated with ``exec``: the
+    argument lists differ per template.)"""
+    ns, body, reads = {}, [], {}
+
+    def ptr(kind, idx):
+        if kind == 2:
+            reads["base = ws.data_ptr()"] = None
+            return f"base + {views[idx].offset}"
+        name = f"{'ro'[kind]}{idx}"
+        reads[f"{name} = {('roots', 'outs')[kind]}[{idx}].data_ptr()"] = None
+        return name
+
+    for li, ln in enumerate(launches):
+        d, slots = ln.direct, {pos: (kind, idx) for pos, kind, idx in ln.slots}
+        args = []
+        for pos, c in enumerate((*ln.consts, *d.tail)):
+            if pos in slots:
+                args.append(ptr(*slots[pos]))
+            else:
+                ns[f"c{li}_{pos}"] = c
+                args.append(f"c{li}_{pos}")
+        ns[f"run{li}"], ns[f"fn{li}"], ns[f"pk{li}"] = d.run, d.function, d.packed
+        g = (*ln.grid, 1, 1)
+        body.append(f"    run{li}({g[0]}, {g[1]}, {g[2]}, stream, fn{li}, pk{li}, None, None, None, {', '.join(args)})")
+    src = "\n".join(["def go(roots, outs, ws, stream):", *(f"    {r}" for r in reads), *body])
+    exec(src, ns)
+    return ns["go"]
 
 
 def _storage_key(t: torch.Tensor) -> int:
@@ -131,4 +150,6 @@ def derive(launches: list, compiled: list, roots: tuple, outputs: tuple, device:
         total += -(-nbytes // _SLOT) * _SLOT
     views = tuple(_View(starts[s] + off, dt, shape, st) for s, off, dt, shape, st in views)
     outs = tuple(None if o is None else (tuple(o.shape), o.dtype) for o in outputs)
-    return Template(tuple(_Launch(*ln) for ln in out), outs, views, total)
+    launches = tuple(_Launch(*ln) for ln in out)
+    go = _compile(launches, views) if launches and all(ln.direct is not None for ln in launches) else None
+    return Template(launches, outs, views, total, go)

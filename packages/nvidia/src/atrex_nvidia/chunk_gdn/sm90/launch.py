@@ -76,17 +76,11 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     -------
     ``(o, final_state)``: ``o`` ``[B, T, HV, V]`` in q's dtype; ``final_state`` fp32 or None.
     """
-    q, k, v, cu_seqlens = _normalise(q, k, v, cu_seqlens)
+    roots = _roots(q, k, v, g, beta, initial_state, cu_seqlens, use_gate_in_kernel, A_log, dt_bias)
+    q, k, v, g, beta, initial_state, cu_seqlens, A_log, dt_bias = roots
     B, T, H, K = q.shape
     HV, V = v.shape[2], v.shape[3]
     N = cu_seqlens.shape[0] - 1 if cu_seqlens is not None else B
-    if not use_gate_in_kernel:
-        A_log = dt_bias = None
-    elif A_log is None:
-        raise ValueError("nvidia.gdn_sm90: use_gate_in_kernel=True needs A_log")
-    else:  # (the gates kernel reads them with unit stride)
-        A_log, dt_bias = A_log.contiguous(), None if dt_bias is None else dt_bias.contiguous()
-    roots = (q, k, v, g, beta, initial_state, cu_seqlens, A_log, dt_bias)
     sm_count = sm_count or _sm_count(q.device)
     key = None
     if not plan_only and N and B * T:
@@ -118,6 +112,34 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     if template is not None:
         WARM.keep_plan(key, template)
     return o, ht
+
+
+def _roots(q, k, v, g, beta, initial_state, cu_seqlens, use_gate_in_kernel, A_log, dt_bias) -> tuple:
+    """The call's tensors as the launches read them (normalised q/k/v and ``cu_seqlens``, the gate's parameters
+    only with the in-kernel gate, unit-stride): the inputs of a template."""
+    q, k, v, cu_seqlens = _normalise(q, k, v, cu_seqlens)
+    if not use_gate_in_kernel:
+        A_log = dt_bias = None
+    elif A_log is None:
+        raise ValueError("nvidia.gdn_sm90: use_gate_in_kernel=True needs A_log")
+    else:  # (the gates kernel reads them with unit stride)
+        A_log, dt_bias = A_log.contiguous(), None if dt_bias is None else dt_bias.contiguous()
+    return q, k, v, g, beta, initial_state, cu_seqlens, A_log, dt_bias
+
+
+def run_template(call):
+    """``(o, final_state)`` of a record the core's memo served (``call.cls``) whose class already has a template,
+    else None (``impl.run`` then calls :func:`gdn_fwd`). The host path of repeated calls: no keyword binding, no
+    planning."""
+    if call.cls is None:
+        return None
+    roots = _roots(call.q, call.k, call.v, call.g, call.beta, call.initial_state, call.cu_seqlens,
+                   call.use_gate_in_kernel, call.A_log, call.dt_bias)
+    template = WARM.plan(class_key(roots, call.cls, None, None))
+    if template is None:
+        return None
+    with scratch_on(call.device):
+        return template.run(roots, call.device)
 
 
 def class_key(roots, cls, scale, *flags) -> tuple:
