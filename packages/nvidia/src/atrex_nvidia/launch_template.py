@@ -49,16 +49,18 @@ class Template(NamedTuple):
     views: tuple  # the workspace views (_View)
     workspace: int  # bytes
     go: object = None  # every direct launch in one generated function (``_compile``), when all are compiled
+    device: int | None = None  # the CUDA device whose context loaded the compiled kernels
 
     def run(self, roots: tuple, device: torch.device):
         """Allocate the outputs and the workspace, launch every kernel; returns the outputs."""
-        outs = tuple(None if o is None else torch.empty(o[0], dtype=o[1], device=device) for o in self.outputs)
+        outs = [None if o is None else torch.empty(o[0], dtype=o[1], device=device) for o in self.outputs]
         ws = torch.empty(self.workspace, dtype=torch.int8, device=device) if self.workspace else None
-        if self.go is not None and direct_ready([ln.direct for ln in self.launches]):
-            self.go(roots, outs, ws, raw_stream(self.launches[0].direct.device))
+        go = self.go
+        if go is not None and direct_ready((self.launches[0].direct,)):  # (one device loaded them all)
+            go(roots, outs, ws, raw_stream(self.device))
         else:
             self._jit(roots, outs, ws)
-        return outs
+        return tuple(outs)
 
     def _jit(self, roots, outs, ws):
         tensors = (roots, outs, [_view_of(ws, v) for v in self.views])
@@ -152,4 +154,4 @@ def derive(launches: list, compiled: list, roots: tuple, outputs: tuple, device:
     outs = tuple(None if o is None else (tuple(o.shape), o.dtype) for o in outputs)
     launches = tuple(_Launch(*ln) for ln in out)
     go = _compile(launches, views) if launches and all(ln.direct is not None for ln in launches) else None
-    return Template(launches, outs, views, total, go)
+    return Template(launches, outs, views, total, go, launches[0].direct.device if go is not None else None)

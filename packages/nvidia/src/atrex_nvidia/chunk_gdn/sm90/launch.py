@@ -133,8 +133,14 @@ def run_template(call):
     planning."""
     if call.cls is None:
         return None
-    roots = _roots(call.q, call.k, call.v, call.g, call.beta, call.initial_state, call.cu_seqlens,
-                   call.use_gate_in_kernel, call.A_log, call.dt_bias)
+    # the roots as _roots makes them: q/k/v and the gate's parameters are contiguous (impl.check accepted the
+    # call), one varlen sequence in one batch row is the fixed-length call
+    cu = call.cu_seqlens
+    if cu is not None and cu.shape[0] == 2 and call.batch == 1:
+        cu = None
+    gate = call.use_gate_in_kernel
+    roots = (call.q, call.k, call.v, call.g, call.beta, call.initial_state, cu, call.A_log if gate else None,
+             call.dt_bias if gate else None)
     template = WARM.plan(class_key(roots, call.cls, None, None))
     if template is None:
         return None
