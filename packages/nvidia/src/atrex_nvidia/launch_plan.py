@@ -111,8 +111,8 @@ def launch(kernel, grid: tuple, tensors: tuple, rest: tuple, meta: dict, direct:
     ``direct`` when it is usable, with the tensors' pointers as ints (the launcher then neither calls ``data_ptr``
     nor asks the driver about each pointer), else through Triton's JIT path, which returns the compiled kernel
     (for :func:`capture`; None after a direct launch)."""
-    if direct is not None and direct.usable():
-        dev = direct.device
+    if direct is not None and hooks_idle() and (direct.device is None or direct.device == _current_device()):
+        dev = direct.device  # (Direct.usable(), inlined: host cost)
         ptrs = [None if t is None else t.data_ptr() for t in tensors]
         g1 = grid[1] if len(grid) > 1 else 1
         g2 = grid[2] if len(grid) > 2 else 1
