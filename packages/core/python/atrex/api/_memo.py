@@ -61,16 +61,14 @@ class Entry:
     """One validated call class: how to read a call's arguments and what they must be, plus the operator's static
     record fields (``data``) and the implementations chosen for it."""
 
-    __slots__ = ("get_scalars", "scalars", "types", "get_nones", "nones", "get_typed", "typed", "get_guarded",
-                 "guard", "grad", "data", "chosen")
+    __slots__ = ("get_plain", "n", "scalars", "types", "get_guarded", "guard", "grad", "data", "chosen")
 
     def matches(self, kw: dict, grad: bool):
-        """The guarded tensors of ``kw`` when it belongs to this class (the per-call values unchecked), else None."""
-        s = self.get_scalars(kw)
+        """The guarded tensors of ``kw`` when it belongs to this class (the per-call values unchecked), else None.
+        (The operators' fast paths inline this.)"""
+        plain = self.get_plain(kw)  # the scalars, then the arguments that were None, then the type-only ones
         # (types first: a tensor passed where a scalar was must not reach the value comparison)
-        if self.grad is not grad or tuple(map(type, s)) != self.types or s != self.scalars:
-            return None
-        if self.get_nones(kw) != self.nones or tuple(map(type, self.get_typed(kw))) != self.typed:
+        if self.grad is not grad or tuple(map(type, plain)) != self.types or plain[:self.n] != self.scalars:
             return None
         ts = self.get_guarded(kw)
         return ts if self.guard.check(*ts) else None
@@ -131,10 +129,9 @@ class CallMemo:
         ts = [kw[n] for n in guarded]
         sizes = [[None if i in dynamic.get(n, ()) else s for i, s in enumerate(t.shape)] for n, t in zip(guarded, ts)]
         e = Entry()
-        e.get_scalars, e.get_nones, e.get_typed = tuple_getter(scalars), tuple_getter(nones), tuple_getter(typed)
-        e.scalars = e.get_scalars(kw)
-        e.types = tuple(map(type, e.scalars))
-        e.nones, e.typed = (None,) * len(nones), tuple(map(type, e.get_typed(kw)))
+        e.get_plain, e.n = tuple_getter(scalars + nones + typed), len(scalars)
+        plain = e.get_plain(kw)
+        e.scalars, e.types = plain[:e.n], tuple(map(type, plain))
         e.get_guarded = tuple_getter(guarded)
         e.guard = TensorGuards(*ts, dynamic_dims_sizes=sizes, dynamic_dims_strides=[list(t.stride()) for t in ts])
         e.grad, e.data, e.chosen = _grad_enabled(), data, {}
