@@ -1,4 +1,5 @@
-"""Sessions: lint, tests-cpu (default), compile-gate-full, tests(<target>), build.
+"""Sessions: lint, tests-cpu (default), compile-gate-full, tests(<target>), vllm-cpu (the vLLM plugin against
+installed vLLM releases, CPU only; not part of CI's .ci/run), build.
 
 Every session installs from ``uv.lock`` (uv backend), so CI and developers test the same versions.
 Target sessions probe the hardware *before* installing anything and skip with a clear message.
@@ -142,6 +143,51 @@ def tests(session: nox.Session, target: str) -> None:
     opts, env = _test_caches(session)
     session.run("pytest", f"op_test/{vendor}", "-k", arch, *opts, *session.posargs,
                 env={"ATREX_STRICT_PLUGINS": "1", **env})
+
+
+#: vLLM releases the vllm-cpu session installs -> the torch each pins (atrex.integrations.vllm._versions.TESTED).
+VLLM_CPU_RELEASES = {"0.20.0": "2.11.0", "0.33.0": "2.14.0", "0.34.0": "2.14.0"}
+#: What importing vLLM's attention backend and GDN layer needs on a CPU host, at the versions vLLM requires: with
+#: their own dependencies, and without (these would pull torch again, or triton).
+VLLM_IMPORT_DEPS = ("regex", "psutil", "pyzmq", "pydantic", "aiohttp", "requests", "pillow", "pybase64", "cachetools",
+                    "cbor2", "msgspec", "cloudpickle", "uvloop", "py-cpuinfo", "prometheus-client", "einops", "pyyaml",
+                    "transformers", "tokenizers", "loguru", "gguf", "openai", "openai-harmony", "fastapi",
+                    "partial-json-parser")
+VLLM_IMPORT_DEPS_NO_DEPS = ("xgrammar", "llguidance", "compressed-tensors", "apache-tvm-ffi")
+_VLLM_REQS = """
+import importlib.metadata as md, re, sys
+want = {n.lower().replace("_", "-") for n in sys.argv[1:]}
+reqs = {re.split(r"[ ;<>=!~\\[]", r, maxsplit=1)[0].lower().replace("_", "-"): r.split(";")[0].strip()
+        for r in md.requires("vllm") or []}
+print("\\n".join(reqs.get(n, n) for n in sorted(want)))
+"""
+
+
+def _uv_pip(session: nox.Session, *args: str) -> None:
+    session.run_install("uv", "pip", "install", "-q", f"--python={session.virtualenv.location}", *args,
+                        external=True)
+
+
+@nox.session(name="vllm-cpu")
+@nox.parametrize("vllm", list(VLLM_CPU_RELEASES))
+def vllm_cpu(session: nox.Session, vllm: str) -> None:
+    """The vLLM plugin against installed vLLM releases (op_test/vllm), no GPU: vLLM without its dependencies, the
+    CPU torch it pins (PyTorch's CPU index; ATREX_VLLM_TORCH=<requirement or wheel> overrides), the few packages
+    importing its attention backend and GDN layer needs, atrex-core and atrex-nvidia (its manifest) editable."""
+    torch = os.environ.get("ATREX_VLLM_TORCH")
+    if torch:
+        _uv_pip(session, torch)
+    else:
+        _uv_pip(session, f"torch=={VLLM_CPU_RELEASES[vllm]}+cpu", "--extra-index-url",
+                "https://download.pytorch.org/whl/cpu")
+    _uv_pip(session, "--no-deps", f"vllm=={vllm}")
+    reqs = session.run("python", "-c", _VLLM_REQS, *VLLM_IMPORT_DEPS, silent=True).splitlines()
+    no_deps = session.run("python", "-c", _VLLM_REQS, *VLLM_IMPORT_DEPS_NO_DEPS, silent=True).splitlines()
+    _uv_pip(session, *reqs, "numpy>=1.24", "click>=8.1", "tqdm>=4.66", "pytest>=8")
+    _uv_pip(session, "--no-deps", *no_deps, "-e", "./packages/core", "-e", "./packages/nvidia")
+    opts, env = _test_caches(session)
+    session.run("pytest", "op_test/vllm", "-s", *opts, *session.posargs,
+                env={"CUDA_VISIBLE_DEVICES": "", "ATREX_STRICT_PLUGINS": "1", **env})
 
 
 @nox.session

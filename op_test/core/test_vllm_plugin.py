@@ -252,3 +252,12 @@ def test_register_never_initialises_cuda(kind, routed):
     assert out.returncode == 0, out.stderr
     facts = json.loads(out.stdout.strip().splitlines()[-1])
     assert facts == {"routed": routed, "init": False, "calls": []}
+
+
+def test_nox_session_installs_the_tested_releases_with_their_torch():
+    import ast
+
+    tree = ast.parse((ROOT / "noxfile.py").read_text())
+    [releases] = [ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
+                  and any(getattr(t, "id", None) == "VLLM_CPU_RELEASES" for t in n.targets)]
+    assert releases == {v: _versions.layout_for(v).torch for v in _versions.TESTED}
