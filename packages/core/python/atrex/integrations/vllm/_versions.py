@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["ATTN_MODULE", "LAYOUTS", "OPS", "PLUGIN_GROUP", "SUPPORTED", "TESTED", "Layout", "layout_for"]
+__all__ = ["ATTN_MODULE", "LAYOUTS", "OPS", "PLUGIN_GROUP", "SUPPORTED", "TESTED", "Layout", "layout_for", "markdown_table"]
 
 #: The entry-point group vLLM loads in every process (``vllm.plugins.DEFAULT_PLUGINS_GROUP``).
 PLUGIN_GROUP = "vllm.general_plugins"
@@ -75,3 +75,15 @@ def layout_for(version: str) -> Layout | None:
         if release in lay.releases:
             return lay
     return None
+
+
+def markdown_table() -> str:
+    """The table of docs/vllm.md ("Supported releases"), from ``LAYOUTS`` (a test keeps the two equal)."""
+    rows = ["| vLLM releases | torch pin | GDN layer module (`ChunkGatedDeltaRule`, decode globals) | vLLM's fla ops "
+            "| Patched |", "|---|---|---|---|---|"]
+    for lay in LAYOUTS:
+        patched = "FLASH_ATTN globals + registry; GDN CustomOp (register_oot); 2 decode globals"
+        if lay.prefill_auto_to_triton:
+            patched += "; `gdn_prefill_backend` auto -> Triton/FLA route"
+        rows.append(f"| {', '.join(lay.releases)} | {lay.torch} | `{lay.gdn_layer}` | `{lay.fla_ops}` | {patched} |")
+    return "\n".join(rows)
