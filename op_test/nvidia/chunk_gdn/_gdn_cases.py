@@ -12,8 +12,7 @@ import dataclasses
 import pytest
 import torch
 
-RRMSE_BOUND = 5e-3
-RRMSE_BOUND_GVA_BF16_H0 = 8e-3  # bf16 D=128 GVA with random h0
+RRMSE_BOUND = 5e-3  # fla's bar for its chunked kernels, for every 16-bit case
 RRMSE_BOUND_FP32 = 2e-3  # fp32 q/k/v: fla's fp32 tolerance (its fused_recurrent fp32 cases)
 
 STATE_PATHS = ("ws", "rc", "rc2", "tma", "triton", "generic")  # "generic" runs the generic intra kernel too
@@ -227,9 +226,6 @@ ALL_CASES = dict(GPU_CASES + RING_CASES + SEQ_PAR_CASES)
 def bound_for(kw):
     if kw.get("dtype") == torch.float32:
         return RRMSE_BOUND_FP32
-    gva = (kw.get("HV") or kw.get("H", 2)) != kw.get("H", 2)
-    if kw.get("h0") is not None and gva and kw.get("dtype", torch.bfloat16) == torch.bfloat16:
-        return RRMSE_BOUND_GVA_BF16_H0
     return RRMSE_BOUND
 
 
