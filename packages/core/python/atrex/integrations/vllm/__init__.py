@@ -56,17 +56,13 @@ _plan: Plan | None = None
 
 
 def _vllm_version() -> str | None:
+    """The installed vLLM distribution's version (its metadata; vLLM itself is not imported)."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:
         return version("vllm")
     except PackageNotFoundError:
-        pass
-    try:
-        import vllm
-    except ImportError:
         return None
-    return getattr(vllm, "__version__", None)
 
 
 def _everything_off(p: Plan, why: str) -> Plan:
