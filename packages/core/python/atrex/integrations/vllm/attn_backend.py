@@ -12,8 +12,12 @@ from __future__ import annotations
 from vllm.v1.attention.backends import flash_attn as _vllm_flash_attn
 
 from atrex.integrations.vllm import _attn
+from atrex.integrations.vllm._fallback import LOG
 
-_attn.patch_module(_vllm_flash_attn)
+try:
+    _attn.patch_module(_vllm_flash_attn)
+except Exception:  # resolving the backend must not fail: vLLM's kernels then stay
+    LOG.exception("ATREX: patching %s failed; FLASH_ATTN keeps vLLM's kernels", _vllm_flash_attn.__name__)
 
 
 class AtrexFlashAttentionBackend(_vllm_flash_attn.FlashAttentionBackend):
