@@ -178,3 +178,44 @@ def test_the_real_globals_compute_on_cpu(loaded):
     if fa.flash_attn_varlen_func.__atrex_original__ is None:  # no vLLM FlashAttention on a CPU install
         with pytest.raises(atrex.AtrexNotSupportedError, match="no FlashAttention kernel"):
             fa.flash_attn_varlen_func(**kw, mask_mod=object())
+
+
+def test_the_layer_instantiates_atrexs_op_and_it_computes(loaded):
+    """vLLM's own ``ChunkGatedDeltaRule()`` (as the layer calls it, under a current config) is ATREX's subclass, and
+    the release's decode globals compute vLLM's semantics (float64 oracles of ``vllm_fakes``) on CPU tensors."""
+    import types
+
+    import torch
+    from vllm.config import DeviceConfig, VllmConfig, set_current_vllm_config
+    from vllm_fakes import delta_rule, vllm_decode, vllm_gates
+
+    qwen = importlib.import_module(LAYOUT.gdn_layer)
+    cfg = VllmConfig(device_config=DeviceConfig(device="cpu"))
+    heads = types.SimpleNamespace(linear_key_head_dim=16, linear_value_head_dim=16)
+    object.__setattr__(cfg, "model_config", types.SimpleNamespace(hf_text_config=heads))  # read by the resolver
+    gen = torch.Generator().manual_seed(0)
+    q, k = (torch.nn.functional.normalize(torch.randn(1, 6, 2, 16, generator=gen), dim=-1) for _ in range(2))
+    v, g, beta = torch.randn(1, 6, 4, 16, generator=gen), -torch.rand(1, 6, 4, generator=gen), torch.rand(1, 6, 4)
+    h0 = torch.randn(1, 4, 16, 16, generator=gen)
+    with set_current_vllm_config(cfg):
+        op = qwen.ChunkGatedDeltaRule()
+        o, final = op(q=q, k=k, v=v, g=g, beta=beta, initial_state=h0, output_final_state=True,
+                      cu_seqlens=torch.tensor([0, 6], dtype=torch.int32), use_qk_l2norm_in_kernel=False)
+    assert getattr(type(op), "__atrex__", False)
+    want_o, states = delta_rule(q[0], k[0], v[0], g[0], beta[0], h0[0], scale=0.25, l2=False)
+    torch.testing.assert_close(o[0].double(), want_o, atol=2e-4, rtol=2e-4)
+    torch.testing.assert_close(final[0].double(), states[-1], atol=2e-4, rtol=2e-4)
+
+    a, b, A_log, dt_bias = (torch.randn(3, 4, generator=gen), torch.randn(3, 4, generator=gen),
+                            torch.randn(4, generator=gen), torch.randn(4, generator=gen))
+    qd, kd, vd = torch.randn(1, 3, 2, 16), torch.randn(1, 3, 2, 16), torch.randn(1, 3, 4, 16)
+    pool = torch.randn(4, 4, 16, 16) * 0.3
+    slots = torch.tensor([2, 0, 3], dtype=torch.int32)
+    want_o, want_pool = vllm_decode(pool, slots, [(0, 1), (1, 2), (2, 3)], qd[0], kd[0], vd[0],
+                                    *vllm_gates(A_log, a, dt_bias, b), scale=0.25, l2=True)
+    od, pd = qwen.fused_sigmoid_gating_delta_rule_update(
+        A_log=A_log, a=a, b=b, dt_bias=dt_bias, q=qd, k=kd, v=vd, initial_state=pool, inplace_final_state=True,
+        cu_seqlens=torch.tensor([0, 1, 2, 3], dtype=torch.int32), ssm_state_indices=slots, use_qk_l2norm_in_kernel=True)
+    torch.testing.assert_close(pd.double(), want_pool, atol=2e-4, rtol=2e-4)
+    torch.testing.assert_close(od[0, [0, 2]].double(), want_o[[0, 2]], atol=2e-4, rtol=2e-4)
+    assert not [key for key in integ.fallback_counts() if key[0].startswith("gdn")]
