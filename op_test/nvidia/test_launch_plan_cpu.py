@@ -173,6 +173,10 @@ def test_decode_plan_replays_with_new_pointers_and_lengths(monkeypatch):
     assert rest[17:20] == (b.total_q, b.total_q * 6, b.total_q)
     kernel_params = list(DL._k.atrex_sm90_decode_splitkv.signature.parameters)[len(ptrs) + len(rest):]
     assert got[9 + len(ptrs) + len(rest):] == tuple(lp.meta[p] for p in kernel_params)  # the constexprs
+    # a new class (another max_seqlen_k) whose launch keys all launched: its plan takes the kept kernel, no JIT
+    c = b._replace(max_seqlen_k=b.max_seqlen_k + 1000)
+    DL.decode(c, c.out, splits=1)
+    assert jit == ["atrex_sm90_decode_splitkv"] and len(rec.calls) == 2 and DL.WARM.plans() == 2
 
 
 def test_direct_launch_steps_aside_for_a_launch_hook():
@@ -196,15 +200,14 @@ def test_int_class():
     assert launch_plan.int_class(1 << 31) != launch_plan.int_class(1 << 30)
 
 
-def test_template_launches_inputs_outputs_and_workspace_views(monkeypatch):
+def test_template_launches_inputs_outputs_and_workspace_views():
     """A template (chunk_gdn's launch plan) launches each kernel with the new call's input and output pointers and
     its workspace views at the first run's offsets within one buffer; through Triton (no compiled kernel usable) it
     passes views with the first run's dtypes, sizes and strides at the same addresses."""
     from atrex_nvidia import launch_template as LT
 
     direct_calls, jit_calls = [], []
-    monkeypatch.setattr(LT, "capture", lambda kern, comp, n, meta, dev: launch_plan.Direct(
-        lambda *a: direct_calls.append(a), "f", "p", ("T",), None))
+    direct = launch_plan.Direct(lambda *a: direct_calls.append(a), "f", "p", ("T",), None)
 
     class Kernel:  # a JIT kernel stand-in: kernel[grid](*args, **meta)
         __name__ = "k"
@@ -215,7 +218,7 @@ def test_template_launches_inputs_outputs_and_workspace_views(monkeypatch):
     q, g, o = torch.randn(4, 8), torch.randn(4), torch.empty(4, 8)
     ws1, ws2 = torch.empty(100), torch.empty(7, dtype=torch.int32)
     launches = [(Kernel(), (2, 3), (q, 5, ws1[10:], None, o, 0.5), {}), (Kernel(), (1,), (ws2, g, q, 7, ws1), {})]
-    tpl = LT.derive(launches, [None, None], (q, None, g), (o, None), torch.device("cpu"))
+    tpl = LT.derive(launches, [direct, direct], (q, None, g), (o, None))
     assert tpl is not None and tpl.go is not None and tpl.workspace == 1024
     q2, g2 = q.clone(), g.clone()
     o2, none = tpl.run((q2, None, g2), torch.device("cpu"))
@@ -240,8 +243,8 @@ def test_template_refuses_what_it_could_not_rebuild():
     q = torch.randn(4, 8)
     k = q.view(-1)[:8].view(1, 8)  # an input view inside another input
     launch = [(object(), (1,), (q, q[1:]), {})]
-    assert LT.derive(launch, [None], (q,), (), torch.device("cpu")) is None  # a view of an input
-    assert LT.derive([(object(), (1,), (q, k), {})], [None], (q, k), (), torch.device("cpu")) is None  # one address
+    assert LT.derive(launch, [None], (q,), ()) is None  # a view of an input
+    assert LT.derive([(object(), (1,), (q, k), {})], [None], (q, k), ()) is None  # one address
 
 
 # ---- capture checks still fire --------------------------------------------------------------------------

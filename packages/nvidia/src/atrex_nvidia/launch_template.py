@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 import torch
 
-from atrex_nvidia.launch_plan import Direct, capture, direct_ready, raw_stream
+from atrex_nvidia.launch_plan import Direct, direct_ready, raw_stream
 
 __all__ = ["Template", "derive"]
 
@@ -113,9 +113,10 @@ def _storage_key(t: torch.Tensor) -> int:
     return t.untyped_storage().data_ptr()
 
 
-def derive(launches: list, compiled: list, roots: tuple, outputs: tuple, device: torch.device) -> Template | None:
-    """The template of a first run: ``launches`` and what Triton returned for each (``compiled``), the call's input
-    tensors ``roots`` and the launcher's outputs. None when the run cannot be replayed from a template: two roots
+def derive(launches: list, directs: list, roots: tuple, outputs: tuple) -> Template | None:
+    """The template of a first run: ``launches`` and the compiled kernel of each bound for direct launches
+    (``directs``, None where none applies), the call's input tensors ``roots`` and the launcher's outputs. None
+    when the run cannot be replayed from a template: two roots
     at one address (which one an argument meant is unknown), or a tensor argument that is neither a root nor an
     output but shares a root's or an output's storage (a view the template could not rebuild)."""
     known = [t for t in (*roots, *outputs) if t is not None]
@@ -126,7 +127,7 @@ def derive(launches: list, compiled: list, roots: tuple, outputs: tuple, device:
     taken = {_storage_key(t) for t in known}
     slots_of, views, view_index = {}, [], {}
     out = []
-    for (kern, grid, args, meta), comp in zip(launches, compiled):
+    for (kern, grid, args, meta), direct in zip(launches, directs):
         consts, slots = list(args), []
         for pos, a in enumerate(args):
             if not isinstance(a, torch.Tensor):
@@ -145,7 +146,7 @@ def derive(launches: list, compiled: list, roots: tuple, outputs: tuple, device:
                 view_index[key] = len(views)
                 views.append(key)
             slots.append((pos, 2, view_index[key]))
-        out.append((kern, grid, meta, tuple(consts), tuple(slots), capture(kern, comp, len(args), meta, device)))
+        out.append((kern, grid, meta, tuple(consts), tuple(slots), direct))
     starts, total = [], 0
     for _, nbytes in sorted(slots_of.values()):
         starts.append(total)

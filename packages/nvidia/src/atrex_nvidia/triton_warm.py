@@ -8,7 +8,9 @@ is missing, and :meth:`WarmRecord.add` the keys after an eager launch.
 
 The record also holds the launchers' per-call launch plans (:meth:`WarmRecord.plan`, see ``launch_plan.py``):
 a plan exists only for a call class whose launches all ran, so a call that finds one needs no capture check, and
-clearing or replacing the record (tests) drops the plans with the keys.
+clearing or replacing the record (tests) drops the plans with the keys. And per launch key, the compiled kernel
+bound for direct launches (:meth:`WarmRecord.direct`): a new call class whose launch keys all launched before
+(e.g. only ``max_seqlen_k`` changed the plan's inputs) builds its plan without going through Triton's JIT.
 """
 
 from __future__ import annotations
@@ -63,7 +65,18 @@ class WarmRecord:
         self._keys: set = set()
         self._sigs: set = set()
         self._plans: dict = {}
+        self._directs: dict = {}
         self._lock = threading.Lock()
+
+    def direct(self, key):
+        """The compiled kernel kept for the launch key ``key`` (a ``launch_plan.Direct``), or None."""
+        return self._directs.get(key)
+
+    def keep_direct(self, key, direct) -> None:
+        if direct is not None:
+            with self._lock:
+                if len(self._directs) < self._MAX_PLANS:
+                    self._directs[key] = direct
 
     def plan(self, key):
         """The launch plan kept for the call class ``key`` (None: the class has not launched yet)."""
@@ -106,6 +119,7 @@ class WarmRecord:
             self._keys.clear()
             self._sigs.clear()
             self._plans.clear()
+            self._directs.clear()
 
     def __len__(self) -> int:
         return len(self._keys)

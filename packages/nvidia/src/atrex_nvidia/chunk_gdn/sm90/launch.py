@@ -107,8 +107,8 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     launches = build.launches(plan, call)
     if plan_only:
         return plan, launches
-    compiled = launch_all(q.device, launches, key)
-    template = derive(launches, compiled, roots, (o, ht), q.device)
+    directs = launch_all(q.device, launches, key)
+    template = derive(launches, directs, roots, (o, ht))
     if template is not None:
         WARM.keep_plan(key, template)
     return o, ht

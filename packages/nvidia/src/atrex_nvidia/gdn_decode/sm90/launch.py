@@ -137,15 +137,22 @@ def decode(call):
     lp = new_plan(call)
     # o / state_out stand as their dtype until allocated (a dtype keys as an aligned launcher-owned buffer)
     args = (*_tensors(call, call.dtype, None if call.inplace_final_state else torch.float32), *lp.ints, call.scale)
-    missing = WARM.missing([launch_key(_k.atrex_sm90_gdn_decode, args, lp.meta)])
+    lkey = launch_key(_k.atrex_sm90_gdn_decode, args, lp.meta)
+    missing = WARM.missing([lkey])
     if missing and call.capturing:
         raise AtrexCaptureError(
             "nvidia.gdn_decode_sm90: the Triton specialisation for this call is not compiled and CUDA-graph "
             "capture is active; prewarm first (atrex.prewarm('fused_recurrent_gated_delta_rule', [call kwargs]) "
             "or one eager call with the same static shape) before capturing")
+    direct = WARM.direct(lkey)
+    if direct is not None:  # the kernel launched before for another class: no JIT dispatch
+        lp = lp._replace(direct=direct)
+        WARM.keep_plan(key, lp)
+        return _launch(lp, call)[:2]
     o, state, compiled = _launch(lp, call)
     WARM.add(missing)
     if lp.runs:
-        WARM.keep_plan(key, lp._replace(direct=capture(_k.atrex_sm90_gdn_decode, compiled, len(args), lp.meta,
-                                                       call.device)))
+        direct = capture(_k.atrex_sm90_gdn_decode, compiled, len(args), lp.meta, call.device)
+        WARM.keep_direct(lkey, direct)
+        WARM.keep_plan(key, lp._replace(direct=direct))
     return o, state

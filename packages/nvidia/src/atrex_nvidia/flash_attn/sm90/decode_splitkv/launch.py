@@ -122,17 +122,18 @@ def plan_key(call, out, cfg=None, splits=None) -> tuple:
     return class_key(call, out, (cfg, splits))
 
 
-def _require_compiled(call, specs) -> list:
-    """The keys among ``specs`` ((kernel, args, meta) triples) not launched yet; under capture any
-    such key raises :class:`AtrexCaptureError` (before allocation or launch)."""
-    missing = WARM.missing([launch_key(kernel, args, meta) for kernel, args, meta in specs])
+def _require_compiled(call, specs) -> tuple[list, list]:
+    """(the launch keys of ``specs`` ((kernel, args, meta) triples), those not launched yet); under capture any
+    missing key raises :class:`AtrexCaptureError` (before allocation or launch)."""
+    keys = [launch_key(kernel, args, meta) for kernel, args, meta in specs]
+    missing = WARM.missing(keys)
     if missing and call.capturing:
         raise AtrexCaptureError(
             f"nvidia.decode_splitkv: the Triton specialisation {missing[0][0]} for this call is not "
             "compiled and CUDA-graph capture is active; prewarm first (atrex.prewarm("
             "'flash_attn_varlen', [call kwargs]) or one eager call with the same static shape) before "
             "capturing")
-    return missing
+    return keys, missing
 
 
 def _nonempty(t, stand_in):
@@ -249,10 +250,17 @@ def decode(call, out: torch.Tensor, cfg: tuple[int, int, int] | None = None, spl
     if split:
         comb = (ows, ows, call.s_aux, call.cu_seqlens_q, out, lse, *_combine_rest(call, out))
         specs.append((_k.atrex_sm90_decode_combine, comb, lp.cmeta))
-    missing = _require_compiled(call, specs)
+    keys, missing = _require_compiled(call, specs)
+    directs = [WARM.direct(k) for k in keys]
+    if all(d is not None for d in directs):  # every kernel of the class launched before: no JIT dispatch
+        lp = lp._replace(main=directs[0], combine=directs[1] if split else None)
+        WARM.keep_plan(key, lp)
+        return _launch(lp, call, out)
     compiled = []
     lse = _launch(lp, call, out, compiled)
     WARM.add(missing)
     directs = [capture(kern, c, len(args), meta, call.device) for (kern, args, meta), c in zip(specs, compiled)]
+    for k, d in zip(keys, directs):
+        WARM.keep_direct(k, d)
     WARM.keep_plan(key, lp._replace(main=directs[0], combine=directs[1] if split else None))
     return lse

@@ -76,16 +76,17 @@ def clear_compiled() -> None:
     WARM.clear()
 
 
-def _require_compiled(call, specs) -> list:
-    """The keys among ``specs`` ((kernel, args, meta) triples) not launched yet; under capture any such
-    key raises :class:`AtrexCaptureError` (before allocation or launch)."""
-    missing = WARM.missing([launch_key(kernel, args, meta) for kernel, args, meta in specs])
+def _require_compiled(call, specs) -> tuple[list, list]:
+    """(the launch keys of ``specs`` ((kernel, args, meta) triples), those not launched yet); under capture any
+    missing key raises :class:`AtrexCaptureError` (before allocation or launch)."""
+    keys = [launch_key(kernel, args, meta) for kernel, args, meta in specs]
+    missing = WARM.missing(keys)
     if missing and call.capturing:
         raise AtrexCaptureError(
             f"nvidia.paged_prefill_sm90: the Triton specialisation {missing[0][0]} for this call is not "
             "compiled and CUDA-graph capture is active; prewarm first (atrex.prewarm('flash_attn_varlen', "
             "[call kwargs]) or one eager call with the same static shape) before capturing")
-    return missing
+    return keys, missing
 
 
 def _nonempty(t, stand_in):
@@ -192,11 +193,17 @@ def prefill(call, out: torch.Tensor, cfg: tuple[int, int, int, int] | None = Non
     lp = new_plan(call, out, cfg)
     lse = torch.float32 if call.return_lse else None  # stands as its dtype until allocated
     args = (*_tensors(lp, call, out, lse), *_rest(lp, call))
-    missing = _require_compiled(call, [(_k.atrex_sm90_paged_prefill, args, lp.meta)])
+    (lkey,), missing = _require_compiled(call, [(_k.atrex_sm90_paged_prefill, args, lp.meta)])
+    direct = WARM.direct(lkey)
+    if direct is not None:  # the kernel launched before for another class: no JIT dispatch
+        lp = lp._replace(direct=direct)
+        WARM.keep_plan(key, lp)
+        return _launch(lp, call, out)[0]
     lse, compiled = _launch(lp, call, out)
     if call.total_q == 0:
         return lse
     WARM.add(missing)
-    WARM.keep_plan(key, lp._replace(direct=capture(_k.atrex_sm90_paged_prefill, compiled, len(args), lp.meta,
-                                                   call.device)))
+    direct = capture(_k.atrex_sm90_paged_prefill, compiled, len(args), lp.meta, call.device)
+    WARM.keep_direct(lkey, direct)
+    WARM.keep_plan(key, lp._replace(direct=direct))
     return lse
