@@ -59,7 +59,7 @@ class WarmRecord:
     """A thread-safe set of launch keys (one per launcher module)."""
 
     _MAX_SIGNATURES = 4096  # bound on the per-call signature memo (beyond it calls just compute their keys)
-    _MAX_PLANS = 4096  # bound on the launch plans (beyond it a new call class takes the first-call path each time)
+    _MAX_PLANS = 4096  # bound on the launch plans (when full they are dropped: classes in use come back cheaply)
 
     def __init__(self):
         self._keys: set = set()
@@ -85,8 +85,9 @@ class WarmRecord:
     def keep_plan(self, key, plan) -> None:
         """Keep ``plan`` for ``key`` after the call's launches succeeded (their keys already added)."""
         with self._lock:
-            if len(self._plans) < self._MAX_PLANS:
-                self._plans[key] = plan
+            if len(self._plans) >= self._MAX_PLANS:  # (eager serving: a class per max_seqlen_k seen)
+                self._plans.clear()
+            self._plans[key] = plan
 
     def plans(self) -> int:
         return len(self._plans)

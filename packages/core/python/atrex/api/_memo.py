@@ -74,9 +74,11 @@ class Entry:
         return ts if self.guard.check(*ts) else None
 
     def keep_impl(self, dyn, impl) -> None:
-        """Keep the implementation chosen for the per-call values ``dyn`` (``chosen.get(dyn)`` reads it)."""
-        if len(self.chosen) < CallMemo.MAX_CHOSEN:
-            self.chosen[dyn] = impl
+        """Keep the implementation chosen for the per-call values ``dyn`` (``chosen.get(dyn)`` reads it); a full
+        table starts over (eager serving sees a new ``max_seqlen_k`` each step: recent values stay)."""
+        if len(self.chosen) >= CallMemo.MAX_CHOSEN:
+            self.chosen.clear()
+        self.chosen[dyn] = impl
 
 
 class CallMemo:
