@@ -78,8 +78,8 @@ def chunk_forward(fallback, args: tuple, kwargs: dict):
     kw = _bind(PREFILL_ARGS, _PREFILL_DEFAULTS, args, kwargs)
 
     def run():
-        o, state = chunk_gated_delta_rule(
-            kw["q"], kw["k"], kw["v"], kw["g"], kw["beta"], initial_state=kw["initial_state"],
+        o, state = chunk_gated_delta_rule(  # keywords only: ATREX's call memo serves keyword calls
+            q=kw["q"], k=kw["k"], v=kw["v"], g=kw["g"], beta=kw["beta"], initial_state=kw["initial_state"],
             output_final_state=kw["output_final_state"], use_qk_l2norm_in_kernel=kw["use_qk_l2norm_in_kernel"],
             state_v_first=True, cu_seqlens=kw["cu_seqlens"])
         out = kw["core_attn_out"]
@@ -173,7 +173,7 @@ def make_sigmoid_update(original):
             n = q.shape[0] if cu is None else cu.shape[0] - 1
             accepted = kw["num_accepted_tokens"]
             return fused_recurrent_gated_delta_rule(
-                q, kw["k"], v, g, beta, scale=kw["scale"], initial_state=kw["initial_state"],
+                q=q, k=kw["k"], v=v, g=g, beta=beta, scale=kw["scale"], initial_state=kw["initial_state"],
                 inplace_final_state=True, cu_seqlens=cu, ssm_state_indices=_slots(kw["ssm_state_indices"][:n]),
                 num_accepted_tokens=None if accepted is None else accepted[:n],
                 use_qk_l2norm_in_kernel=kw["use_qk_l2norm_in_kernel"], state_v_first=True)
@@ -221,7 +221,7 @@ def make_packed_decode(original):
             v = qkv[:, 2 * h * kd:2 * h * kd + hv * vd].unflatten(-1, (hv, vd)).unsqueeze(1)
             g, beta = _gates(kw["A_log"], kw["a"], kw["dt_bias"], kw["b"], 1.0, 20.0, (qkv.shape[0], 1, hv))
             o, state = fused_recurrent_gated_delta_rule(
-                q, k, v, g, beta, scale=kw["scale"], initial_state=kw["initial_state"], inplace_final_state=True,
+                q=q, k=k, v=v, g=g, beta=beta, scale=kw["scale"], initial_state=kw["initial_state"], inplace_final_state=True,
                 ssm_state_indices=_slots(kw["ssm_state_indices"]),
                 use_qk_l2norm_in_kernel=kw["use_qk_l2norm_in_kernel"], state_v_first=True)
             kw["out"].copy_(o)
