@@ -1,5 +1,5 @@
 """Sessions: lint, tests-cpu (default), compile-gate-full, tests(<target>), vllm-cpu (the vLLM plugin against
-installed vLLM releases, CPU only; not part of CI's .ci/run), build.
+installed vLLM releases, CPU only), build. CI (.ci/run) runs tests-cpu, compile-gate-full and vllm-cpu.
 
 Every session installs from ``uv.lock`` (uv backend), so CI and developers test the same versions.
 Target sessions probe the hardware *before* installing anything and skip with a clear message.
@@ -168,18 +168,37 @@ def _uv_pip(session: nox.Session, *args: str) -> None:
                         external=True)
 
 
+def _locked_torch() -> str:
+    """The newest torch version uv.lock pins for the workspace (what tests-cpu installs, so uv has it cached)."""
+    import re
+    versions = re.findall(r'name = "torch"\nversion = "([^"]+)"', (ROOT / "uv.lock").read_text())
+    return max(versions, key=lambda v: tuple(int(x) for x in re.findall(r"\d+", v)))
+
+
+def _vllm_torch(session: nox.Session, pinned: str) -> None:
+    """ATREX_VLLM_TORCH (a requirement or a wheel) if set; else the CPU build of the torch the release pins from
+    PyTorch's CPU index; where that index cannot be reached, the workspace's locked torch from PyPI (the checks
+    import vLLM without its compiled ops, which do not bind them to one torch), said in the log."""
+    override = os.environ.get("ATREX_VLLM_TORCH")
+    if override:
+        _uv_pip(session, override)
+        return
+    try:
+        _uv_pip(session, f"torch=={pinned}+cpu", "--extra-index-url", "https://download.pytorch.org/whl/cpu")
+    except nox.command.CommandFailed:
+        locked = _locked_torch()
+        session.warn(f"torch=={pinned}+cpu could not be installed (PyTorch's CPU index unreachable?): using the "
+                     f"workspace's locked torch=={locked} from PyPI instead")
+        _uv_pip(session, f"torch=={locked}")
+
+
 @nox.session(name="vllm-cpu")
 @nox.parametrize("vllm", list(VLLM_CPU_RELEASES))
 def vllm_cpu(session: nox.Session, vllm: str) -> None:
     """The vLLM plugin against installed vLLM releases (op_test/vllm_installed), no GPU: vLLM without its dependencies, the
     CPU torch it pins (PyTorch's CPU index; ATREX_VLLM_TORCH=<requirement or wheel> overrides), the few packages
     importing its attention backend and GDN layer needs, atrex-core and atrex-nvidia (its manifest) editable."""
-    torch = os.environ.get("ATREX_VLLM_TORCH")
-    if torch:
-        _uv_pip(session, torch)
-    else:
-        _uv_pip(session, f"torch=={VLLM_CPU_RELEASES[vllm]}+cpu", "--extra-index-url",
-                "https://download.pytorch.org/whl/cpu")
+    _vllm_torch(session, VLLM_CPU_RELEASES[vllm])
     _uv_pip(session, "--no-deps", f"vllm=={vllm}")
     reqs = session.run("python", "-c", _VLLM_REQS, *VLLM_IMPORT_DEPS, silent=True).splitlines()
     no_deps = session.run("python", "-c", _VLLM_REQS, *VLLM_IMPORT_DEPS_NO_DEPS, silent=True).splitlines()
