@@ -22,6 +22,7 @@ from atrex.dispatch.registry import get_registry
 from atrex.errors import AtrexError
 from atrex.inputs import attn_inputs
 
+
 def _reference_tests():
     """The validator's property-test module (its call strategy and mutations), loaded by path: op_test/core is
     not an import root."""

@@ -185,7 +185,7 @@ def test_direct_launch_steps_aside_for_a_launch_hook():
     d = launch_plan.Direct(lambda *a: None, "f", "p", (), None)
     assert d.usable()
     chain = launch_plan._RUNTIME.launch_enter_hook
-    hook = lambda *a: None  # noqa: E731
+    hook = lambda *a: None
     chain.add(hook)
     try:
         assert not d.usable() and not launch_plan.direct_ready([d])

@@ -15,8 +15,8 @@ import _decode_cases as _dc
 import _fa_cases as _c
 import pytest
 import torch
-from _decode_cases import _on_sm90
 from _decode_cases import (  # noqa: F401
+    _on_sm90,
     test_decode_capture_unwarmed_raises,
     test_decode_cases,
     test_decode_deterministic,
@@ -91,9 +91,10 @@ def test_plan_path_same_bits_and_graph_replay(impl, monkeypatch):
     it replays them, also after the inputs are overwritten with another call's."""
     import importlib
 
+    from triton.runtime import jit
+
     import atrex
     from atrex.validation.host import forced
-    from triton.runtime import jit
 
     mod_name, first_kw, other = _PLAN_CASES[impl]
     launch = importlib.import_module(f"atrex_nvidia.flash_attn.sm90.{mod_name}.launch")

@@ -69,7 +69,7 @@ class Direct:
     the parameters after the positional arguments (constexprs and defaults, from the launch's meta) and the
     device whose context loaded it (None: a CPU stand-in in tests)."""
 
-    __slots__ = ("run", "function", "packed", "tail", "device")
+    __slots__ = ("device", "function", "packed", "run", "tail")
 
     def __init__(self, run, function, packed, tail: tuple, device: int | None):
         self.run, self.function, self.packed, self.tail, self.device = run, function, packed, tail, device

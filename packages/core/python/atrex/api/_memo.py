@@ -61,7 +61,7 @@ class Entry:
     """One validated call class: how to read a call's arguments and what they must be, plus the operator's static
     record fields (``data``) and the implementations chosen for it."""
 
-    __slots__ = ("get_plain", "n", "scalars", "types", "get_guarded", "guard", "grad", "data", "chosen")
+    __slots__ = ("chosen", "data", "get_guarded", "get_plain", "grad", "guard", "n", "scalars", "types")
 
     def matches(self, kw: dict, grad: bool):
         """The guarded tensors of ``kw`` when it belongs to this class (the per-call values unchecked), else None.

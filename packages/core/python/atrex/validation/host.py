@@ -23,6 +23,7 @@ import torch
 
 from atrex.validation.cases import OP_IDS
 
+
 @dataclass(frozen=True)
 class HostCase:
     name: str
