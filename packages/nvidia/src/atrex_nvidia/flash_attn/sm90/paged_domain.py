@@ -1,9 +1,11 @@
-"""The paged-KV domain shared by ATREX's SM90 attention kernels (``decode_splitkv`` and ``paged_prefill``): the
-data both accept and the host-only reasons both checks give, so the two implementations cannot drift apart."""
+"""What ATREX's two SM90 paged attention implementations (``decode_splitkv`` and ``paged_prefill``) share: the
+data both accept, the host-only reasons both checks give, and how both run and prewarm, so the two cannot drift
+apart."""
 
 import torch
 
 from atrex.eligibility import Reason
+from atrex.errors import AtrexCaptureError
 
 #: target ``<family>/<arch>`` served
 FAMILY, ARCH = "nvidia", "sm90"
@@ -43,3 +45,25 @@ def paged_reasons(call) -> list[Reason]:
         reasons.append(Reason("sinks", "s_aux", str(call.s_aux.dtype), _names(SINK_DTYPES).replace(", ", " or ")
                               + " [num_heads_q]"))
     return reasons
+
+
+_current_device = torch.cuda.current_device
+
+
+def run_on_call_device(launch, call, out: torch.Tensor):
+    """``launch(call, out)`` with the call's CUDA device current (the caller's current device may differ)."""
+    index = call.device.index
+    if index is not None and call.q.is_cuda and index != _current_device():  # (is_cuda: device.type builds a str)
+        with torch.cuda.device(index):
+            return launch(call, out)
+    return launch(call, out)
+
+
+def prewarm_into_scratch(run, call, impl_id: str) -> None:
+    """Compile the Triton specialisations of ``call``: one ``run`` into scratch outputs, outside capture."""
+    if call.capturing:
+        raise AtrexCaptureError(f"{impl_id}: prewarm during CUDA-graph capture; prewarm before capturing")
+    if call.total_q == 0:
+        return
+    out = torch.empty((call.total_q, call.num_heads_q, call.head_dim_v), dtype=call.out_dtype, device=call.device)
+    run(call, out)

@@ -1,7 +1,9 @@
-"""The call class of ATREX's paged SM90 attention launchers (``decode_splitkv``, ``paged_prefill``): the key of
-their launch plans (``atrex_nvidia/launch_plan.py``)."""
+"""What ATREX's paged SM90 attention launchers (``decode_splitkv``, ``paged_prefill``) share: the call class that
+keys their launch plans (``atrex_nvidia/launch_plan.py``), the capture check and the empty-tensor stand-ins."""
 
+from atrex.errors import AtrexCaptureError
 from atrex_nvidia.launch_plan import int_class
+from atrex_nvidia.triton_warm import launch_key
 
 
 def class_key(call, out, extra) -> tuple:
@@ -33,3 +35,21 @@ def class_key(call, out, extra) -> tuple:
     return (call.device, call.dtype, out.dtype, q.stride(), k.shape, k.stride(), v.stride(), bt.shape[1],
             bt.stride(), call.num_heads_q, call.num_splits, call.target.sm_count, call.softcap > 0, call.window_left,
             call.window_right, call.return_lse, opt_key, dyn)
+
+
+def require_compiled(warm, impl_id: str, call, specs) -> tuple[list, list]:
+    """(the launch keys of ``specs`` ((kernel, args, meta) triples), those ``warm`` has not launched yet); under
+    capture any missing key raises :class:`AtrexCaptureError` (before allocation or launch)."""
+    keys = [launch_key(kernel, args, meta) for kernel, args, meta in specs]
+    missing = warm.missing(keys)
+    if missing and call.capturing:
+        raise AtrexCaptureError(
+            f"{impl_id}: the Triton specialisation {missing[0][0]} for this call is not compiled and CUDA-graph "
+            "capture is active; prewarm first (atrex.prewarm('flash_attn_varlen', [call kwargs]) or one eager call "
+            "with the same static shape) before capturing")
+    return keys, missing
+
+
+def nonempty(t, stand_in):
+    """A zero-size KV cache or table has no valid pointer; no element is read then (no visible key)."""
+    return t if t.numel() else stand_in

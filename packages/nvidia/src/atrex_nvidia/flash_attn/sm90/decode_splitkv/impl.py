@@ -13,7 +13,7 @@ import torch
 
 from atrex.eligibility import Eligibility, Reason
 
-from ..paged_domain import paged_reasons
+from ..paged_domain import paged_reasons, prewarm_into_scratch, run_on_call_device
 from . import table as T
 
 __all__ = ["check", "prewarm", "run"]
@@ -30,15 +30,7 @@ def check(call) -> Eligibility:
 
 def run(call, out: torch.Tensor):
     """Run on the call's device and current stream; returns the LSE ``[Hq, Tq]`` fp32 or None."""
-    decode = _launcher().decode  # (imported on first use: check() must not import Triton)
-    index = call.device.index
-    if index is not None and call.q.is_cuda and index != _current_device():  # (is_cuda: device.type builds a str)
-        with torch.cuda.device(index):
-            return decode(call, out)
-    return decode(call, out)
-
-
-_current_device = torch.cuda.current_device
+    return run_on_call_device(_launcher().decode, call, out)  # (imported on first use: check() must not import Triton)
 
 
 @functools.cache
@@ -50,11 +42,4 @@ def _launcher():
 
 def prewarm(call) -> None:
     """Compile the Triton specialisations of ``call`` (one run into scratch outputs, outside capture)."""
-    from atrex.errors import AtrexCaptureError
-
-    if call.capturing:
-        raise AtrexCaptureError("nvidia.decode_splitkv: prewarm during CUDA-graph capture; prewarm before capturing")
-    if call.total_q == 0:
-        return
-    out = torch.empty((call.total_q, call.num_heads_q, call.head_dim_v), dtype=call.out_dtype, device=call.device)
-    run(call, out)
+    prewarm_into_scratch(run, call, "nvidia.decode_splitkv")

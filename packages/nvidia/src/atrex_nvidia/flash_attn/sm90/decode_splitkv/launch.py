@@ -18,11 +18,10 @@ from typing import NamedTuple
 import torch
 import triton
 
-from atrex.errors import AtrexCaptureError
 from atrex_nvidia.launch_plan import Direct, capture, launch
-from atrex_nvidia.triton_warm import WarmRecord, launch_key
+from atrex_nvidia.triton_warm import WarmRecord
 
-from ..paged_key import class_key
+from ..paged_key import class_key, nonempty, require_compiled
 from . import kernels as _k
 
 LOG2E = 1.4426950408889634
@@ -123,22 +122,7 @@ def plan_key(call, out, cfg=None, splits=None) -> tuple:
 
 
 def _require_compiled(call, specs) -> tuple[list, list]:
-    """(the launch keys of ``specs`` ((kernel, args, meta) triples), those not launched yet); under capture any
-    missing key raises :class:`AtrexCaptureError` (before allocation or launch)."""
-    keys = [launch_key(kernel, args, meta) for kernel, args, meta in specs]
-    missing = WARM.missing(keys)
-    if missing and call.capturing:
-        raise AtrexCaptureError(
-            f"nvidia.decode_splitkv: the Triton specialisation {missing[0][0]} for this call is not "
-            "compiled and CUDA-graph capture is active; prewarm first (atrex.prewarm("
-            "'flash_attn_varlen', [call kwargs]) or one eager call with the same static shape) before "
-            "capturing")
-    return keys, missing
-
-
-def _nonempty(t, stand_in):
-    """A zero-size KV cache or table has no valid pointer; no element is read then (seqused_k == 0)."""
-    return t if t.numel() else stand_in
+    return require_compiled(WARM, "nvidia.decode_splitkv", call, specs)
 
 
 def _bounds(call, k, bt) -> tuple[int, int]:
@@ -162,7 +146,7 @@ def new_plan(call, out, cfg=None, splits=None) -> LaunchPlan:
     hq, hk, d = call.num_heads_q, call.num_heads_k, call.head_dim
     q, k, v, bt = call.q, call.k, call.v, call.block_table
     stand_in = not (k.numel() and v.numel() and bt.numel())
-    k, v, bt = _nonempty(k, q), _nonempty(v, q), _nonempty(bt, call.seqused_k)
+    k, v, bt = nonempty(k, q), nonempty(v, q), nonempty(bt, call.seqused_k)
     qd, kd, vd = call.q_descale, call.k_descale, call.v_descale
 
     def st(t, i):
@@ -191,7 +175,7 @@ def _main_tensors(lp, call, out, lse, ows, lws) -> tuple:
     """The main kernel's pointer arguments (tensors or None), in its parameter order."""
     q, k, v, bt = call.q, call.k, call.v, call.block_table
     if lp.stand_in:
-        k, v, bt = _nonempty(k, q), _nonempty(v, q), _nonempty(bt, call.seqused_k)
+        k, v, bt = nonempty(k, q), nonempty(v, q), nonempty(bt, call.seqused_k)
     return (q, k, v, bt, call.seqused_k, call.cu_seqlens_q, call.q_descale, call.k_descale, call.v_descale,
             call.s_aux, out, lse, ows, lws)
 

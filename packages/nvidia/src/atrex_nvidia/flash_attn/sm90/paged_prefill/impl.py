@@ -12,7 +12,7 @@ import torch
 
 from atrex.eligibility import Eligibility
 
-from ..paged_domain import paged_reasons
+from ..paged_domain import paged_reasons, prewarm_into_scratch, run_on_call_device
 
 __all__ = ["check", "prewarm", "run"]
 
@@ -25,15 +25,7 @@ def check(call) -> Eligibility:
 
 def run(call, out: torch.Tensor):
     """Run on the call's device and current stream; returns the LSE ``[Hq, Tq]`` fp32 or None."""
-    prefill = _launcher().prefill  # (imported on first use: check() must not import Triton)
-    index = call.device.index
-    if index is not None and call.q.is_cuda and index != _current_device():  # (is_cuda: device.type builds a str)
-        with torch.cuda.device(index):
-            return prefill(call, out)
-    return prefill(call, out)
-
-
-_current_device = torch.cuda.current_device
+    return run_on_call_device(_launcher().prefill, call, out)  # (imported on first use: check() must not import Triton)
 
 
 @functools.cache
@@ -44,13 +36,5 @@ def _launcher():
 
 
 def prewarm(call) -> None:
-    """Compile the Triton specialisation of ``call`` (one run into scratch outputs, outside capture)."""
-    from atrex.errors import AtrexCaptureError
-
-    if call.capturing:
-        raise AtrexCaptureError("nvidia.paged_prefill_sm90: prewarm during CUDA-graph capture; prewarm before "
-                                "capturing")
-    if call.total_q == 0:
-        return
-    out = torch.empty((call.total_q, call.num_heads_q, call.head_dim_v), dtype=call.out_dtype, device=call.device)
-    run(call, out)
+    """Compile the Triton specialisations of ``call`` (one run into scratch outputs, outside capture)."""
+    prewarm_into_scratch(run, call, "nvidia.paged_prefill_sm90")

@@ -17,11 +17,10 @@ from typing import NamedTuple
 import torch
 import triton
 
-from atrex.errors import AtrexCaptureError
 from atrex_nvidia.launch_plan import Direct, capture, launch
-from atrex_nvidia.triton_warm import WarmRecord, launch_key
+from atrex_nvidia.triton_warm import WarmRecord
 
-from ..paged_key import class_key
+from ..paged_key import class_key, nonempty, require_compiled
 from . import kernels as _k
 
 LOG2E = 1.4426950408889634
@@ -77,21 +76,7 @@ def clear_compiled() -> None:
 
 
 def _require_compiled(call, specs) -> tuple[list, list]:
-    """(the launch keys of ``specs`` ((kernel, args, meta) triples), those not launched yet); under capture any
-    missing key raises :class:`AtrexCaptureError` (before allocation or launch)."""
-    keys = [launch_key(kernel, args, meta) for kernel, args, meta in specs]
-    missing = WARM.missing(keys)
-    if missing and call.capturing:
-        raise AtrexCaptureError(
-            f"nvidia.paged_prefill_sm90: the Triton specialisation {missing[0][0]} for this call is not "
-            "compiled and CUDA-graph capture is active; prewarm first (atrex.prewarm('flash_attn_varlen', "
-            "[call kwargs]) or one eager call with the same static shape) before capturing")
-    return keys, missing
-
-
-def _nonempty(t, stand_in):
-    """A zero-size KV cache or table has no valid pointer; no element is read then (no visible key)."""
-    return t if t.numel() else stand_in
+    return require_compiled(WARM, "nvidia.paged_prefill_sm90", call, specs)
 
 
 def _scales(call) -> tuple[float, float]:
@@ -124,10 +109,10 @@ def new_plan(call, out, cfg=None) -> LaunchPlan:
     p = plan(call, cfg)
     q, bt = call.q, call.block_table
     stand_in = not (call.k.numel() and call.v.numel() and bt.numel())
-    k, v = _nonempty(call.k, q), _nonempty(call.v, q)
+    k, v = nonempty(call.k, q), nonempty(call.v, q)
     # no key is visible without a block (the stand-ins have no pages to read)
     kv_cap = min(bt.shape[1] * call.page_size, INT32_MAX) if bt.dim() == 2 and call.k.numel() else 0
-    bt = _nonempty(bt, call.seqused_k)
+    bt = nonempty(bt, call.seqused_k)
     qd, kd, vd = call.q_descale, call.k_descale, call.v_descale
 
     def st(t, i):
@@ -144,7 +129,7 @@ def _tensors(lp, call, out, lse) -> tuple:
     """The kernel's pointer arguments (tensors or None), in its parameter order."""
     q, k, v, bt = call.q, call.k, call.v, call.block_table
     if lp.stand_in:
-        k, v, bt = _nonempty(k, q), _nonempty(v, q), _nonempty(bt, call.seqused_k)
+        k, v, bt = nonempty(k, q), nonempty(v, q), nonempty(bt, call.seqused_k)
     return (q, k, v, bt, call.seqused_k, call.cu_seqlens_q, call.q_descale, call.k_descale, call.v_descale,
             call.s_aux, out, lse)
 
