@@ -18,6 +18,8 @@ non-finite page content cannot reach ``P @ V`` as ``0 * NaN``; per-row masks set
 import triton
 import triton.language as tl
 
+from ..paged_triton import _online_softmax_step, _softcap_log2
+
 
 @triton.jit
 def atrex_sm90_decode_splitkv(
@@ -30,7 +32,7 @@ def atrex_sm90_decode_splitkv(
     stride_ot, stride_oh,
     stride_lh,
     ws_split_rows, total_q, max_blk, key_cap,
-    qk_scale, softcap_log2, window_left, window_right,
+    qk_scale, cap_log2, window_left, window_right,
     HK: tl.constexpr, G: tl.constexpr, M_BLOCKS: tl.constexpr, NUM_SPLITS: tl.constexpr,
     D: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
     PAGE: tl.constexpr, SOFTCAP: tl.constexpr, WIN_LEFT: tl.constexpr, WIN_RIGHT: tl.constexpr,
@@ -115,21 +117,15 @@ def atrex_sm90_decode_splitkv(
             kt = kt.to(tl.bfloat16)
             v = v.to(tl.bfloat16)
         s = tl.dot(q, kt) * scale
-        if SOFTCAP:  # softcap * tanh(x), tanh(x) = 1 - 2 / (exp(2x) + 1)
-            s = softcap_log2 * (1.0 - 2.0 / (tl.exp2(s * (2.0 * 1.4426950408889634)) + 1.0))
+        if SOFTCAP:
+            s = _softcap_log2(s, cap_log2)
         vis = row_ok[:, None] & kv_ok[None, :]
         if WIN_LEFT:
             vis = vis & (offs_n[None, :] >= (q_pos - window_left)[:, None])
         if WIN_RIGHT:
             vis = vis & (offs_n[None, :] <= (q_pos + window_right)[:, None])
         s = tl.where(vis, s, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s, 1))
-        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
-        p = tl.exp2(s - m_safe[:, None])
-        alpha = tl.exp2(m_i - m_safe)
-        l_i = l_i * alpha + tl.sum(p, 1)
-        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
-        m_i = m_new
+        acc, m_i, l_i = _online_softmax_step(acc, m_i, l_i, s, v)
 
     has = l_i > 0.0
     if SPLIT:

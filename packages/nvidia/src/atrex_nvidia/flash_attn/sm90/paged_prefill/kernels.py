@@ -22,6 +22,8 @@ the table's reach, ``cu_seqlens_q`` into ``[0, total_q]``): bad values give wron
 import triton
 import triton.language as tl
 
+from ..paged_triton import _online_softmax_step, _softcap_log2
+
 LOG2E = tl.constexpr(1.4426950408889634)
 LN2 = tl.constexpr(0.6931471805599453)
 
@@ -42,7 +44,7 @@ def _seq_of_item(CUQ, pid, batch, total_q, BLOCK_Q: tl.constexpr):
 
 @triton.jit
 def _key_tile(acc, m_i, l_i, q, K, V, bt_row, t, lo, hi, q_pos, num_blocks, k_head, v_head,
-              stride_kb, stride_kt, stride_vb, stride_vt, scale, softcap_log2, window_left, window_right,
+              stride_kb, stride_kt, stride_vb, stride_vt, scale, cap_log2, window_left, window_right,
               offs_d, d_ok,
               BLOCK_N: tl.constexpr, PAGE: tl.constexpr, EVEN_D: tl.constexpr, SOFTCAP: tl.constexpr,
               WIN_LEFT: tl.constexpr, WIN_RIGHT: tl.constexpr, IS_FP8: tl.constexpr, MASKED: tl.constexpr):
@@ -72,8 +74,8 @@ def _key_tile(acc, m_i, l_i, q, K, V, bt_row, t, lo, hi, q_pos, num_blocks, k_he
     if IS_FP8:  # Q K^T on fp8 tensor cores (exact products, fp32 sums); V upcast exactly so that P @ V runs in
         v = v.to(tl.bfloat16)  # bf16 (an fp8 P would cost ~3% per row, past the contract's bound)
     s = tl.dot(q, tl.trans(k)) * scale
-    if SOFTCAP:  # softcap * tanh(x), tanh(x) = 1 - 2 / (exp(2x) + 1); log2(e) is in softcap_log2
-        s = softcap_log2 * (1.0 - 2.0 / (tl.exp2(s * (2.0 * LOG2E)) + 1.0))
+    if SOFTCAP:  # log2(e) is in cap_log2
+        s = _softcap_log2(s, cap_log2)
     if MASKED:
         vis = kv_ok[None, :]
         if WIN_LEFT:
@@ -81,13 +83,7 @@ def _key_tile(acc, m_i, l_i, q, K, V, bt_row, t, lo, hi, q_pos, num_blocks, k_he
         if WIN_RIGHT:
             vis = vis & (offs_n[None, :] <= (q_pos + window_right)[:, None])
         s = tl.where(vis, s, float("-inf"))
-    m_new = tl.maximum(m_i, tl.max(s, 1))
-    m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
-    p = tl.exp2(s - m_safe[:, None])
-    alpha = tl.exp2(m_i - m_safe)
-    l_i = l_i * alpha + tl.sum(p, 1)
-    acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
-    return acc, m_new, l_i
+    return _online_softmax_step(acc, m_i, l_i, s, v)
 
 
 @triton.jit
@@ -100,7 +96,7 @@ def atrex_sm90_paged_prefill(
     stride_qdb, stride_qdh, stride_kdb, stride_kdh, stride_vdb, stride_vdh,
     stride_ot, stride_oh, stride_lh,
     total_q, batch,
-    qk_scale, softcap_log2, window_left, window_right,
+    qk_scale, cap_log2, window_left, window_right,
     G: tl.constexpr, GS: tl.constexpr, G_CHUNKS: tl.constexpr, BLOCK_Q: tl.constexpr,
     D: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
     PAGE: tl.constexpr, SOFTCAP: tl.constexpr, WIN_LEFT: tl.constexpr, WIN_RIGHT: tl.constexpr,
@@ -172,17 +168,17 @@ def atrex_sm90_paged_prefill(
     v_head = hk.to(tl.int64) * stride_vh
     for t in range(t_lo, f_lo):  # left edge (window start)
         acc, m_i, l_i = _key_tile(acc, m_i, l_i, q, K, V, bt_row, t, lo, hi, q_pos, num_blocks, k_head, v_head,
-                                  stride_kb, stride_kt, stride_vb, stride_vt, scale, softcap_log2, window_left,
+                                  stride_kb, stride_kt, stride_vb, stride_vt, scale, cap_log2, window_left,
                                   window_right, offs_d, d_ok, BLOCK_N, PAGE, D == BLOCK_D, SOFTCAP, WIN_LEFT,
                                   WIN_RIGHT, IS_FP8, True)
     for t in range(f_lo, f_hi):  # every key visible to every row: no mask
         acc, m_i, l_i = _key_tile(acc, m_i, l_i, q, K, V, bt_row, t, lo, hi, q_pos, num_blocks, k_head, v_head,
-                                  stride_kb, stride_kt, stride_vb, stride_vt, scale, softcap_log2, window_left,
+                                  stride_kb, stride_kt, stride_vb, stride_vt, scale, cap_log2, window_left,
                                   window_right, offs_d, d_ok, BLOCK_N, PAGE, D == BLOCK_D, SOFTCAP, WIN_LEFT,
                                   WIN_RIGHT, IS_FP8, False)
     for t in range(f_hi, t_hi):  # right edge (causal diagonal, window end, seqused_k)
         acc, m_i, l_i = _key_tile(acc, m_i, l_i, q, K, V, bt_row, t, lo, hi, q_pos, num_blocks, k_head, v_head,
-                                  stride_kb, stride_kt, stride_vb, stride_vt, scale, softcap_log2, window_left,
+                                  stride_kb, stride_kt, stride_vb, stride_vt, scale, cap_log2, window_left,
                                   window_right, offs_d, d_ok, BLOCK_N, PAGE, D == BLOCK_D, SOFTCAP, WIN_LEFT,
                                   WIN_RIGHT, IS_FP8, True)
 
