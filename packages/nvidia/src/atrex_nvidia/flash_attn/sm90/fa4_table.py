@@ -62,7 +62,7 @@ DOMAIN_B19 = Fa4Domain(
     hd256_dedicated=False,  # SM90 runs D=256 in its generic kernel (tile 128x80, 128x64 if local)
     # Paged calls with max_seqlen_q <= 16 belong to nvidia.decode_splitkv (faster than FA4 there), which
     # fa4.check confirms is enabled and accepts the call before declining it (else FA4 keeps it).
-    # Measured on the H200 (2026-12-02, bench_decode, bf16 32q/8kv d128, CUDA-graph replay, same run):
+    # Measured on the H200 (2026-12-02, the decode matrix, bf16 32q/8kv d128, CUDA-graph replay, same run):
     # nvidia.decode_splitkv / FA4 (num_splits=1) speedup 5.6-11.7x at B=1 (Lk 8k-128k), 1.2-1.55x at B=8,
     # 1.15-1.56x at B=64-256, and 0.91-0.95x at B=32 Lk=4096 with 1 split (the split rule now gives that
     # shape 2 splits; see docs/results/flash_attn.md for the run that checks it).

@@ -28,7 +28,7 @@ LOG2E = 1.4426950408889634
 
 #: a split gets at least this many keys (fewer make the combine and the per-CTA prologue dominate)
 MIN_KEYS_PER_SPLIT = 256
-#: aim for this many CTAs per SM over (sequence, KV head, M block, split). H200, 2026-12-02 (bench_decode,
+#: aim for this many CTAs per SM over (sequence, KV head, M block, split). H200, 2026-12-02 (decode matrix,
 #: bf16 32q/8kv d128): with 2, B=32 Lk=4096 ran 1 split (256 CTAs, 2 per SM) at 3.1-3.6 TB/s, 0.91-0.95x
 #: FA4, while 512 CTAs (B=64) reached 4.3-4.5 TB/s; 4 per SM gives both 512 CTAs.
 CTAS_PER_SM = 4
@@ -40,7 +40,7 @@ DEFAULT_SM_COUNT = 132
 def tile_config(head_dim: int, block_m: int) -> tuple[int, int, int]:
     """(BLOCK_N, num_warps, num_stages). Decode is bandwidth-bound: 64-key tiles (K + V: 32 KiB per stage
     at D = 128 bf16) with 3 stages keep two CTAs resident per SM; pages that are multiples of 64 read each
-    tile from one block. ``bench_decode.py --sweep`` times alternatives."""
+    tile from one block. Alternatives are timed by passing ``cfg`` to :func:`decode`."""
     num_warps = 8 if block_m * triton.next_power_of_2(head_dim) >= 128 * 128 else 4
     return 64, num_warps, (3 if head_dim <= 128 else 2)
 
