@@ -154,7 +154,7 @@ def test_chunk_gdn_fla_options(extra):
 
 def test_demo():
     out = invoke("demo")
-    assert out.count("MATCHES") == 2
+    assert out.count("MATCHES") == 3
     assert "summary" in out
 
 

@@ -1,4 +1,4 @@
-"""``atrex demo``: both operators on a realistic small shape, checked against float64 oracles."""
+"""``atrex demo``: every operator on a realistic small shape, checked against float64 oracles."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import torch
 
 import atrex
 from atrex.dispatch.registry import get_registry
-from atrex.inputs import attn_inputs, gdn_inputs
-from atrex.reference.oracle import attention_oracle, gdn_oracle, rel_rmse
+from atrex.inputs import attn_inputs, gdn_decode_inputs, gdn_inputs
+from atrex.reference.oracle import attention_oracle, gdn_decode_oracle, gdn_oracle, rel_rmse
 
 # Tolerances of the operator contracts (docs/<operator>.md, "Accuracy"): properties of dtype and algorithm.
 ATTN_ATOL, ATTN_RTOL, LSE_ATOL = 1.5e-2, 1e-2, 2e-3
@@ -76,6 +76,27 @@ def _gdn(device: torch.device) -> bool:
     return ok
 
 
+def _gdn_decode(device: torch.device) -> bool:
+    # vLLM's decode / MTP step: packed sequences of 1-3 tokens, slots in a fp32 [P, HV, V, K] pool updated in
+    # place, accepted-token offsets, one padded sequence (slot -1).
+    lens = [1, 3, 2, 1]
+    kw = gdn_decode_inputs(lens, num_heads=4, num_v_heads=8, head_k_dim=64, head_v_dim=64, dtype=torch.bfloat16,
+                           mtp=True, padded=1, device=device, seed=3)
+    click.echo(f"\n== fused_recurrent_gated_delta_rule: bf16, MTP tokens {lens} (last padded), H=4, HV=8, K=V=64, "
+               f"fp32 state pool in place on {device}")
+    click.echo(str(atrex.explain_fused_recurrent_gated_delta_rule(**kw)))
+    pool0 = kw["initial_state"].clone()
+    ref_o, ref_s = gdn_decode_oracle(**dict(kw, initial_state=pool0))
+    o, pool = atrex.fused_recurrent_gated_delta_rule(**kw)
+    e_o, e_s = rel_rmse(ref_o, o), rel_rmse(ref_s, pool)
+    ok = e_o <= GDN_RMSE and e_s <= GDN_RMSE
+    kw["initial_state"] = pool0.clone()  # the timed calls update this copy, not the checked one
+    t = _time_us(lambda: atrex.fused_recurrent_gated_delta_rule(**kw), device)
+    click.echo(f"relative RMSE vs float64 recurrence: o {e_o:.2e}, pool {e_s:.2e} (bound {GDN_RMSE})")
+    click.echo(f"time per call: {t:.1f} us   => {'MATCHES the float64 oracle' if ok else 'MISMATCH'}")
+    return ok
+
+
 def _guarded(step, dev) -> bool:
     """Run one operator's demo; an ATREX refusal is shown as such (with its reasons), not as a traceback."""
     try:
@@ -97,7 +118,8 @@ def default_device() -> torch.device:
     dev = torch.device("cuda", torch.cuda.current_device())
     target = classify_device(dev)
     reg = get_registry()
-    if any(not impl.is_reference for op in ("flash_attn_varlen", "chunk_gated_delta_rule")
+    if any(not impl.is_reference for op in ("flash_attn_varlen", "chunk_gated_delta_rule",
+                                             "fused_recurrent_gated_delta_rule")
            for impl in reg.candidates(op, target.id)):
         return dev
     click.echo(f"no installed ATREX implementation targets {dev} ({target.id}, {target.name!r}): "
@@ -114,6 +136,8 @@ def run_demo(device) -> bool:
                + (", ".join(f"{p.name}[{p.state}]" for p in reg.plugins) or "none"))
     ok_a = _guarded(_attention, dev)
     ok_g = _guarded(_gdn, dev)
+    ok_d = _guarded(_gdn_decode, dev)
     click.echo(f"\nsummary: flash_attn_varlen_func {'OK' if ok_a else 'FAILED'}, "
-               f"chunk_gated_delta_rule {'OK' if ok_g else 'FAILED'}")
-    return ok_a and ok_g
+               f"chunk_gated_delta_rule {'OK' if ok_g else 'FAILED'}, "
+               f"fused_recurrent_gated_delta_rule {'OK' if ok_d else 'FAILED'}")
+    return ok_a and ok_g and ok_d
