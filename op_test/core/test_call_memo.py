@@ -266,3 +266,30 @@ def test_gdn_fast_path_returns_the_validators_record_or_nothing(op):
             assert got is None or got == want, {n: getattr(x, "dtype", x) for n, x in v.items()}
     with torch.enable_grad():  # grad mode is part of the class
         assert _gdn_fast(mod, dict(kw, q=kw["q"].clone().requires_grad_())) is None
+
+
+@pytest.mark.parametrize("op", ["attention", "chunk", "decode"])
+def test_first_call_carries_the_class_later_calls_are_served_under(op):
+    """The validator's record of a call the memo keeps carries that entry (``call.cls``), the same object the memo's
+    records of later calls of the class carry: launchers key their plans on it, so the first call's plan (a
+    chunk_gdn template, a paged attention launch plan) is the one later calls find."""
+    from atrex.api import chunk_gdn, flash_attn, gdn_decode
+    from atrex.inputs import gdn_decode_inputs, gdn_inputs
+
+    if op == "attention":
+        mod, kw = flash_attn, attn_inputs([1, 2], [40, 17], num_heads_q=4, num_heads_k=2, head_dim=16, page_size=16)
+        memo = _fa_fast.MEMO
+    elif op == "chunk":
+        mod, memo = chunk_gdn, chunk_gdn.MEMO
+        kw = gdn_inputs(None, batch=1, seq_len=40, num_heads=2, num_v_heads=4, head_k_dim=16, head_v_dim=16, seed=1)
+    else:
+        mod, memo = gdn_decode, gdn_decode.MEMO
+        kw = gdn_decode_inputs([1, 2, 1], mtp=True, head_k_dim=16, head_v_dim=16, seed=1)
+    memo.clear()
+    with torch.no_grad():
+        first, _ = mod._validated((), kw)
+        again, _ = mod._validated((), {n: (x.clone() if isinstance(x, torch.Tensor) else x) for n, x in kw.items()})
+    assert len(memo) == 1
+    assert first.cls is not None and again.cls is first.cls
+    plain = [n for n in first._fields if n != "cls" and not isinstance(getattr(first, n), torch.Tensor)]
+    assert [getattr(first, n) for n in plain] == [getattr(again, n) for n in plain]

@@ -68,13 +68,14 @@ def _strides_aligned(call) -> bool:
             and (call.out is None or ok(call.out, (0, 1))))
 
 
-def remember(kw: dict, call) -> None:
-    """Keep the class of the valid keyword call ``kw`` (validated into ``call``)."""
+def remember(kw: dict, call):
+    """Keep the class of the valid keyword call ``kw`` (validated into ``call``); returns its entry, or None where
+    the call is not kept."""
     tensors = [n for n, x in kw.items() if isinstance(x, Tensor)]
     if any(type(kw[n]) is not Tensor for n in tensors):
-        return  # (subclasses validate in full)
+        return None  # (subclasses validate in full)
     if any(n in kw and kw[n] is not None and kw[n].stride() != (1,) for n in _VECTORS):
-        return  # (the stride rule of a 1-D tensor depends on its per-call length)
+        return None  # (the stride rule of a 1-D tensor depends on its per-call length)
     typed = tuple(n for n in tensors if n in _IGNORED_TENSORS or (n in _DESCALES and not call.is_fp8))
     guarded = tuple(n for n in tensors if n not in typed)
     out = call.out
@@ -86,7 +87,7 @@ def remember(kw: dict, call) -> None:
         call.q.is_cuda, _strides_aligned(call), call.q.stride(0) * call.q.element_size(), _span(call.q, True),
         0 if out is None else out.stride(0) * out.element_size(), 0 if out is None else _span(out, True),
         _span(call.k, False), _span(call.v, False), call.device.type == "cpu")
-    MEMO.add(kw, guarded, _DYNAMIC, typed, _PER_CALL, data)
+    return MEMO.add(kw, guarded, _DYNAMIC, typed, _PER_CALL, data)
 
 
 def fast_call(kw: dict, record_type, registry, settings):

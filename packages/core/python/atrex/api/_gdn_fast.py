@@ -42,18 +42,19 @@ def _span(t: Tensor) -> int:
     return (sum((n - 1) * s for n, s in zip(t.shape, t.stride())) + 1) * t.element_size()
 
 
-def remember(memo: CallMemo, kw: dict, call, pool_name: str | None = None) -> None:
-    """Keep the class of the valid keyword call ``kw`` (validated into ``call``). ``pool_name``: the keyword of a
-    state pool updated in place (the validator refuses inputs overlapping it), when the record says so."""
+def remember(memo: CallMemo, kw: dict, call, pool_name: str | None = None):
+    """Keep the class of the valid keyword call ``kw`` (validated into ``call``); returns its entry, or None where
+    the call is not kept. ``pool_name``: the keyword of a state pool updated in place (the validator refuses
+    inputs overlapping it), when the record says so."""
     tensors = [n for n, x in kw.items() if isinstance(x, Tensor)]
     if any(type(kw[n]) is not Tensor for n in tensors):
-        return  # (subclasses validate in full)
+        return None  # (subclasses validate in full)
     slots = []
     for i, val in enumerate(call):
         if isinstance(val, Tensor):
             name = next((n for n in tensors if kw[n] is val), None)
             if name is None:
-                return  # a tensor the validator made: validate in full
+                return None  # a tensor the validator made: validate in full
             slots.append((i, name))
     record = list(call)
     for i, _ in slots:
@@ -66,7 +67,7 @@ def remember(memo: CallMemo, kw: dict, call, pool_name: str | None = None) -> No
     guarded = tuple(n for n in tensors if n not in typed)
     data = Static(tuple(record), tuple(slots), call._fields.index("capturing"), call.q.is_cuda,
                   call.device.type == "cpu", overlap)
-    memo.add(kw, guarded, {}, typed, (), data)
+    return memo.add(kw, guarded, {}, typed, (), data)
 
 
 def _overlaps(kw: dict, overlap) -> bool:

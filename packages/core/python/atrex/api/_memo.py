@@ -27,7 +27,7 @@ import threading
 
 import torch
 
-__all__ = ["CallMemo", "Entry", "chosen_impl", "guards_available", "unclassed_replace"]
+__all__ = ["CallMemo", "Entry", "chosen_impl", "classed", "guards_available", "unclassed_replace"]
 
 _grad_enabled = torch.is_grad_enabled
 
@@ -163,6 +163,12 @@ def chosen_impl(entry: Entry, dyn, registry, op: str, call):
         impl = registry.select(op, call)
         entry.keep_impl(dyn, impl)
     return impl
+
+
+def classed(call, entry):
+    """The validator's record ``call`` carrying the class it was just kept under (``entry``; None: not kept), as the
+    memo's later records of the class do: launchers key their plans on it, so the first call's plan serves them."""
+    return call if entry is None else call._replace(cls=entry)
 
 
 def unclassed_replace(record_type) -> None:

@@ -9,7 +9,7 @@ import torch
 from atrex import env as _env
 from atrex.api import _validate as V
 from atrex.api._gdn_fast import fast_call, remember
-from atrex.api._memo import CallMemo, chosen_impl, unclassed_replace
+from atrex.api._memo import CallMemo, chosen_impl, classed, unclassed_replace
 from atrex.api._values import check_gdn_values, wanted
 from atrex.dispatch.registry import get_registry
 from atrex.dispatch.target import DeviceTarget, classify_device
@@ -235,7 +235,7 @@ def _validated(args, kwargs):
     if hit is None:
         call = V.bind(normalize_gdn_call, "chunk_gated_delta_rule", args, kwargs)
         if not args:
-            remember(MEMO, kwargs, call)
+            call = classed(call, remember(MEMO, kwargs, call))
         if wanted(call):
             check_gdn_values(call)
         return call, reg.select(OP, call)

@@ -13,7 +13,7 @@ import torch
 from atrex import env as _env
 from atrex.api import _validate as V
 from atrex.api._fa_fast import fast_call, remember
-from atrex.api._memo import chosen_impl, unclassed_replace
+from atrex.api._memo import chosen_impl, classed, unclassed_replace
 from atrex.api._values import check_attention_values, wanted
 from atrex.dispatch.registry import get_registry
 from atrex.dispatch.target import DeviceTarget, classify_device
@@ -539,7 +539,7 @@ def _validated(args, kwargs):
             _bind_failure(exc, "flash_attn_varlen_func")
             raise
         if not args:
-            remember(kwargs, call)
+            call = classed(call, remember(kwargs, call))
         if wanted(call):
             check_attention_values(call)
         return call, reg.select(OP, call)

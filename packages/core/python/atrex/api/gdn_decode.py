@@ -10,7 +10,7 @@ import torch
 from atrex import env as _env
 from atrex.api import _validate as V
 from atrex.api._gdn_fast import fast_call, remember
-from atrex.api._memo import CallMemo, chosen_impl, unclassed_replace
+from atrex.api._memo import CallMemo, chosen_impl, classed, unclassed_replace
 from atrex.api._values import wanted
 from atrex.dispatch.registry import get_registry
 from atrex.dispatch.target import DeviceTarget, classify_device
@@ -268,7 +268,7 @@ def _validated(args, kwargs):
     if hit is None:
         call = V.bind(normalize_gdn_decode_call, OP, args, kwargs)
         if not args:
-            remember(MEMO, kwargs, call, "initial_state")
+            call = classed(call, remember(MEMO, kwargs, call, "initial_state"))
         if wanted(call):
             check_values(call)
         return call, reg.select(OP, call)
