@@ -154,6 +154,35 @@ def with_exact_signature(spec: Callable, public_name: str, doc: str | None = Non
     return deco
 
 
+def can_use_function(spec: Callable, public_name: str, validated: Callable, doc: str):
+    """The operator's ``can_use_...``: True iff the same call would run on an ATREX implementation now (the torch
+    reference does not count on an accelerator); False for every ATREX error. ``validated(args, kwargs)`` is
+    the operator's own validation + selection, returning ``(record, implementation)``."""
+
+    @with_exact_signature(spec, public_name, doc)
+    def can_use(*args, **kwargs) -> bool:
+        try:
+            call, impl = validated(args, kwargs)
+        except AtrexError:
+            return False
+        return not (impl.is_reference and call.target.is_accelerator)
+
+    return can_use
+
+
+def explain_function(spec: Callable, public_name: str, op: str, doc: str):
+    """The operator's ``explain_...``: the registry's dispatch trace for the call, without running it (malformed
+    input raises as the operator does)."""
+
+    @with_exact_signature(spec, public_name, doc)
+    def explain(*args, **kwargs):
+        from atrex.dispatch.registry import get_registry
+
+        return get_registry().explain(op, bind(spec, public_name, args, kwargs))
+
+    return explain
+
+
 def binding_error(exc: TypeError, op: str) -> AtrexError:
     """Convert the TypeError Python raises while binding arguments into an AtrexTypeError."""
     msg = str(exc)

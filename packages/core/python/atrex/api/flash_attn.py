@@ -554,21 +554,12 @@ def flash_attn_varlen_func(*args, **kwargs):
     return run_call(*_validated(args, kwargs))
 
 
-@V.with_exact_signature(normalize_flash_attn_call, "can_use_flash_attn_varlen_func")
-def can_use_flash_attn_varlen_func(*args, **kwargs) -> bool:
-    """True iff the same call, made now on the same stream, would run on an ATREX implementation
-    (the torch reference does not count on an accelerator). Never raises for ATREX errors, never
-    launches, allocates, synchronizes or compiles. ``explain_flash_attn_varlen_func`` gives the reasons."""
-    try:
-        call, impl = _validated(args, kwargs)
-    except AtrexError:
-        return False
-    return not (impl.is_reference and call.target.is_accelerator)
-
-
-@V.with_exact_signature(normalize_flash_attn_call, "explain_flash_attn_varlen_func")
-def explain_flash_attn_varlen_func(*args, **kwargs):
-    """The dispatch trace for this call (every candidate with its reasons) without running it.
-    Raises the same AtrexTypeError/AtrexValueError as the operator for malformed input."""
-    call = V.bind(normalize_flash_attn_call, "explain_flash_attn_varlen_func", args, kwargs)
-    return get_registry().explain(OP, call)
+can_use_flash_attn_varlen_func = V.can_use_function(
+    normalize_flash_attn_call, "can_use_flash_attn_varlen_func", _validated,
+    ('True iff the same call, made now on the same stream, would run on an ATREX implementation (the torch'
+     ' reference does not count on an accelerator). Never raises for ATREX errors, never launches, '
+     'allocates, synchronizes or compiles. ``explain_flash_attn_varlen_func`` gives the reasons.'))
+explain_flash_attn_varlen_func = V.explain_function(
+    normalize_flash_attn_call, "explain_flash_attn_varlen_func", OP,
+    ('The dispatch trace for this call (every candidate with its reasons) without running it. Raises the '
+     'same AtrexTypeError/AtrexValueError as the operator for malformed input.'))

@@ -14,7 +14,7 @@ from atrex.api._memo import CallMemo, chosen_impl, classed, unclassed_replace
 from atrex.api._values import wanted
 from atrex.dispatch.registry import get_registry
 from atrex.dispatch.target import DeviceTarget, classify_device
-from atrex.errors import AtrexError, AtrexNotSupportedError, AtrexTypeError, AtrexValueError
+from atrex.errors import AtrexNotSupportedError, AtrexTypeError, AtrexValueError
 
 __all__ = [
     "GDNDecodeCall",
@@ -329,19 +329,10 @@ def fused_recurrent_gated_delta_rule(*args, **kwargs):
     return run_call(*_validated(args, kwargs))
 
 
-@V.with_exact_signature(normalize_gdn_decode_call, "can_use_fused_recurrent_gated_delta_rule")
-def can_use_fused_recurrent_gated_delta_rule(*args, **kwargs) -> bool:
-    """True iff the same call would run on an ATREX implementation now (the reference does not count
-    on an accelerator). Never raises for ATREX errors; host-only."""
-    try:
-        call, impl = _validated(args, kwargs)
-    except AtrexError:
-        return False
-    return not (impl.is_reference and call.target.is_accelerator)
-
-
-@V.with_exact_signature(normalize_gdn_decode_call, "explain_fused_recurrent_gated_delta_rule")
-def explain_fused_recurrent_gated_delta_rule(*args, **kwargs):
-    """The dispatch trace for this call, without running it."""
-    call = V.bind(normalize_gdn_decode_call, "explain_fused_recurrent_gated_delta_rule", args, kwargs)
-    return get_registry().explain(OP, call)
+can_use_fused_recurrent_gated_delta_rule = V.can_use_function(
+    normalize_gdn_decode_call, "can_use_fused_recurrent_gated_delta_rule", _validated,
+    ('True iff the same call would run on an ATREX implementation now (the reference does not count on an '
+     'accelerator). Never raises for ATREX errors; host-only.'))
+explain_fused_recurrent_gated_delta_rule = V.explain_function(
+    normalize_gdn_decode_call, "explain_fused_recurrent_gated_delta_rule", OP,
+    ('The dispatch trace for this call, without running it.'))
