@@ -58,7 +58,6 @@ def _attn_variants(base_kw):
         "lse flag": attn(**dict(base_kw, return_lse=True)),
         "sinks": attn(**dict(base_kw, sinks=True)),
         "window": attn(**dict(base_kw, window_size=(8, 0))),
-        "max_seqlen_k (split rule)": base._replace(max_seqlen_k=base.max_seqlen_k + 4096),
     }
     return base, same, other
 
@@ -66,6 +65,11 @@ def _attn_variants(base_kw):
 @pytest.mark.parametrize("mod", [DL, PL], ids=["decode_splitkv", "paged_prefill"])
 def test_attention_class_key(mod):
     base, same, other = _attn_variants(dict(q_lens=(1, 2), k_lens=(40, 70)))
+    longer = base._replace(max_seqlen_k=base.max_seqlen_k + 4096)
+    if mod is DL:  # the split rule reads max_seqlen_k
+        other["max_seqlen_k (split rule)"] = longer
+    else:  # the prefill plan never reads it
+        same.append(longer)
     key = mod.plan_key(base, base.out)
     for c in same:  # new pointers, contents: one class
         assert mod.plan_key(c, c.out) == key
@@ -85,6 +89,16 @@ def test_attention_class_key_ignores_lengths_within_their_class():
     b = attn(q_lens=(3, 3), k_lens=(70, 40), num_heads_q=6)  # total_q 5 -> 6 (x 6 heads: 30 -> 36), same classes
     assert a.batch == b.batch and DL.plan_key(a, a.out) == DL.plan_key(b, b.out)
     assert PL.plan_key(a, a.out) == PL.plan_key(b, b.out)
+
+
+def test_decode_key_follows_the_split_rule_not_max_seqlen_k():
+    """A decode step that grows ``max_seqlen_k`` keeps its class while the split rule's cap stays; the class changes
+    exactly where the plan would (two sequences on 132 SMs: the SM count never caps the split count here)."""
+    base = attn(q_lens=(1, 1), k_lens=(300, 700))
+    key, p = DL.plan_key(base, base.out), DL.plan(base)
+    for msk in range(0, 40000, 97):
+        c = base._replace(max_seqlen_k=msk)
+        assert (DL.plan_key(c, c.out) == key) == (DL.plan(c) == p), msk
 
 
 def test_prefill_grid_rule_matches_plan():

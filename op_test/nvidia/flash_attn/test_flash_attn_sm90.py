@@ -137,3 +137,35 @@ def test_plan_path_same_bits_and_graph_replay(impl, monkeypatch):
         graph.replay()
         torch.cuda.synchronize()
         assert torch.equal(_dc.bits(b["out"]), first_a[0]) and torch.equal(lse_g, first_a[1])
+
+
+@pytest.mark.skipif(not _on_sm90(), reason="needs a CUDA device of capability (9, 0) (sm90)")
+@pytest.mark.parametrize("impl", sorted(_PLAN_CASES))
+def test_plan_kept_while_max_seqlen_k_grows(impl, monkeypatch):
+    """Eager decode steps grow ``max_seqlen_k`` by one each: within the split rule's bucket (decode) or always
+    (prefill, whose plan never reads it) the class's plan serves them without Triton's JIT, with the same bits."""
+    import importlib
+
+    from triton.runtime import jit
+
+    import atrex
+    from atrex.validation.host import forced
+
+    mod_name, first_kw, _ = _PLAN_CASES[impl]
+    launch = importlib.import_module(f"atrex_nvidia.flash_attn.sm90.{mod_name}.launch")
+    kw = _dc.make(first_kw)
+    runs, orig = [], jit.JITFunction.run
+
+    def counting(self, *x, **k):
+        runs.append(self.__name__)
+        return orig(self, *x, **k)
+
+    monkeypatch.setattr(jit.JITFunction, "run", counting)
+    with forced("flash_attn", impl):
+        launch.WARM.clear()
+        first = _dc.bits(atrex.flash_attn_varlen_func(**kw)[0])
+        runs.clear()
+        for grow in (1, 2, 3):
+            out = atrex.flash_attn_varlen_func(**dict(kw, max_seqlen_k=kw["max_seqlen_k"] + grow))[0]
+            assert torch.equal(_dc.bits(out), first), grow
+        assert runs == [] and launch.WARM.plans() == 1, runs

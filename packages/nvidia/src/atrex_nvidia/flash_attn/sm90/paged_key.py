@@ -6,10 +6,11 @@ from atrex_nvidia.launch_plan import int_class
 from atrex_nvidia.triton_warm import launch_key
 
 
-def class_key(call, out, extra) -> tuple:
+def class_key(call, out, extra, seqlen_k=None) -> tuple:
     """Everything a paged attention launch plan is built from and everything Triton specialises its launches on:
     dtypes, exact shapes and strides of the tensors (rows and batch aside), flags, the device and its SM count,
-    ``batch`` / ``max_seqlen_q`` / ``max_seqlen_k`` / ``num_splits`` exactly, the == 1 / % 16 / int32 class of
+    ``batch`` / ``max_seqlen_q`` / ``num_splits`` exactly, ``seqlen_k`` (what the launcher's plan reads of
+    ``max_seqlen_k``, which grows every decode step: the kernels never see it), the == 1 / % 16 / int32 class of
     ``total_q`` and ``total_q * num_heads_q``, each pointer's 16-byte alignment, ``out``'s strides and the
     launcher's ``extra`` (its overrides). A record the core's memo served carries its validated class
     (``call.cls``), which stands for the dtypes, shapes, strides, flags and scalars."""
@@ -27,7 +28,7 @@ def class_key(call, out, extra) -> tuple:
                 ptrs |= t.data_ptr()
     align = not ptrs & 15 or tuple(None if t is None else t.data_ptr() & 15 for t in (q, k, v, bt, sk, cu, out, *opt))
     tq = call.total_q
-    dyn = (call.batch, call.max_seqlen_q, call.max_seqlen_k, int_class(tq), int_class(tq * call.num_heads_q), align,
+    dyn = (call.batch, call.max_seqlen_q, seqlen_k, int_class(tq), int_class(tq * call.num_heads_q), align,
            out.stride(), extra)
     if call.cls is not None:  # the core's validated class fixes everything else
         return call.cls, dyn
