@@ -119,7 +119,7 @@ def plan_key(call, out, cfg=None, splits=None) -> tuple:
     """The call's class (``paged_key.class_key``): calls of one class share the launch plan; only pointers, the
     length ``total_q`` within its class and the float scales differ between them. Of ``max_seqlen_k`` only the
     cap it puts on the split count (:func:`split_count`) matters, so a decode step that grows it keeps its plan."""
-    return class_key(call, out, (cfg, splits), 
+    return class_key(call, out, (cfg, splits),
                      min(max(1, call.max_seqlen_k // MIN_KEYS_PER_SPLIT), MAX_SPLITS))
 
 
