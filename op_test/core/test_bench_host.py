@@ -39,3 +39,40 @@ def test_readme_section_shows_accelerator_host_runs(tmp_path):
     assert "| host/decode-b1-k64-p16 | nvidia.decode_splitkv | 14.2 |" in text and "30.0" not in text
     assert readme_section([]) == readme_section([dict(base, device="cpu", run_id="c", case="x", contender="y",
                                                       host_us=1.0)])
+
+
+def test_batches_run_round_robin_and_a_failing_contender_is_reported():
+    """Batches alternate between the contenders (each inside its own context), so host drift reaches all alike;
+    a contender that raises is reported with its error and leaves the rotation."""
+    import contextlib
+
+    import torch
+
+    order, inside = [], []
+
+    @contextlib.contextmanager
+    def ctx(label):
+        inside.append(label)
+        yield
+        inside.pop()
+
+    def call(label):
+        def fn():
+            assert inside == [label]
+            order.append(label)
+        return fn
+
+    def broken():
+        order.append("c")
+        if order.count("c") > 2:  # after its warm-up
+            raise RuntimeError("lost the device")
+
+    rows = host.time_round_robin([("a", call("a"), lambda: ctx("a")), ("b", call("b"), lambda: ctx("b")),
+                                  ("c", broken, contextlib.nullcontext)], torch.device("cpu"), number=3, batches=2,
+                                 warmup=1)
+    assert [r["contender"] for r in rows] == ["a", "b", "c"]
+    assert rows[0]["host_us"] > 0 and rows[1]["host_us"] > 0 and rows[2]["error"].startswith("RuntimeError")
+    per_batch = host.SETTLE + 3
+    timed = order[3:]  # after the three warm-ups
+    assert timed[:per_batch] == ["a"] * per_batch and timed[per_batch:2 * per_batch] == ["b"] * per_batch
+    assert timed[-2 * per_batch:] == ["a"] * per_batch + ["b"] * per_batch  # batch 2: c has left

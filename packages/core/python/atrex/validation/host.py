@@ -5,14 +5,16 @@ with the keywords vLLM passes) it times every eligible ATREX implementation thro
 implementation forced as ``ATREX_IMPL_<OP>`` forces it, so validation, the call-class memo and the launch plans
 are what an engine's call goes through) and the peers called directly (FA4's ``flash_attn_varlen_func``, fla's
 ``chunk_gated_delta_rule`` / ``fused_recurrent_gated_delta_rule``, through ``baselines.py``). A timing is
-``time.perf_counter`` around ``number`` calls with no synchronisation inside, after a warm-up; the device is
-synchronised between batches (outside the timing) so that no queue fills; the record is the median of the
-batches' per-call means.
+``time.perf_counter`` around ``number`` calls with no synchronisation inside. Each contender is warmed up first
+(its compilation is not timed); then the batches run round-robin over the contenders, each batch after a few
+untimed calls and a device synchronisation, so a drift of the host (clock, caches, a neighbour) reaches every
+contender alike. The record is the median of a contender's per-call batch means.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import statistics
 import time
@@ -105,22 +107,49 @@ def eligible(op: str, kw: dict, device) -> list[str]:
             if (not i.is_reference or device.type == "cpu") and i.safe_check(call).ok]
 
 
-def per_call_us(fn: Callable[[], object], device, *, number: int, batches: int, warmup: int) -> float:
-    """Median over ``batches`` of the mean host microseconds of ``number`` eager calls (no sync inside)."""
-    cuda = device.type == "cuda"
-    for _ in range(warmup):
+#: untimed calls before each batch (after switching contenders: the call-class memo refills on the first)
+SETTLE = 5
+
+
+def per_call_us(fn: Callable[[], object], device, *, number: int) -> float:
+    """Mean host microseconds of ``number`` eager calls of ``fn`` (no sync inside), after ``SETTLE`` untimed calls
+    and a device synchronisation (outside the timing: the batch starts with an empty queue)."""
+    for _ in range(SETTLE):
         fn()
-    if cuda:
+    if device.type == "cuda":
         torch.cuda.synchronize(device)
-    runs = []
+    t0 = time.perf_counter()
+    for _ in range(number):
+        fn()
+    return (time.perf_counter() - t0) / number * 1e6
+
+
+def time_round_robin(contenders: list, device, *, number: int, batches: int, warmup: int) -> list[dict]:
+    """``{contender, host_us}`` (median batch) or ``{contender, error}`` for each ``(label, fn, context)`` of
+    ``contenders``; ``context()`` is entered around every call of ``fn`` (a forced implementation)."""
+    runs, errors = {}, {}
+    live = []
+    for label, fn, context in contenders:
+        try:
+            with context():
+                for _ in range(warmup):
+                    fn()
+            live.append((label, fn, context))
+            runs[label] = []
+        except Exception as exc:
+            errors[label] = f"{type(exc).__name__}: {exc}"[:300]
     for _ in range(batches):
-        t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        runs.append((time.perf_counter() - t0) / number * 1e6)
-        if cuda:  # (outside the timing: the next batch starts with an empty queue)
+        for label, fn, context in list(live):
+            try:
+                with context():
+                    runs[label].append(per_call_us(fn, device, number=number))
+            except Exception as exc:
+                errors[label] = f"{type(exc).__name__}: {exc}"[:300]
+                live.remove((label, fn, context))
+        if device.type == "cuda":
             torch.cuda.synchronize(device)
-    return statistics.median(runs)
+    return [{"contender": label, "error": errors[label]} if label in errors else
+            {"contender": label, "host_us": statistics.median(runs[label])} for label, _, _ in contenders]
 
 
 def _peers(op: str, kw: dict, target) -> list[tuple[str, Callable | str]]:
@@ -146,26 +175,17 @@ def measure_case(case: HostCase, device, *, number: int, batches: int, warmup: i
     from atrex.validation.bench import _normalize
 
     kw = case.make(device)
-    rows = []
     fn = _operator(case.op)
-    for impl_id in eligible(case.op, kw, device):
-        with forced(case.op, impl_id):
-            rows.append(_timed(impl_id, lambda: fn(**kw), device, number, batches, warmup))
-    target = _normalize(case.op, kw).target
-    for label, peer in _peers(case.op, kw, target):
+    call = functools.partial(fn, **kw)
+    contenders = [(impl_id, call, functools.partial(forced, case.op, impl_id))
+                  for impl_id in eligible(case.op, kw, device)]
+    skipped = []
+    for label, peer in _peers(case.op, kw, _normalize(case.op, kw).target):
         if isinstance(peer, str):
-            rows.append({"contender": label, "skipped": peer})
+            skipped.append({"contender": label, "skipped": peer})
         else:
-            rows.append(_timed(label, peer, device, number, batches, warmup))
-    return rows
-
-
-def _timed(label: str, fn, device, number: int, batches: int, warmup: int) -> dict:
-    try:
-        return {"contender": label, "host_us": per_call_us(fn, device, number=number, batches=batches,
-                                                           warmup=warmup)}
-    except Exception as exc:
-        return {"contender": label, "error": f"{type(exc).__name__}: {exc}"[:300]}
+            contenders.append((label, peer, contextlib.nullcontext))
+    return time_round_robin(contenders, device, number=number, batches=batches, warmup=warmup) + skipped
 
 
 def run_host(device, *, match: str | None = None, number: int = 200, batches: int = 11, warmup: int = 50,
