@@ -196,7 +196,7 @@ def test_decode_plan_replays_with_new_pointers_and_lengths(monkeypatch):
 def test_direct_launch_steps_aside_for_a_launch_hook():
     if not launch_plan.replay_supported():
         pytest.skip("this Triton is not one whose compiled kernels launch directly")
-    d = launch_plan.Direct(lambda *a: None, "f", "p", (), None)
+    d = launch_plan.Direct(lambda *a: None, ("f", "p", None, None, None), (), None)
     assert d.usable()
     chain = launch_plan._RUNTIME.launch_enter_hook
     hook = lambda *a: None
@@ -221,7 +221,7 @@ def test_template_launches_inputs_outputs_and_workspace_views():
     from atrex_nvidia import launch_template as LT
 
     direct_calls, jit_calls = [], []
-    direct = launch_plan.Direct(lambda *a: direct_calls.append(a), "f", "p", ("T",), None)
+    direct = launch_plan.Direct(lambda *a: direct_calls.append(a), ("f", "p", None, None, None), ("T",), None)
 
     class Kernel:  # a JIT kernel stand-in: kernel[grid](*args, **meta)
         __name__ = "k"
@@ -374,3 +374,109 @@ def test_interpreted_plan_path_matches_the_first_call():
                         "chunk_gdn_varlen_0_1"}
     bad = {k: v for k, v in res.items() if not (v["plans"] == 1 and v["same_a"] and v["same_b"])}
     assert not bad, bad
+
+
+# ---- a direct launch passes what Triton's own launcher passes ------------------------------------------------
+
+class _CEntry:
+    """Stands in for a launcher's C ``launch`` (not a Python function, as the C entry is not)."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, *args):
+        self.calls.append(args)
+
+
+def _launcher(scratch=0):
+    """This Triton's ``CudaLauncher`` with a recording C entry, built without a GPU (no compile, no driver)."""
+    from triton.backends.nvidia.driver import CudaLauncher
+
+    lc = object.__new__(CudaLauncher)
+    lc.launch = _CEntry()
+    lc.global_scratch_size, lc.global_scratch_align, lc.num_ctas = scratch, 128, 2
+    lc.profile_scratch_size, lc.profile_scratch_align = 0, 1
+    lc.launch_cooperative_grid, lc.launch_pdl, lc.gsan_enabled = False, True, False
+    lc.arg_annotations, lc.kernel_signature = ("ann",), b"sig"
+    return lc
+
+
+def _triton_call(lc, args, scratch_ptr=None, grid=(3, 2, 1), stream=7):
+    """What Triton's own path hands the C entry: ``CompiledKernel.run`` as ``JITFunction.run`` calls it, with
+    Triton's allocator returning ``scratch_ptr``; returns (the C entry's call, the allocator's requests)."""
+    import types
+
+    import triton
+    from triton.runtime import _allocation
+
+    asked = []
+    token = _allocation._allocator.set(lambda size, align, stream: asked.append((size, align)) or scratch_ptr)
+    drv, active = triton.runtime.driver, triton.runtime.driver._active
+    drv._active = active or types.SimpleNamespace()  # (Triton 3.9's __call__ reads it; no driver here)
+    try:
+        lc(*grid, stream, "fn", (4, 2, 0), None, None, None, *args)
+    finally:
+        drv._active = active
+        _allocation._allocator.reset(token)
+    return lc.launch.calls.pop(), asked
+
+
+@pytest.fixture
+def tiny_kernel():
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def atrex_test_tiny(x_ptr, n, BLOCK: tl.constexpr):
+        tl.store(x_ptr + tl.arange(0, BLOCK), n)
+
+    return atrex_test_tiny
+
+
+def _compiled(lc):
+    import types
+
+    return types.SimpleNamespace(run=lc, function="fn", packed_metadata=(4, 2, 0))
+
+
+def test_direct_launch_calls_the_c_entry_as_tritons_launcher_does(tiny_kernel):
+    if launch_plan._C_FORM is None:
+        pytest.skip("no C launch convention read for this Triton")
+    lc = _launcher()
+    d = launch_plan.capture(tiny_kernel, _compiled(lc), 2, {"BLOCK": 16}, torch.device("cpu"))
+    assert d.fn is lc.launch and d.scratch is None and d.tail == (16,)
+    d(3, 2, 1, 7, (4096, 5, *d.tail))
+    ours = lc.launch.calls.pop()
+    theirs, asked = _triton_call(lc, (4096, 5, 16))
+    assert ours == theirs and asked == []
+    # a launch hook: Triton's own path again (a Direct is used only while hooks_idle())
+    lc.launch = lambda *a: None  # (the C entry wrapped in Python, as Triton wraps it for host tensor descriptors)
+    wrapped = launch_plan.capture(tiny_kernel, _compiled(lc), 2, {"BLOCK": 16}, torch.device("cpu"))
+    assert wrapped.fn is lc and wrapped.head == ("fn", (4, 2, 0), None, None, None)
+
+
+def test_template_places_global_scratch_in_its_workspace(tiny_kernel):
+    """A kernel with global scratch (in-kernel TMA descriptors): outside a template Triton's launcher allocates it;
+    a template launches the C entry with a pointer into its own workspace, sized as Triton's allocator is asked."""
+    if launch_plan._C_FORM is None:
+        pytest.skip("no C launch convention read for this Triton")
+    from atrex_nvidia import launch_template as LT
+
+    lc = _launcher(scratch=96)
+    d = launch_plan.capture(tiny_kernel, _compiled(lc), 2, {"BLOCK": 16}, torch.device("cpu"))
+    assert d.fn is lc and d.c_fn is lc.launch and d.scratch[:2] == (192, 128)
+    x, ws_view = torch.empty(16), torch.empty(40)
+    tpl = LT.derive([(tiny_kernel, (3, 2), (x, 5), {"BLOCK": 16}), (tiny_kernel, (1,), (ws_view, 6), {"BLOCK": 16})],
+                    [d, d], (x,), ())
+    assert tpl is not None and tpl.go is not None and not tpl.scoped
+    assert [ln.scratch for ln in tpl.launches] == [512, 512 + 1536]  # after the view's slot, 6 and 1 programs
+    assert tpl.workspace == 512 + 1536 + 512
+    x2 = torch.empty(16)
+    tpl.run((x2,), torch.device("cpu"))
+    first, second = lc.launch.calls
+    slot = d.scratch[2] + 4
+    theirs, asked = _triton_call(lc, (x2.data_ptr(), 5, 16), first[slot], stream=0)
+    assert first == theirs and asked == [(6 * 192, 128)]
+    theirs, asked = _triton_call(lc, (second[-1][0] if d.c_pack else second[-3], 6, 16), second[slot], (1, 1, 1), 0)
+    assert second == theirs and asked == [(192, 128)]
+    assert second[slot] - first[slot] == 1536 and first[slot] % 128 == 0

@@ -2,29 +2,54 @@
 kernels (``decode_splitkv``, ``paged_prefill``, ``gdn_decode``, ``chunk_gdn``).
 
 A launcher keeps, per call class (its ``WarmRecord`` plan key), the grid, the constexprs and a :class:`Direct`
-per kernel: the ``CompiledKernel`` Triton returned from the class's first launch, bound to its launcher. Later
-calls of the class hand the packed arguments straight to ``CompiledKernel.run`` (Triton's own last step), so
-Triton's per-launch binder, specialisation and cache-key work never runs. Triton 3.6, 3.8 and 3.9 launch a
-compiled kernel the same way (``JITFunction.run``)::
+per kernel: how to launch the ``CompiledKernel`` Triton returned from the class's first launch. Later calls of the
+class hand the arguments, pointers as ints, straight to the launch function Triton's launcher object ends in (the
+C ``launch`` of the kernel's ``CudaLauncher``), so neither Triton's per-launch binder and cache-key work nor the
+launcher object's Python ``__call__`` runs. The C entry's argument convention differs between releases; the ones
+read in their sources are in :data:`C_FORMS`. Elsewhere (another Triton, a launcher with tensor descriptors or
+profile scratch) the compiled kernel's ``run`` takes the arguments, as ``JITFunction.run`` passes them in Triton
+3.6, 3.8 and 3.9::
 
     kernel.run(grid_0, grid_1, grid_2, stream, kernel.function, kernel.packed_metadata, launch_metadata,
                launch_enter_hook, launch_exit_hook, *bound_args.values())
 
-where the bound arguments are every kernel parameter in order, constexprs included. Elsewhere (another Triton,
-the CPU interpreter, a launch hook installed by a profiler, another current device) the plan's launches go
-through ``kernel[grid](*args, **meta)`` as before.
+where the bound arguments are every kernel parameter in order, constexprs included. With no compiled kernel (the
+CPU interpreter, a launch hook installed by a profiler, another current device) the plan's launches go through
+``kernel[grid](*args, **meta)``.
 """
 
 from __future__ import annotations
 
+import types
+
 import torch
 import triton
 
-__all__ = ["REPLAY_TRITON", "Direct", "capture", "direct_ready", "hooks_idle", "int_class", "launch", "raw_stream",
-           "replay_supported"]
+__all__ = ["C_FORMS", "REPLAY_TRITON", "Direct", "capture", "direct_ready", "hooks_idle", "int_class", "launch",
+           "raw_stream", "replay_supported"]
 
 #: Triton releases whose ``CompiledKernel.run`` convention (above) was read in their sources.
 REPLAY_TRITON = ("3.6.", "3.8.", "3.9.")
+
+
+def _c_head_36(launcher, function, packed):
+    # launch(gX, gY, gZ, stream, function, coop, pdl, global_scratch, profile_scratch, kernel_metadata,
+    #        launch_metadata, enter_hook, exit_hook, *kernel_args)
+    return (function, launcher.launch_cooperative_grid, launcher.launch_pdl, None, None, packed, None, None,
+            None), 3, False
+
+
+def _c_head_39(launcher, function, packed):
+    # launch(gX, gY, gZ, stream, function, coop, pdl, kernel_metadata, launch_metadata, enter_hook, exit_hook,
+    #        global_scratch, profile_scratch, arg_annotations, kernel_signature, kernel_args)
+    return (function, launcher.launch_cooperative_grid, launcher.launch_pdl, packed, None, None, None, None, None,
+            launcher.arg_annotations, launcher.kernel_signature), 7, True
+
+
+#: per Triton release: ``(launcher, function, packed metadata) -> (head, scratch slot, args as one tuple)``, the
+#: arguments of its C launch between the stream and the kernel's own arguments, where the global scratch pointer
+#: goes among them, and whether the kernel's arguments follow as one tuple (else one by one)
+C_FORMS = {"3.6.": _c_head_36, "3.9.": _c_head_39}
 
 
 def replay_supported(version: str | None = None) -> bool:
@@ -33,9 +58,15 @@ def replay_supported(version: str | None = None) -> bool:
     return version.startswith(REPLAY_TRITON) and hasattr(triton, "knobs")
 
 
+def _c_form_of(version: str):
+    return next((f for v, f in C_FORMS.items() if version.startswith(v)), None)
+
+
 _REPLAY = replay_supported()
+_C_FORM = _c_form_of(triton.__version__) if _REPLAY else None
 _RUNTIME = triton.knobs.runtime if _REPLAY else None
-_current_device = torch.cuda.current_device
+# (what torch.cuda.current_device() returns, without its lazy-init check: a Direct exists only after a launch)
+_current_device = getattr(torch._C, "_cuda_getDevice", torch.cuda.current_device)
 try:
     from torch._C import _cuda_getCurrentRawStream as _raw_stream  # what Triton's driver itself calls
 except ImportError:  # a torch without CUDA
@@ -65,14 +96,30 @@ def hooks_idle() -> bool:
 
 
 class Direct:
-    """One compiled kernel bound for direct launches: its launcher, CUDA function, packed metadata, the values of
-    the parameters after the positional arguments (constexprs and defaults, from the launch's meta) and the
-    device whose context loaded it (None: a CPU stand-in in tests)."""
+    """One compiled kernel bound for direct launches: ``fn(gX, gY, gZ, stream, *head, *args)`` (``pack``:
+    ``fn(gX, gY, gZ, stream, *head, args)``) launches it with ``args`` every kernel parameter in order; ``tail``
+    the values of the parameters after the positional arguments (constexprs and defaults, from the first launch's
+    meta); ``device`` the CUDA device whose context loaded it (None: a CPU stand-in in tests).
 
-    __slots__ = ("device", "function", "packed", "run", "tail")
+    A kernel that builds TMA descriptors needs global scratch: ``scratch`` is then ``(bytes per program,
+    alignment, head position)``, ``fn`` / ``head`` are Triton's launcher object (which allocates it through
+    Triton's allocator), and a caller that provides the scratch itself (a template's workspace) may launch
+    through ``c_fn`` / ``c_head`` / ``c_pack`` with the pointer at that head position."""
 
-    def __init__(self, run, function, packed, tail: tuple, device: int | None):
-        self.run, self.function, self.packed, self.tail, self.device = run, function, packed, tail, device
+    __slots__ = ("c_fn", "c_head", "c_pack", "device", "fn", "head", "pack", "scratch", "tail")
+
+    def __init__(self, fn, head: tuple, tail: tuple, device: int | None, pack: bool = False, scratch=None,
+                 c_form: tuple = (None, (), False)):
+        self.fn, self.head, self.tail, self.device, self.pack = fn, head, tail, device, pack
+        self.scratch = scratch
+        self.c_fn, self.c_head, self.c_pack = c_form
+
+    def __call__(self, g0: int, g1: int, g2: int, stream: int, args: tuple) -> None:
+        """Launch on grid ``(g0, g1, g2)`` and ``stream`` with ``args`` (every parameter, pointers as ints)."""
+        if self.pack:
+            self.fn(g0, g1, g2, stream, *self.head, args)
+        else:
+            self.fn(g0, g1, g2, stream, *self.head, *args)
 
     def usable(self) -> bool:
         """Whether a direct launch is right now: no launch hook, and the device that loaded it is current."""
@@ -88,10 +135,30 @@ def direct_ready(directs) -> bool:
     return hooks_idle() and (dev is None or dev == _current_device())
 
 
-def capture(kernel, compiled, n_args: int, meta: dict, device: torch.device) -> Direct | None:
+def _bind(compiled, tail: tuple, device: int | None, c_form) -> Direct:
+    """``compiled`` bound as a :class:`Direct`: through its C launch where ``c_form`` reads this launcher's
+    convention and nothing but global scratch needs the launcher's Python ``__call__`` (host tensor descriptors,
+    for which Triton wraps the C entry in a Python function; profile scratch; GSan), else through Triton's
+    launcher object."""
+    run, function, packed = compiled.run, compiled.function, compiled.packed_metadata
+    py = Direct(run, (function, packed, None, None, None), tail, device)
+    c = getattr(run, "launch", None)
+    if c_form is None or c is None or isinstance(c, types.FunctionType) or getattr(run, "gsan_enabled", False):
+        return py
+    size, num_ctas = getattr(run, "global_scratch_size", None), getattr(run, "num_ctas", None)
+    if getattr(run, "profile_scratch_size", 1) or size is None or num_ctas is None:
+        return py
+    head, slot, pack = c_form(run, function, packed)
+    if size:
+        py.scratch, py.c_fn, py.c_head, py.c_pack = (size * num_ctas, run.global_scratch_align, slot), c, head, pack
+        return py
+    return Direct(c, head, tail, device, pack, None, (c, head, pack))
+
+
+def capture(kernel, compiled, n_args: int, meta: dict, device: torch.device, c_form=None) -> Direct | None:
     """A :class:`Direct` for ``compiled``, what ``kernel[grid](*args, **meta)`` returned (``n_args`` positional
     arguments) on ``device``; None where direct launches do not apply (another Triton, the interpreter, an
-    autotuner, a result that is not a compiled kernel)."""
+    autotuner, a result that is not a compiled kernel). ``c_form``: the C convention (default: this Triton's)."""
     if not _REPLAY or compiled is None or not isinstance(kernel, triton.runtime.jit.JITFunction):
         return None
     if not all(hasattr(compiled, a) for a in ("run", "function", "packed_metadata")):
@@ -103,7 +170,7 @@ def capture(kernel, compiled, n_args: int, meta: dict, device: torch.device) -> 
     index = device.index if device.type == "cuda" else None
     if device.type == "cuda" and index is None:
         index = _current_device()
-    return Direct(compiled.run, compiled.function, compiled.packed_metadata, tail, index)
+    return _bind(compiled, tail, index, _C_FORM if c_form is None else c_form)
 
 
 def launch(kernel, grid: tuple, tensors: tuple, rest: tuple, meta: dict, direct: Direct | None):
@@ -112,11 +179,14 @@ def launch(kernel, grid: tuple, tensors: tuple, rest: tuple, meta: dict, direct:
     nor asks the driver about each pointer), else through Triton's JIT path, which returns the compiled kernel
     (for :func:`capture`; None after a direct launch)."""
     if direct is not None and hooks_idle() and (direct.device is None or direct.device == _current_device()):
-        dev = direct.device  # (Direct.usable(), inlined: host cost)
-        ptrs = [None if t is None else t.data_ptr() for t in tensors]
-        g1 = grid[1] if len(grid) > 1 else 1
-        g2 = grid[2] if len(grid) > 2 else 1
-        direct.run(grid[0], g1, g2, 0 if dev is None else _raw_stream(dev), direct.function, direct.packed, None,
-                   None, None, *ptrs, *rest, *direct.tail)
+        dev = direct.device  # (Direct.usable() and Direct.__call__, inlined: host cost)
+        g = (*grid, 1, 1)
+        stream = 0 if dev is None else _raw_stream(dev)
+        if direct.pack:
+            direct.fn(g[0], g[1], g[2], stream, *direct.head,
+                      (*[None if t is None else t.data_ptr() for t in tensors], *rest, *direct.tail))
+        else:
+            direct.fn(g[0], g[1], g[2], stream, *direct.head, *[None if t is None else t.data_ptr() for t in tensors],
+                      *rest, *direct.tail)
         return None
     return kernel[grid](*tensors, *rest, **meta)

@@ -41,6 +41,7 @@ class _Launch(NamedTuple):
     consts: tuple  # the arguments, with None where a pointer goes
     slots: tuple  # (position, kind, index, byte offset): kind 0 a root, 1 an output, 2 a workspace view
     direct: Direct | None
+    scratch: int | None = None  # byte offset of the kernel's global scratch in the workspace (its C launch)
 
 
 class Template(NamedTuple):
@@ -50,14 +51,24 @@ class Template(NamedTuple):
     workspace: int  # bytes
     go: object = None  # every direct launch in one generated function (``_compile``), when all are compiled
     device: int | None = None  # the CUDA device whose context loaded the compiled kernels
+    scoped: bool = True  # a launch of ``go`` allocates global scratch through Triton's allocator
 
-    def run(self, roots: tuple, device: torch.device):
-        """Allocate the outputs and the workspace, launch every kernel; returns the outputs."""
+    def run(self, roots: tuple, device: torch.device, scope=None):
+        """Allocate the outputs and the workspace, launch every kernel; returns the outputs. ``scope(device)``: the
+        context Triton's allocator needs for kernels that allocate global scratch (what ``go`` does not place in
+        the workspace)."""
         outs = [None if o is None else torch.empty(o[0], dtype=o[1], device=device) for o in self.outputs]
         ws = torch.empty(self.workspace, dtype=torch.int8, device=device) if self.workspace else None
         go = self.go
         if go is not None and direct_ready((self.launches[0].direct,)):  # (one device loaded them all)
-            go(roots, outs, ws, raw_stream(self.device))
+            if self.scoped and scope is not None:
+                with scope(device):
+                    go(roots, outs, ws, raw_stream(self.device))
+            else:
+                go(roots, outs, ws, raw_stream(self.device))
+        elif scope is not None:
+            with scope(device):
+                self._jit(roots, outs, ws)
         else:
             self._jit(roots, outs, ws)
         return tuple(outs)
@@ -79,9 +90,9 @@ def _view_of(ws: torch.Tensor, v: _View) -> torch.Tensor:
 
 def _compile(launches: tuple, views: tuple):
     """One Python function that launches every kernel of the template directly: per launch a single call of the
-    compiled kernel's launcher with its arguments spelled out (constants bound by name, pointers read once per
-    call), so a call pays neither a loop over the arguments nor a list per launch. (Generated with ``exec``: the
-    argument lists differ per template.)"""
+    compiled kernel's launch function with its arguments spelled out (constants bound by name, pointers read once
+    per call; a kernel's global scratch at its offset in the workspace), so a call pays neither a loop over the
+    arguments nor a list per launch. (Generated with ``exec``: the argument lists differ per template.)"""
     ns, body, reads = {}, [], {}
 
     def ptr(kind, idx):
@@ -92,18 +103,22 @@ def _compile(launches: tuple, views: tuple):
         reads[f"{name} = {('roots', 'outs')[kind]}[{idx}].data_ptr()"] = None
         return name
 
+    def const(name, value):
+        ns[name] = value
+        return name
+
     for li, ln in enumerate(launches):
         d, slots = ln.direct, {pos: (kind, idx) for pos, kind, idx in ln.slots}
-        args = []
-        for pos, c in enumerate((*ln.consts, *d.tail)):
-            if pos in slots:
-                args.append(ptr(*slots[pos]))
-            else:
-                ns[f"c{li}_{pos}"] = c
-                args.append(f"c{li}_{pos}")
-        ns[f"run{li}"], ns[f"fn{li}"], ns[f"pk{li}"] = d.run, d.function, d.packed
+        args = [ptr(*slots[pos]) if pos in slots else const(f"c{li}_{pos}", c)
+                for pos, c in enumerate((*ln.consts, *d.tail))]
+        fn, head, pack = (d.fn, d.head, d.pack) if ln.scratch is None else (d.c_fn, d.c_head, d.c_pack)
+        head = [const(f"h{li}_{i}", h) for i, h in enumerate(head)]
+        if ln.scratch is not None:
+            reads["base = ws.data_ptr()"] = None
+            head[d.scratch[2]] = f"base + {ln.scratch}"
         g = (*ln.grid, 1, 1)
-        body.append(f"    run{li}({g[0]}, {g[1]}, {g[2]}, stream, fn{li}, pk{li}, None, None, None, {', '.join(args)})")
+        tail = f"({', '.join(args)},)" if pack else ", ".join(args)
+        body.append(f"    {const(f'fn{li}', fn)}({g[0]}, {g[1]}, {g[2]}, stream, {', '.join(head)}, {tail})")
     src = "\n".join(["def go(roots, outs, ws, stream):", *(f"    {r}" for r in reads), *body])
     exec(src, ns)
     return ns["go"]
@@ -153,6 +168,22 @@ def derive(launches: list, directs: list, roots: tuple, outputs: tuple) -> Templ
         total += -(-nbytes // _SLOT) * _SLOT
     views = tuple(_View(starts[s] + off, dt, shape, st) for s, off, dt, shape, st in views)
     outs = tuple(None if o is None else (tuple(o.shape), o.dtype) for o in outputs)
-    launches = tuple(_Launch(*ln) for ln in out)
+    launches, total = _scratch_slots([_Launch(*ln) for ln in out], total)
     go = _compile(launches, views) if launches and all(ln.direct is not None for ln in launches) else None
-    return Template(launches, outs, views, total, go, launches[0].direct.device if go is not None else None)
+    scoped = any(ln.direct.scratch is not None and ln.scratch is None for ln in launches) if go else True
+    return Template(launches, outs, views, total, go, launches[0].direct.device if go is not None else None, scoped)
+
+
+def _scratch_slots(launches: list, total: int) -> tuple[tuple, int]:
+    """Place the global scratch of every launch that needs one and has a C launch in the workspace after its
+    ``total`` bytes (its grid is fixed in the template): ``(launches with their scratch offsets, new total)``."""
+    for i, ln in enumerate(launches):
+        d = ln.direct
+        if d is None or d.scratch is None or d.c_fn is None or _SLOT % d.scratch[1]:
+            continue
+        cells = 1
+        for g in ln.grid:
+            cells *= g
+        launches[i] = ln._replace(scratch=total)
+        total += -(-(cells * d.scratch[0]) // _SLOT) * _SLOT
+    return tuple(launches), total

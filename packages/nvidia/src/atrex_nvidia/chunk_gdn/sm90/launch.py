@@ -88,8 +88,7 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
                         use_beta_sigmoid_in_kernel, allow_neg_eigval, sm_count, plan)
         template = WARM.plan(key)
         if template is not None:
-            with scratch_on(q.device):
-                return template.run(roots, q.device)
+            return template.run(roots, q.device, scratch_on)
     o = torch.empty((B, T, HV, V), dtype=q.dtype, device=q.device)
     ht = None
     if output_final_state:
@@ -144,8 +143,7 @@ def run_template(call):
     template = WARM.plan(class_key(roots, call.cls, None, None))
     if template is None:
         return None
-    with scratch_on(call.device):
-        return template.run(roots, call.device)
+    return template.run(roots, call.device, scratch_on)
 
 
 def class_key(roots, cls, scale, *flags) -> tuple:

@@ -66,8 +66,8 @@ def launch_all(dev, launches, sig=None) -> list:
             stream = raw_stream(directs[0].device)
             for (_, grid, args, _), d in zip(launches, directs):
                 g = (*grid, 1, 1)
-                d.run(g[0], g[1], g[2], stream, d.function, d.packed, None, None, None,
-                      *[a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args], *d.tail)
+                d(g[0], g[1], g[2], stream,
+                  (*[a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args], *d.tail))
         else:
             compiled = [kern[grid](*args, **meta) for kern, grid, args, meta in launches]
             directs = [capture(kern, c, len(args), meta, dev) for (kern, _, args, meta), c in zip(launches, compiled)]
