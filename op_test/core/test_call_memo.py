@@ -188,7 +188,7 @@ def test_memo_empties_with_a_new_registry_or_settings(cache, monkeypatch):
     atrex.flash_attn_varlen_func(**kw)
     atrex.flash_attn_varlen_func(**kw)
     assert len(_fa_fast.MEMO) == 1 and _fast(kw) is not None
-    (entry,) = _fa_fast.MEMO.by_names[tuple(kw)]
+    (entry,) = _fa_fast.MEMO.by_count[len(kw)]
     assert [i.id for i in entry.chosen.values()] == ["core.reference"]
     env.reload()
     assert _fast(kw) is None and len(_fa_fast.MEMO) == 0  # new settings: everything is validated again

@@ -19,7 +19,8 @@ from atrex.api._memo import CallMemo
 Tensor = torch.Tensor
 MEMO = CallMemo()
 _new_record = tuple.__new__
-_capturing = torch.cuda.is_current_stream_capturing
+# (what torch.cuda.is_current_stream_capturing returns, without its Python frame)
+_capturing = getattr(torch._C, "_cuda_isCurrentStreamCapturing", torch.cuda.is_current_stream_capturing)
 _grad_enabled = torch.is_grad_enabled
 
 #: the arguments whose first dim varies per call (rows: total_q; batch: B or B + 1)
@@ -97,20 +98,23 @@ def fast_call(kw: dict, record_type, registry, settings):
     implementation the entry chose before (``entry.chosen``)."""
     if (MEMO.registry is not registry or MEMO.settings is not settings) and not MEMO.holds_for(registry, settings):
         return None
-    cands = MEMO.by_names.get(tuple(kw))
+    cands = MEMO.by_count.get(len(kw))
     if not cands:
         return None
     grad = _grad_enabled()
     for e in cands:  # (Entry.matches, inlined: host cost)
-        plain = e.get_plain(kw)
-        if (e.grad is grad and tuple(map(type, plain)) == e.types and plain[:e.n] == e.scalars
-                and e.guard.check(*e.get_guarded(kw))):
-            break
+        try:
+            plain = e.get_plain(kw)
+            if (e.grad is grad and tuple(map(type, plain)) == e.types and plain[:e.n] == e.scalars
+                    and e.guard.check(*e.get_guarded(kw))):
+                break
+        except KeyError:  # another keyword set of the same size
+            continue
     else:
         return None
     mid, tail, return_lse, paged, fp8, cuda, strides_aligned, q_row, q_tail, o_row, o_tail, k_bytes, v_bytes, _ = e.data
-    msq, msk = kw["max_seqlen_q"], kw["max_seqlen_k"]
-    if type(msq) is not int or type(msk) is not int or msq < 0 or msk < 0:
+    msq, msk = plain[-2], plain[-1]  # (the per-call ints, read last; their type is the entry's: int)
+    if msq < 0 or msk < 0:
         return None
     get = kw.get
     ws = get("window_size")

@@ -2,10 +2,12 @@
 
 An engine calls each operator with a handful of argument layouts, again and again. The validators read some
 40 tensor attributes per call (shape, stride, dtype, device, pointer of every tensor: ~0.1 us each in CPython),
-which is most of the core's per-call cost. A :class:`CallMemo` keeps, per keyword pattern of an earlier valid
-call, an :class:`Entry`: the scalar arguments, which arguments were None, and a ``TensorGuards`` of torch's
-own (native) guard code over the tensors, which checks in one call each tensor's dtype, device, dispatch keys,
-``requires_grad``, sizes and strides (sizes the operator marks per call left free). A call matching an entry
+which is most of the core's per-call cost. A :class:`CallMemo` keeps an :class:`Entry` per earlier valid
+keyword call, filed by its number of keywords: reading an entry's keywords from a call with as many succeeds
+exactly when the call has the same ones (in any order; a KeyError otherwise). An entry holds the scalar
+arguments, which arguments were None, and a ``TensorGuards`` of torch's own (native) guard code over the tensors,
+which checks in one call each tensor's dtype, device, dispatch keys, ``requires_grad``, sizes and strides (sizes
+the operator marks per call left free). A call matching an entry
 needs only its per-call values (lengths, pointers, capture state) checked by the operator's fast path, which
 then builds the same record the validator would. Anything else, and any doubt, goes to the validator.
 
@@ -65,12 +67,16 @@ class Entry:
 
     def matches(self, kw: dict, grad: bool):
         """The guarded tensors of ``kw`` when it belongs to this class (the per-call values unchecked), else None.
-        (The operators' fast paths inline this.)"""
-        plain = self.get_plain(kw)  # the scalars, then the arguments that were None, then the type-only ones
-        # (types first: a tensor passed where a scalar was must not reach the value comparison)
-        if self.grad is not grad or tuple(map(type, plain)) != self.types or plain[:self.n] != self.scalars:
+        ``kw`` has as many keywords as the class. (The operators' fast paths inline this.)"""
+        try:
+            # the scalars, then the arguments that were None, the type-only ones and the per-call ones
+            plain = self.get_plain(kw)
+            # (types first: a tensor passed where a scalar was must not reach the value comparison)
+            if self.grad is not grad or tuple(map(type, plain)) != self.types or plain[:self.n] != self.scalars:
+                return None
+            ts = self.get_guarded(kw)
+        except KeyError:  # another keyword set of the same size
             return None
-        ts = self.get_guarded(kw)
         return ts if self.guard.check(*ts) else None
 
     def keep_impl(self, dyn, impl) -> None:
@@ -82,14 +88,14 @@ class Entry:
 
 
 class CallMemo:
-    """Entries per keyword pattern (the tuple of keyword names, in call order); bounded, thread-safe to read."""
+    """Entries per number of keywords; bounded, thread-safe to read."""
 
     MAX_PATTERNS = 64
-    MAX_PER_PATTERN = 8
+    MAX_PER_PATTERN = 16
     MAX_CHOSEN = 1024
 
     def __init__(self):
-        self.by_names: dict[tuple, list[Entry]] = {}  # (read by the operators' fast paths)
+        self.by_count: dict[int, list[Entry]] = {}  # (read by the operators' fast paths)
         self.registry = self.settings = None  # what the entries hold for
         self._lock = threading.Lock()
 
@@ -99,13 +105,13 @@ class CallMemo:
         if self.registry is registry and self.settings is settings:
             return True
         with self._lock:
-            self.by_names.clear()
+            self.by_count.clear()
             self.registry, self.settings = registry, settings
         return False
 
     def find(self, kw: dict):
         """(entry, guarded tensors) of the class ``kw`` belongs to, or None (the operators inline this)."""
-        cands = self.by_names.get(tuple(kw))
+        cands = self.by_count.get(len(kw))
         if cands:
             grad = _grad_enabled()
             for e in cands:
@@ -117,8 +123,8 @@ class CallMemo:
     def add(self, kw: dict, guarded: tuple, dynamic: dict, typed: tuple, per_call: tuple, data) -> Entry | None:
         """Keep the class of the valid call ``kw``: ``guarded`` names its tensors the guard checks (``dynamic``:
         name -> the dims whose size varies per call), ``typed`` the arguments of which only the type matters,
-        ``per_call`` the scalars the operator's fast path checks itself (lengths); every other argument that is
-        not None is a scalar compared by type and value. ``data``: the operator's static record fields. None when
+        ``per_call`` the scalars the operator's fast path checks itself (lengths; read last by ``get_plain``, their
+        types fixed); every other argument that is not None is a scalar compared by type and value. ``data``: the operator's static record fields. None when
         guards are unavailable or the memo is full."""
         if not guards_available():
             return None
@@ -131,18 +137,18 @@ class CallMemo:
         ts = [kw[n] for n in guarded]
         sizes = [[None if i in dynamic.get(n, ()) else s for i, s in enumerate(t.shape)] for n, t in zip(guarded, ts)]
         e = Entry()
-        e.get_plain, e.n = tuple_getter(scalars + nones + typed), len(scalars)
+        e.get_plain, e.n = tuple_getter(scalars + nones + typed + tuple(per_call)), len(scalars)
         plain = e.get_plain(kw)
         e.scalars, e.types = plain[:e.n], tuple(map(type, plain))
         e.get_guarded = tuple_getter(guarded)
         e.guard = TensorGuards(*ts, dynamic_dims_sizes=sizes, dynamic_dims_strides=[list(t.stride()) for t in ts])
         e.grad, e.data, e.chosen = _grad_enabled(), data, {}
         with self._lock:
-            cands = self.by_names.get(names)
+            cands = self.by_count.get(len(names))
             if cands is None:
-                if len(self.by_names) >= self.MAX_PATTERNS:
+                if len(self.by_count) >= self.MAX_PATTERNS:
                     return None
-                cands = self.by_names[names] = []
+                cands = self.by_count[len(names)] = []
             if len(cands) >= self.MAX_PER_PATTERN:
                 return None
             cands.append(e)
@@ -150,10 +156,10 @@ class CallMemo:
 
     def clear(self) -> None:
         with self._lock:
-            self.by_names.clear()
+            self.by_count.clear()
 
     def __len__(self) -> int:
-        return sum(len(c) for c in self.by_names.values())
+        return sum(len(c) for c in self.by_count.values())
 
 
 def chosen_impl(entry: Entry, dyn, registry, op: str, call):

@@ -273,9 +273,11 @@ def _validated(args, kwargs):
             check_values(call)
         return call, reg.select(OP, call)
     call, entry, dyn = hit
-    if not call.capturing and (entry.data.cpu or _env.settings().check_values):  # (wanted(), without device.type)
+    # (wanted(), without device.type; a hit implies the settings are read)
+    if not call.capturing and (entry.data.cpu or _env._settings.check_values):
         check_values(call)
-    return call, chosen_impl(entry, dyn, reg, OP, call)
+    impl = entry.chosen.get(dyn)  # (chosen_impl, inlined: host cost)
+    return call, impl if impl is not None else chosen_impl(entry, dyn, reg, OP, call)
 
 
 def run_call(call: GDNDecodeCall, impl=None):
