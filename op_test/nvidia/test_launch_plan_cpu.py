@@ -193,6 +193,123 @@ def test_decode_plan_replays_with_new_pointers_and_lengths(monkeypatch):
     assert jit == ["atrex_sm90_decode_splitkv"] and len(rec.calls) == 2 and DL.WARM.plans() == 2
 
 
+def _with_cls(call, cls):
+    return tuple.__new__(type(call), (*call[:-1], cls))
+
+
+def test_attention_class_key_of_a_memo_served_record():
+    """The short key of a record the core's memo served (its class fixes the layouts): the per-call values still
+    separate (``total_q``'s classes, every pointer's alignment, another ``out``'s strides), new tensors and lengths
+    within their classes do not."""
+    cls = object()
+    base = _with_cls(attn(q_lens=(3, 2), k_lens=(40, 70), num_heads_q=6), cls)
+    same = [_with_cls(attn(q_lens=(3, 3), k_lens=(70, 40), num_heads_q=6, seed=4), cls)]
+    wide = torch.empty(base.out.shape[0], base.out.shape[1], base.out.shape[2] + 8)[..., :base.out.shape[2]]
+    other = {
+        "total_q == 1": _with_cls(attn(q_lens=(1,), k_lens=(40,), num_heads_q=6), cls),
+        "total_q % 16": _with_cls(attn(q_lens=(8, 8), k_lens=(40, 70), num_heads_q=6), cls),
+        "seqused_k alignment": base._replace(seqused_k=misaligned(base.seqused_k), cls=cls),
+        "table alignment": base._replace(block_table=misaligned(base.block_table), cls=cls),
+    }
+    for mod in (DL, PL):
+        key = mod.plan_key(base, base.out)
+        assert key[0] is cls and all(mod.plan_key(c, c.out) == key for c in same)
+        other_out = mod.plan_key(base, base.out.clone())  # (the out the core allocates when the call gives none)
+        assert other_out == mod.plan_key(base, base.out.clone()) and mod.plan_key(base, wide) != other_out
+        keys = {name: mod.plan_key(c, c.out) for name, c in other.items()}
+        assert all(k != key for k in keys.values()), [n for n, k in keys.items() if k == key]
+
+
+class _Rec:
+    """A compiled kernel stand-in per launched kernel: records what its launcher receives."""
+
+    def __init__(self, calls, name):
+        self.calls, self.name = calls, name
+        self.function, self.packed_metadata = "function", "packed"
+
+    def run(self, *args):
+        self.calls.append((self.name, args))
+
+
+def _recorded_jit(monkeypatch, mod, calls):
+    """Route ``mod``'s Triton JIT launches to recording stand-ins; returns the list of (kernel, args as a direct
+    launch passes them) of each JIT launch."""
+    jit = []
+
+    def fake(kernel, grid, tensors, rest, meta, direct):
+        if direct is not None:
+            pytest.fail("a JIT-path launch with a compiled kernel")
+        ptrs = [None if t is None else t.data_ptr() for t in tensors]
+        n = len(tensors) + len(rest)
+        tail = [meta[p.name] if p.name in meta else p.default for p in list(kernel.signature.parameters.values())[n:]]
+        g = (*grid, 1, 1)
+        jit.append((kernel.__name__, (g[0], g[1], g[2], 0, "function", "packed", None, None, None, *ptrs, *rest,
+                                      *tail)))
+        return _Rec(calls, kernel.__name__)
+
+    monkeypatch.setattr(mod, "launch", fake)
+    return jit
+
+
+_GENERATED = {
+    "decode": (DL, lambda c: DL.decode(c, c.out, splits=1), dict(return_lse=True)),
+    "decode_split": (DL, lambda c: DL.decode(c, c.out, splits=3), dict(return_lse=True, sinks=True)),
+    "decode_fp8": (DL, lambda c: DL.decode(c, c.out, splits=1), dict(dtype=torch.float8_e4m3fn)),
+    "prefill": (PL, lambda c: PL.prefill(c, c.out), dict(return_lse=True, softcap=5.0)),
+}
+
+
+@pytest.mark.parametrize("name", list(_GENERATED))
+def test_generated_launch_passes_what_the_jit_path_passes(monkeypatch, name):
+    """A plan's generated launch function, for a new call of the class (new tensors, ``total_q``, lengths), passes
+    each compiled kernel exactly the arguments Triton's JIT path would bind for that call."""
+    if not launch_plan.replay_supported():
+        pytest.skip("this Triton is not one whose compiled kernels launch directly")
+    mod, run, kw = _GENERATED[name]
+    monkeypatch.setattr(mod, "WARM", WarmRecord())
+    monkeypatch.setattr(launch_plan, "_kept", {})
+    calls = []
+    jit = _recorded_jit(monkeypatch, mod, calls)
+    a = attn(q_lens=(3, 2), k_lens=(40, 70), num_heads_q=6, **kw)
+    b = attn(q_lens=(3, 3), k_lens=(70, 40), num_heads_q=6, seed=5, **kw)
+    run(a)
+    assert calls == [] and mod.WARM.plans() == 1
+    first = list(jit)
+    run(b)  # the plan path: the generated function
+    assert jit == first and [n for n, _ in calls] == [n for n, _ in first]
+    got = [args for _, args in calls]
+    mod.WARM.clear()
+    run(b)  # the JIT path for b: the oracle
+    want = [args for _, args in jit[len(first):]]
+    # what each path allocates per call (the LSE; the split partials, which the plan path takes from one kept
+    # buffer) differs; every other argument must not: main kernel 9 + (10 pointers, out, LSE, partials), combine
+    # 9 + (partials, sinks, cu_seqlens_q, out, LSE)
+    own = [{9 + 11, 9 + 12, 9 + 13}, {9, 10, 9 + 5}]
+    assert [len(g) for g in got] == [len(w) for w in want]
+    assert [[x for i, x in enumerate(g) if i not in m] for g, m in zip(got, own)] == \
+        [[x for i, x in enumerate(w) if i not in m] for w, m in zip(want, own)]
+    if name == "decode_split":  # the partials: two pointers into the stream's kept buffer, 512-byte aligned
+        ows, lws = got[0][9 + 12], got[0][9 + 13]
+        assert (ows, lws) == got[1][9:11] and (lws - ows) % 512 == 0 and lws - ows >= 3 * 6 * 6 * 64 * 4
+
+
+def test_generated_gdn_decode_launch_passes_what_the_jit_path_passes(monkeypatch):
+    if not launch_plan.replay_supported():
+        pytest.skip("this Triton is not one whose compiled kernels launch directly")
+    monkeypatch.setattr(GDL, "WARM", WarmRecord())
+    calls = []
+    jit = _recorded_jit(monkeypatch, GDL, calls)
+    a, b = decode_step(), decode_step(seed=5)
+    GDL.decode(a)
+    GDL.decode(b)
+    got = [args for _, args in calls]
+    GDL.WARM.clear()
+    GDL.decode(b)
+    assert len(jit) == 2 and len(got) == 1
+    outs = (9 + 5, 9 + 7)  # o and the new state: allocated per call by each path
+    assert [x for i, x in enumerate(got[0]) if i not in outs] == [x for i, x in enumerate(jit[1][1]) if i not in outs]
+
+
 def test_direct_launch_steps_aside_for_a_launch_hook():
     if not launch_plan.replay_supported():
         pytest.skip("this Triton is not one whose compiled kernels launch directly")
@@ -477,6 +594,19 @@ def test_template_places_global_scratch_in_its_workspace(tiny_kernel):
     slot = d.scratch[2] + 4
     theirs, asked = _triton_call(lc, (x2.data_ptr(), 5, 16), first[slot], stream=0)
     assert first == theirs and asked == [(6 * 192, 128)]
-    theirs, asked = _triton_call(lc, (second[-1][0] if d.c_pack else second[-3], 6, 16), second[slot], (1, 1, 1), 0)
+    base = second[-1][0] if d.c_pack else second[-3]  # (the second launch's view: the workspace's first slot)
+    theirs, asked = _triton_call(lc, (base, 6, 16), second[slot], (1, 1, 1), 0)
     assert second == theirs and asked == [(192, 128)]
-    assert second[slot] - first[slot] == 1536 and first[slot] % 128 == 0
+    assert (first[slot] - base, second[slot] - base) == (512, 512 + 1536)
+
+
+def test_workspace_kept_per_stream_up_to_its_bound(monkeypatch):
+    monkeypatch.setattr(launch_plan, "_kept", {})
+    monkeypatch.setattr(launch_plan, "KEEP_WORKSPACE", 4096)
+    cpu = torch.device("cpu")
+    a = launch_plan.workspace(cpu, 7, 1000)
+    assert launch_plan.workspace(cpu, 7, 800) is a and launch_plan.workspace(cpu, 8, 800) is not a
+    b = launch_plan.workspace(cpu, 7, 2000)  # grows, and is kept from then on
+    assert b.numel() >= 2000 and launch_plan.workspace(cpu, 7, 1000) is b
+    big = launch_plan.workspace(cpu, 7, 5000)  # past the bound: the call's own
+    assert big.numel() >= 5000 and launch_plan.workspace(cpu, 7, 1000) is b

@@ -20,13 +20,14 @@ CPU interpreter, a launch hook installed by a profiler, another current device) 
 
 from __future__ import annotations
 
+import math
 import types
 
 import torch
 import triton
 
-__all__ = ["C_FORMS", "REPLAY_TRITON", "Direct", "capture", "direct_ready", "hooks_idle", "int_class", "launch",
-           "raw_stream", "replay_supported"]
+__all__ = ["C_FORMS", "KEEP_WORKSPACE", "REPLAY_TRITON", "Arg", "Direct", "capture", "current_device", "direct_ready",
+           "generate", "hooks_idle", "int_class", "launch", "raw_stream", "replay_supported", "workspace"]
 
 #: Triton releases whose ``CompiledKernel.run`` convention (above) was read in their sources.
 REPLAY_TRITON = ("3.6.", "3.8.", "3.9.")
@@ -66,7 +67,7 @@ _REPLAY = replay_supported()
 _C_FORM = _c_form_of(triton.__version__) if _REPLAY else None
 _RUNTIME = triton.knobs.runtime if _REPLAY else None
 # (what torch.cuda.current_device() returns, without its lazy-init check: a Direct exists only after a launch)
-_current_device = getattr(torch._C, "_cuda_getDevice", torch.cuda.current_device)
+current_device = _current_device = getattr(torch._C, "_cuda_getDevice", torch.cuda.current_device)
 try:
     from torch._C import _cuda_getCurrentRawStream as _raw_stream  # what Triton's driver itself calls
 except ImportError:  # a torch without CUDA
@@ -190,3 +191,61 @@ def launch(kernel, grid: tuple, tensors: tuple, rest: tuple, meta: dict, direct:
                       *rest, *direct.tail)
         return None
     return kernel[grid](*tensors, *rest, **meta)
+
+
+class Arg(str):
+    """An argument expression of a generated launch function (:func:`generate`; any other value is a constant)."""
+
+
+def _literal(x) -> bool:
+    return x is None or type(x) in (bool, int) or (type(x) is float and math.isfinite(x))
+
+
+def generate(params: str, prelude: tuple, launches: list, ns: dict | None = None):
+    """``go(<params>, stream)``: the launches of one plan as straight-line code, so a call pays one call of each
+    kernel's launch function with its arguments spelled out (no argument tuples built and unpacked, no loop).
+    ``prelude``: statements run first; ``launches``: ``(fn, head, pack, grid, args)`` per kernel, as a
+    :class:`Direct` takes them (``args`` every parameter, tail included), whose grid items, head items and
+    arguments are :class:`Arg` expressions over the parameters or constants (literals inlined, others bound by
+    name); ``ns``: names the expressions use. (Generated with ``exec``: the argument lists differ per plan.)"""
+    ns = dict(ns or {})
+
+    def val(x, name):
+        if isinstance(x, Arg):
+            return x
+        if _literal(x):
+            return repr(x)
+        ns[name] = x
+        return name
+
+    body = []
+    for li, (fn, head, pack, grid, args) in enumerate(launches):
+        g = [val(x, f"g{li}_{i}") for i, x in enumerate((*grid, 1, 1)[:3])]
+        h = [val(x, f"h{li}_{i}") for i, x in enumerate(head)]
+        a = [val(x, f"a{li}_{i}") for i, x in enumerate(args)]
+        ns[f"fn{li}"] = fn
+        tail = ", ".join(a)
+        body.append(f"    fn{li}({', '.join(g + ['stream'] + h)}, {'(' + tail + ',)' if pack else tail})")
+    src = "\n".join([f"def go({params}, stream):", *(f"    {p}" for p in prelude), *body])
+    exec(src, ns)
+    return ns["go"]
+
+
+#: the largest workspace kept between eager calls (per device and stream); calls whose host time matters are
+#: small, larger ones allocate per call
+KEEP_WORKSPACE = 8 << 20
+_kept: dict = {}
+
+
+def workspace(device: torch.device, stream: int, nbytes: int) -> torch.Tensor:
+    """A byte buffer of at least ``nbytes`` for one eager call's launches on ``stream`` (the raw stream the launches
+    go to): one buffer per device and stream, kept up to :data:`KEEP_WORKSPACE`. Reusing it is safe because every
+    call that uses it runs on that one stream, in order; calls under CUDA-graph capture must allocate their own
+    (a graph's replay must not share memory with eager calls on other streams)."""
+    key = (device, stream)
+    buf = _kept.get(key)
+    if buf is None or buf.shape[0] < nbytes:
+        buf = torch.empty(nbytes, dtype=torch.int8, device=device)
+        if nbytes <= KEEP_WORKSPACE:
+            _kept[key] = buf
+    return buf

@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 import torch
 
-from atrex_nvidia.launch_plan import Direct, direct_ready, raw_stream
+from atrex_nvidia.launch_plan import Arg, Direct, direct_ready, generate, raw_stream, workspace
 
 __all__ = ["Template", "derive"]
 
@@ -53,20 +53,27 @@ class Template(NamedTuple):
     device: int | None = None  # the CUDA device whose context loaded the compiled kernels
     scoped: bool = True  # a launch of ``go`` allocates global scratch through Triton's allocator
 
-    def run(self, roots: tuple, device: torch.device, scope=None):
+    def run(self, roots: tuple, device: torch.device, scope=None, eager: bool = False):
         """Allocate the outputs and the workspace, launch every kernel; returns the outputs. ``scope(device)``: the
         context Triton's allocator needs for kernels that allocate global scratch (what ``go`` does not place in
-        the workspace)."""
+        the workspace). ``eager``: the call is not under CUDA-graph capture, so direct launches may take the
+        stream's kept workspace (``launch_plan.workspace``)."""
         outs = [None if o is None else torch.empty(o[0], dtype=o[1], device=device) for o in self.outputs]
-        ws = torch.empty(self.workspace, dtype=torch.int8, device=device) if self.workspace else None
-        go = self.go
+        go, nbytes = self.go, self.workspace
         if go is not None and direct_ready((self.launches[0].direct,)):  # (one device loaded them all)
+            stream = raw_stream(self.device)
+            ws = None
+            if nbytes:
+                ws = workspace(device, stream, nbytes) if eager else torch.empty(nbytes, dtype=torch.int8,
+                                                                                   device=device)
             if self.scoped and scope is not None:
                 with scope(device):
-                    go(roots, outs, ws, raw_stream(self.device))
+                    go(roots, outs, ws, stream)
             else:
-                go(roots, outs, ws, raw_stream(self.device))
-        elif scope is not None:
+                go(roots, outs, ws, stream)
+            return tuple(outs)
+        ws = torch.empty(nbytes, dtype=torch.int8, device=device) if nbytes else None
+        if scope is not None:
             with scope(device):
                 self._jit(roots, outs, ws)
         else:
@@ -89,39 +96,30 @@ def _view_of(ws: torch.Tensor, v: _View) -> torch.Tensor:
 
 
 def _compile(launches: tuple, views: tuple):
-    """One Python function that launches every kernel of the template directly: per launch a single call of the
-    compiled kernel's launch function with its arguments spelled out (constants bound by name, pointers read once
-    per call; a kernel's global scratch at its offset in the workspace), so a call pays neither a loop over the
-    arguments nor a list per launch. (Generated with ``exec``: the argument lists differ per template.)"""
-    ns, body, reads = {}, [], {}
+    """One function that launches every kernel of the template directly (``launch_plan.generate``): pointers read
+    once per call, each workspace view and kernel scratch at its offset in the workspace."""
+    reads = {}
 
     def ptr(kind, idx):
         if kind == 2:
             reads["base = ws.data_ptr()"] = None
-            return f"base + {views[idx].offset}"
+            return Arg(f"base + {views[idx].offset}")
         name = f"{'ro'[kind]}{idx}"
         reads[f"{name} = {('roots', 'outs')[kind]}[{idx}].data_ptr()"] = None
-        return name
+        return Arg(name)
 
-    def const(name, value):
-        ns[name] = value
-        return name
-
-    for li, ln in enumerate(launches):
+    specs = []
+    for ln in launches:
         d, slots = ln.direct, {pos: (kind, idx) for pos, kind, idx in ln.slots}
-        args = [ptr(*slots[pos]) if pos in slots else const(f"c{li}_{pos}", c)
-                for pos, c in enumerate((*ln.consts, *d.tail))]
-        fn, head, pack = (d.fn, d.head, d.pack) if ln.scratch is None else (d.c_fn, d.c_head, d.c_pack)
-        head = [const(f"h{li}_{i}", h) for i, h in enumerate(head)]
-        if ln.scratch is not None:
-            reads["base = ws.data_ptr()"] = None
-            head[d.scratch[2]] = f"base + {ln.scratch}"
-        g = (*ln.grid, 1, 1)
-        tail = f"({', '.join(args)},)" if pack else ", ".join(args)
-        body.append(f"    {const(f'fn{li}', fn)}({g[0]}, {g[1]}, {g[2]}, stream, {', '.join(head)}, {tail})")
-    src = "\n".join(["def go(roots, outs, ws, stream):", *(f"    {r}" for r in reads), *body])
-    exec(src, ns)
-    return ns["go"]
+        args = [ptr(*slots[pos]) if pos in slots else c for pos, c in enumerate((*ln.consts, *d.tail))]
+        if ln.scratch is None:
+            specs.append((d.fn, d.head, d.pack, ln.grid, args))
+            continue
+        reads["base = ws.data_ptr()"] = None
+        head = list(d.c_head)
+        head[d.scratch[2]] = Arg(f"base + {ln.scratch}")
+        specs.append((d.c_fn, head, d.c_pack, ln.grid, args))
+    return generate("roots, outs, ws", tuple(reads), specs)
 
 
 def _storage_key(t: torch.Tensor) -> int:

@@ -143,7 +143,7 @@ def run_template(call):
     template = WARM.plan(class_key(roots, call.cls, None, None))
     if template is None:
         return None
-    return template.run(roots, call.device, scratch_on)
+    return template.run(roots, call.device, scratch_on, not call.capturing)
 
 
 def class_key(roots, cls, scale, *flags) -> tuple:

@@ -2,7 +2,7 @@
 keys their launch plans (``atrex_nvidia/launch_plan.py``), the capture check and the empty-tensor stand-ins."""
 
 from atrex.errors import AtrexCaptureError
-from atrex_nvidia.launch_plan import int_class
+from atrex_nvidia.launch_plan import Arg, int_class
 from atrex_nvidia.triton_warm import launch_key
 
 
@@ -16,7 +16,12 @@ def class_key(call, out, extra, seqlen_k=None) -> tuple:
     (``call.cls``), which stands for the dtypes, shapes, strides, flags and scalars."""
     q, k, v, bt, sk, cu = call.q, call.k, call.v, call.block_table, call.seqused_k, call.cu_seqlens_q
     ptrs = bt.data_ptr() | sk.data_ptr() | cu.data_ptr()
-    if call.cls is None or not call.aligned16:  # (a memo-served record's aligned16 covers q, k, v and out)
+    cls = call.cls
+    if cls is not None and call.aligned16:  # the short path of a memo-served, aligned record (host cost)
+        key = _class_key_aligned(call, out, extra, seqlen_k, ptrs)
+        if key is not None:
+            return key
+    if cls is None or not call.aligned16:  # (a memo-served record's aligned16 covers q, k, v and out)
         ptrs |= q.data_ptr() | k.data_ptr() | v.data_ptr() | out.data_ptr()
     elif out is not call.out:
         ptrs |= out.data_ptr()
@@ -38,6 +43,30 @@ def class_key(call, out, extra, seqlen_k=None) -> tuple:
             call.window_right, call.return_lse, opt_key, dyn)
 
 
+def _class_key_aligned(call, out, extra, seqlen_k, ptrs):
+    """:func:`class_key` of a record whose class the core validated and whose q, k, v and ``out`` are 16-byte
+    aligned (``call.aligned16``), when every other pointer is too (else None): the class fixes which optional
+    tensors exist (descales only with fp8) and the strides of ``call.out``; the lengths enter as Triton specialises
+    them (== 1, multiples of 16, past int32)."""
+    if call.is_fp8:
+        for t in (call.q_descale, call.k_descale, call.v_descale):
+            if t is not None:
+                ptrs |= t.data_ptr()
+    sa = call.s_aux
+    if sa is not None:
+        ptrs |= sa.data_ptr()
+    ostride = None
+    if out is not call.out:
+        ptrs |= out.data_ptr()
+        ostride = out.stride()
+    if ptrs & 15:
+        return None
+    tq = call.total_q
+    n = tq * call.num_heads_q
+    return (call.cls, call.batch, call.max_seqlen_q, seqlen_k, tq == 1, not tq & 15, not n & 15, n > 0x7FFFFFFF,
+            ostride, extra)
+
+
 def require_compiled(warm, impl_id: str, call, specs) -> tuple[list, list]:
     """(the launch keys of ``specs`` ((kernel, args, meta) triples), those ``warm`` has not launched yet); under
     capture any missing key raises :class:`AtrexCaptureError` (before allocation or launch)."""
@@ -54,3 +83,16 @@ def require_compiled(warm, impl_id: str, call, specs) -> tuple[list, list]:
 def nonempty(t, stand_in):
     """A zero-size KV cache or table has no valid pointer; no element is read then (no visible key)."""
     return t if t.numel() else stand_in
+
+
+def pointer_args(call) -> list:
+    """The kernels' leading pointer arguments (q, k, v, block table, ``seqused_k``, ``cu_seqlens_q``, the three
+    descales, the sinks) as expressions over ``call`` for a generated launch (``launch_plan.generate``): None where
+    the class has no tensor, the stand-ins :func:`nonempty` picks for an empty cache or table."""
+    def p(name):
+        return None if getattr(call, name) is None else Arg(f"call.{name}.data_ptr()")
+
+    q = p("q")
+    return [q, p("k") if call.k.numel() else q, p("v") if call.v.numel() else q,
+            p("block_table") if call.block_table.numel() else p("seqused_k"), p("seqused_k"), p("cu_seqlens_q"),
+            p("q_descale"), p("k_descale"), p("v_descale"), p("s_aux")]

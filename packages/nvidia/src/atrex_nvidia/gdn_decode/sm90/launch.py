@@ -16,7 +16,16 @@ import torch
 import triton
 
 from atrex.errors import AtrexCaptureError
-from atrex_nvidia.launch_plan import Direct, capture, launch
+from atrex_nvidia.launch_plan import (
+    Arg,
+    Direct,
+    capture,
+    current_device,
+    generate,
+    hooks_idle,
+    launch,
+    raw_stream,
+)
 from atrex_nvidia.triton_warm import WarmRecord, launch_key
 
 from . import kernels as _k
@@ -57,6 +66,7 @@ class LaunchPlan(NamedTuple):
     state_shape: tuple | None  # the new fp32 state's shape when the pool is not updated in place
     runs: bool  # something to compute (outputs or a new state)
     direct: Direct | None = None
+    go: object = None  # the direct launch, generated (:func:`_generate`)
 
 
 def _layout(t):
@@ -113,6 +123,23 @@ def _tensors(call, o, state_out) -> tuple:
             call.ssm_state_indices, call.num_accepted_tokens)
 
 
+def _generate(lp, call):
+    """``go(call, o, state_out, stream)``: the plan's direct launch as a generated function (``launch_plan.generate``)."""
+    def p(name):
+        return None if getattr(call, name) is None else Arg(f"call.{name}.data_ptr()")
+
+    d = lp.direct
+    args = (p("q"), p("k"), p("v"), p("g"), p("beta"), Arg("o.data_ptr()"), p("pool"),
+            None if lp.state_shape is None else Arg("state_out.data_ptr()"), p("cu_seqlens"), p("ssm_state_indices"),
+            p("num_accepted_tokens"), *lp.ints, Arg("call.scale"), *d.tail)
+    return generate("call, o, state_out", (), [(d.fn, d.head, d.pack, lp.grid, args)])
+
+
+def _with_direct(lp, call, direct) -> LaunchPlan:
+    """``lp`` with its compiled kernel (None: Triton's JIT path) and, given one, its generated launch."""
+    return lp._replace(direct=direct, go=None if direct is None else _generate(lp._replace(direct=direct), call))
+
+
 def _launch(lp, call):
     """Allocate the outputs and launch; returns (o, the final state, what Triton's JIT path returned or None)."""
     o = torch.empty(lp.o_shape, dtype=call.dtype, device=call.device)
@@ -120,7 +147,10 @@ def _launch(lp, call):
     if lp.state_shape is not None:
         state_out = torch.empty(lp.state_shape, dtype=torch.float32, device=call.device)
     compiled = None
-    if lp.runs:
+    go = lp.go
+    if go is not None and hooks_idle() and (lp.direct.device is None or lp.direct.device == current_device()):
+        go(call, o, state_out, raw_stream(lp.direct.device))
+    elif lp.runs:
         compiled = launch(_k.atrex_sm90_gdn_decode, lp.grid, _tensors(call, o, state_out), (*lp.ints, call.scale),
                           lp.meta, lp.direct)
     return o, (call.pool if state_out is None else state_out), compiled
@@ -146,7 +176,7 @@ def decode(call):
             "or one eager call with the same static shape) before capturing")
     direct = WARM.direct(lkey)
     if direct is not None:  # the kernel launched before for another class: no JIT dispatch
-        lp = lp._replace(direct=direct)
+        lp = _with_direct(lp, call, direct)
         WARM.keep_plan(key, lp)
         return _launch(lp, call)[:2]
     o, state, compiled = _launch(lp, call)
@@ -154,5 +184,5 @@ def decode(call):
     if lp.runs:
         direct = capture(_k.atrex_sm90_gdn_decode, compiled, len(args), lp.meta, call.device)
         WARM.keep_direct(lkey, direct)
-        WARM.keep_plan(key, lp._replace(direct=direct))
+        WARM.keep_plan(key, _with_direct(lp, call, direct))
     return o, state

@@ -18,10 +18,20 @@ from typing import NamedTuple
 import torch
 import triton
 
-from atrex_nvidia.launch_plan import Direct, capture, launch
+from atrex_nvidia.launch_plan import (
+    Arg,
+    Direct,
+    capture,
+    current_device,
+    generate,
+    hooks_idle,
+    launch,
+    raw_stream,
+    workspace,
+)
 from atrex_nvidia.triton_warm import WarmRecord
 
-from ..paged_key import class_key, nonempty, require_compiled
+from ..paged_key import class_key, nonempty, pointer_args, require_compiled
 from . import kernels as _k
 
 LOG2E = 1.4426950408889634
@@ -113,6 +123,7 @@ class LaunchPlan(NamedTuple):
     stand_in: bool  # the cache or the table is empty: q / seqused_k stand in for their pointers
     main: Direct | None = None
     combine: Direct | None = None
+    go: object = None  # the direct launches, generated (:func:`_generate`)
 
 
 def plan_key(call, out, cfg=None, splits=None) -> tuple:
@@ -194,13 +205,50 @@ def _combine_rest(call, out) -> tuple:
     return tq * call.num_heads_q, out.stride(0), out.stride(1), tq, call.batch
 
 
+def _generate(lp, call, out):
+    """``go(call, out, lse, ows, lws, stream)``: the plan's direct launches as one generated function, the split
+    workspace as two pointers (``launch_plan.generate``)."""
+    hq, split = call.num_heads_q, lp.grid[1] > 1
+    out_p, lse_p = Arg("out.data_ptr()"), Arg("lse.data_ptr()") if call.return_lse else None
+    ws = (Arg("ows"), Arg("lws")) if split else (None, None)
+    main = (*pointer_args(call), out_p, lse_p, *ws, *lp.strides, Arg("tq"), Arg(f"tq * {hq}"), Arg("tq"), *lp.bounds,
+            Arg("qk"), Arg("sc"), *lp.window, *lp.main.tail)
+    launches = [(lp.main.fn, lp.main.head, lp.main.pack, lp.grid, main)]
+    if split:
+        d = lp.combine
+        comb = (*ws, main[9], main[5], out_p, lse_p, Arg(f"tq * {hq}"), out.stride(0), out.stride(1), Arg("tq"),
+                call.batch, *d.tail)
+        launches.append((d.fn, d.head, d.pack, (Arg("tq"), hq), comb))
+    return generate("call, out, lse, ows, lws", ("tq = call.total_q", "qk, sc = scales(call)"), launches,
+                    {"scales": _scales})
+
+
+def _workspace_ptrs(call, splits: int, stream: int) -> tuple[int, int]:
+    """(partial outputs, partial LSEs) pointers in one buffer: the stream's kept workspace in eager calls."""
+    n = splits * call.total_q * call.num_heads_q
+    at = -(-n * call.head_dim * 4 // 512) * 512
+    nbytes = at + n * 4
+    if call.capturing:
+        ws = torch.empty(nbytes, dtype=torch.int8, device=call.device)
+    else:
+        ws = workspace(call.device, stream, nbytes)
+    base = ws.data_ptr()
+    return base, base + at
+
+
 def _launch(lp, call, out, compiled=None):
     """Allocate the LSE and the split workspace, launch the plan's kernels; ``compiled`` (a list) receives what
     Triton's JIT path returned for each launch (None after a direct launch)."""
     tq, hq, dev = call.total_q, call.num_heads_q, call.device
     lse = torch.empty((hq, tq), dtype=F32, device=dev) if call.return_lse else None
-    ows = lws = None
     splits = lp.grid[1]
+    go = lp.go
+    if go is not None and hooks_idle() and (lp.main.device is None or lp.main.device == current_device()):
+        stream = raw_stream(lp.main.device)
+        ows, lws = _workspace_ptrs(call, splits, stream) if splits > 1 else (None, None)
+        go(call, out, lse, ows, lws, stream)
+        return lse
+    ows = lws = None
     if splits > 1:
         ows = torch.empty((splits, tq, hq, call.head_dim), dtype=F32, device=dev)
         lws = torch.empty((splits, tq, hq), dtype=F32, device=dev)
@@ -239,7 +287,7 @@ def decode(call, out: torch.Tensor, cfg: tuple[int, int, int] | None = None, spl
     keys, missing = _require_compiled(call, specs)
     directs = [WARM.direct(k) for k in keys]
     if all(d is not None for d in directs):  # every kernel of the class launched before: no JIT dispatch
-        lp = lp._replace(main=directs[0], combine=directs[1] if split else None)
+        lp = _bound(lp, call, out, directs)
         WARM.keep_plan(key, lp)
         return _launch(lp, call, out)
     compiled = []
@@ -248,5 +296,11 @@ def decode(call, out: torch.Tensor, cfg: tuple[int, int, int] | None = None, spl
     directs = [capture(kern, c, len(args), meta, call.device) for (kern, args, meta), c in zip(specs, compiled)]
     for k, d in zip(keys, directs):
         WARM.keep_direct(k, d)
-    WARM.keep_plan(key, lp._replace(main=directs[0], combine=directs[1] if split else None))
+    WARM.keep_plan(key, _bound(lp, call, out, directs))
     return lse
+
+
+def _bound(lp, call, out, directs) -> LaunchPlan:
+    """``lp`` with its compiled kernels (None where there is none) and, when all are there, its generated launch."""
+    lp = lp._replace(main=directs[0], combine=directs[1] if len(directs) > 1 else None)
+    return lp._replace(go=_generate(lp, call, out)) if all(d is not None for d in directs) else lp

@@ -17,10 +17,19 @@ from typing import NamedTuple
 import torch
 import triton
 
-from atrex_nvidia.launch_plan import Direct, capture, launch
+from atrex_nvidia.launch_plan import (
+    Arg,
+    Direct,
+    capture,
+    current_device,
+    generate,
+    hooks_idle,
+    launch,
+    raw_stream,
+)
 from atrex_nvidia.triton_warm import WarmRecord
 
-from ..paged_key import class_key, nonempty, require_compiled
+from ..paged_key import class_key, nonempty, pointer_args, require_compiled
 from . import kernels as _k
 
 LOG2E = 1.4426950408889634
@@ -97,6 +106,7 @@ class LaunchPlan(NamedTuple):
     window: tuple  # (window_left, window_right)
     stand_in: bool  # the cache or the table is empty: q / seqused_k stand in for their pointers
     direct: Direct | None = None
+    go: object = None  # the direct launch, generated (:func:`_generate`)
 
 
 def plan_key(call, out, cfg=None) -> tuple:
@@ -152,12 +162,31 @@ def _meta(call, p) -> dict:
     )
 
 
+def _generate(lp, call):
+    """``go(call, out, lse, stream)``: the plan's direct launch as a generated function (``launch_plan.generate``)."""
+    d = lp.direct
+    args = (*pointer_args(call), Arg("out.data_ptr()"), Arg("lse.data_ptr()") if call.return_lse else None, *lp.head,
+            Arg("tq"), Arg("tq"), call.batch, Arg("qk"), Arg("sc"), *lp.window, *d.tail)
+    grid = (Arg(f"tq // {lp.block_q} + {call.batch}"), lp.cols)
+    return generate("call, out, lse", ("tq = call.total_q", "qk, sc = scales(call)"), [(d.fn, d.head, d.pack, grid, args)],
+                    {"scales": _scales})
+
+
+def _with_direct(lp, call, direct) -> LaunchPlan:
+    """``lp`` with its compiled kernel (None: Triton's JIT path) and, given one, its generated launch."""
+    return lp._replace(direct=direct, go=None if direct is None else _generate(lp._replace(direct=direct), call))
+
+
 def _launch(lp, call, out):
     """Allocate the LSE and launch the plan's kernel; returns (LSE, what Triton's JIT path returned or None)."""
     lse = None
     if call.return_lse:
         lse = torch.empty((call.num_heads_q, call.total_q), dtype=torch.float32, device=call.device)
     if call.total_q == 0:
+        return lse, None
+    go = lp.go
+    if go is not None and hooks_idle() and (lp.direct.device is None or lp.direct.device == current_device()):
+        go(call, out, lse, raw_stream(lp.direct.device))
         return lse, None
     grid = (call.total_q // lp.block_q + call.batch, lp.cols)
     return lse, launch(_k.atrex_sm90_paged_prefill, grid, _tensors(lp, call, out, lse), _rest(lp, call), lp.meta,
@@ -181,7 +210,7 @@ def prefill(call, out: torch.Tensor, cfg: tuple[int, int, int, int] | None = Non
     (lkey,), missing = _require_compiled(call, [(_k.atrex_sm90_paged_prefill, args, lp.meta)])
     direct = WARM.direct(lkey)
     if direct is not None:  # the kernel launched before for another class: no JIT dispatch
-        lp = lp._replace(direct=direct)
+        lp = _with_direct(lp, call, direct)
         WARM.keep_plan(key, lp)
         return _launch(lp, call, out)[0]
     lse, compiled = _launch(lp, call, out)
@@ -190,5 +219,5 @@ def prefill(call, out: torch.Tensor, cfg: tuple[int, int, int, int] | None = Non
     WARM.add(missing)
     direct = capture(_k.atrex_sm90_paged_prefill, compiled, len(args), lp.meta, call.device)
     WARM.keep_direct(lkey, direct)
-    WARM.keep_plan(key, lp._replace(direct=direct))
+    WARM.keep_plan(key, _with_direct(lp, call, direct))
     return lse
