@@ -47,7 +47,8 @@ def paged_reasons(call) -> list[Reason]:
     return reasons
 
 
-_current_device = torch.cuda.current_device
+# (torch.cuda.current_device() without its lazy-init check: only asked once a CUDA tensor exists)
+_current_device = getattr(torch._C, "_cuda_getDevice", torch.cuda.current_device)
 
 
 def run_on_call_device(launch, call, out: torch.Tensor):

@@ -44,7 +44,8 @@ def run(call):
     return decode(call)
 
 
-_current_device = torch.cuda.current_device
+# (torch.cuda.current_device() without its lazy-init check: only asked once a CUDA tensor exists)
+_current_device = getattr(torch._C, "_cuda_getDevice", torch.cuda.current_device)
 
 
 @functools.cache
