@@ -26,8 +26,8 @@ import types
 import torch
 import triton
 
-__all__ = ["C_FORMS", "KEEP_WORKSPACE", "REPLAY_TRITON", "Arg", "Direct", "capture", "current_device", "direct_ready",
-           "generate", "hooks_idle", "int_class", "launch", "raw_stream", "replay_supported", "workspace"]
+__all__ = ["C_FORMS", "KEEP_WORKSPACE", "REPLAY_TRITON", "Arg", "Direct", "capture", "direct_ready", "generate",
+           "go_stream", "hooks_idle", "int_class", "launch", "raw_stream", "replay_supported", "workspace"]
 
 #: Triton releases whose ``CompiledKernel.run`` convention (above) was read in their sources.
 REPLAY_TRITON = ("3.6.", "3.8.", "3.9.")
@@ -67,7 +67,7 @@ _REPLAY = replay_supported()
 _C_FORM = _c_form_of(triton.__version__) if _REPLAY else None
 _RUNTIME = triton.knobs.runtime if _REPLAY else None
 # (what torch.cuda.current_device() returns, without its lazy-init check: a Direct exists only after a launch)
-current_device = _current_device = getattr(torch._C, "_cuda_getDevice", torch.cuda.current_device)
+_current_device = getattr(torch._C, "_cuda_getDevice", torch.cuda.current_device)
 try:
     from torch._C import _cuda_getCurrentRawStream as _raw_stream  # what Triton's driver itself calls
 except ImportError:  # a torch without CUDA
@@ -94,6 +94,19 @@ def hooks_idle() -> bool:
     enter, exit_ = rt.launch_enter_hook, rt.launch_exit_hook
     return (enter is None or getattr(enter, "calls", None) == []) and (exit_ is None or
                                                                        getattr(exit_, "calls", None) == [])
+
+
+def go_stream(device: int | None) -> int | None:
+    """The raw stream for a plan's direct launches of kernels loaded on CUDA device ``device`` when they apply now
+    (no launch hook, ``device`` current), else None. (0 for ``device`` None: a CPU stand-in in tests.)"""
+    rt = _RUNTIME  # (hooks_idle(), inlined: host cost)
+    enter, exit_ = rt.launch_enter_hook, rt.launch_exit_hook
+    if (enter is not None and getattr(enter, "calls", None) != []) or (exit_ is not None and
+                                                                        getattr(exit_, "calls", None) != []):
+        return None
+    if device is None:
+        return 0
+    return _raw_stream(device) if device == _current_device() else None
 
 
 class Direct:

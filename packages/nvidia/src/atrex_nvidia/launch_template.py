@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 import torch
 
-from atrex_nvidia.launch_plan import Arg, Direct, current_device, generate, hooks_idle, raw_stream, workspace
+from atrex_nvidia.launch_plan import Arg, Direct, generate, go_stream, workspace
 
 __all__ = ["Template", "derive"]
 
@@ -59,9 +59,9 @@ class Template(NamedTuple):
         the workspace). ``eager``: the call is not under CUDA-graph capture, so direct launches may take the
         stream's kept workspace (``launch_plan.workspace``)."""
         outs = [None if o is None else torch.empty(o[0], dtype=o[1], device=device) for o in self.outputs]
-        go, nbytes, dev = self.go, self.workspace, self.device
-        if go is not None and hooks_idle() and (dev is None or dev == current_device()):  # (one device loaded all)
-            stream = raw_stream(dev)
+        go, nbytes = self.go, self.workspace
+        stream = None if go is None else go_stream(self.device)  # (one device loaded them all)
+        if stream is not None:
             ws = None
             if nbytes:
                 ws = workspace(device, stream, nbytes) if eager else torch.empty(nbytes, dtype=torch.int8,

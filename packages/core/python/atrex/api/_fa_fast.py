@@ -21,7 +21,6 @@ MEMO = CallMemo()
 _new_record = tuple.__new__
 # (what torch.cuda.is_current_stream_capturing returns, without its Python frame)
 _capturing = getattr(torch._C, "_cuda_isCurrentStreamCapturing", torch.cuda.is_current_stream_capturing)
-_grad_enabled = torch.is_grad_enabled
 
 #: the arguments whose first dim varies per call (rows: total_q; batch: B or B + 1)
 _DYNAMIC = {"q": (0,), "out": (0,), "cu_seqlens_q": (0,), "cu_seqlens_k": (0,), "seqused_k": (0,),
@@ -96,22 +95,10 @@ def fast_call(kw: dict, record_type, registry, settings):
     and ``settings``) and whose per-call values pass the validator's rules; None otherwise (the caller validates
     in full). ``record_type``: ``FlashAttnCall``. The per-call key (lengths, capture state, alignment) picks the
     implementation the entry chose before (``entry.chosen``)."""
-    if (MEMO.registry is not registry or MEMO.settings is not settings) and not MEMO.holds_for(registry, settings):
+    hit = MEMO.match(kw, registry, settings)
+    if hit is None:
         return None
-    cands = MEMO.by_count.get(len(kw))
-    if not cands:
-        return None
-    grad = _grad_enabled()
-    for e in cands:  # (Entry.matches, inlined: host cost)
-        try:
-            plain = e.get_plain(kw)
-            if (e.grad is grad and tuple(map(type, plain)) == e.types and plain[:e.n] == e.scalars
-                    and e.guard.check(*e.get_guarded(kw))):
-                break
-        except KeyError:  # another keyword set of the same size
-            continue
-    else:
-        return None
+    e, plain = hit
     mid, tail, return_lse, paged, fp8, cuda, strides_aligned, q_row, q_tail, o_row, o_tail, k_bytes, v_bytes, _ = e.data
     msq, msk = plain[-2], plain[-1]  # (the per-call ints, read last; their type is the entry's: int)
     if msq < 0 or msk < 0:

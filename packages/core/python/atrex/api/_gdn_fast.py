@@ -19,7 +19,6 @@ Tensor = torch.Tensor
 _new_record = tuple.__new__
 # (what torch.cuda.is_current_stream_capturing returns, without its Python frame)
 _capturing = getattr(torch._C, "_cuda_isCurrentStreamCapturing", torch.cuda.is_current_stream_capturing)
-_grad_enabled = torch.is_grad_enabled
 
 #: tensor arguments that are hints: only their type is validated
 _HINTS = ("chunk_indices", "chunk_offsets")
@@ -87,22 +86,10 @@ def _overlaps(kw: dict, overlap) -> bool:
 def fast_call(memo: CallMemo, kw: dict, record_type, registry, settings):
     """``(record, entry, per-call key)`` of a keyword call whose class was validated before (under ``registry``
     and ``settings``); None otherwise (the caller validates in full)."""
-    if (memo.registry is not registry or memo.settings is not settings) and not memo.holds_for(registry, settings):
+    hit = memo.match(kw, registry, settings)
+    if hit is None:
         return None
-    cands = memo.by_count.get(len(kw))
-    if not cands:
-        return None
-    grad = _grad_enabled()
-    for e in cands:  # (Entry.matches, inlined: host cost)
-        try:
-            plain = e.get_plain(kw)
-            if (e.grad is grad and tuple(map(type, plain)) == e.types and plain[:e.n] == e.scalars
-                    and e.guard.check(*e.get_guarded(kw))):
-                break
-        except KeyError:  # another keyword set of the same size
-            continue
-    else:
-        return None
+    e = hit[0]
     st = e.data
     if st.overlap is not None and _overlaps(kw, st.overlap):
         return None

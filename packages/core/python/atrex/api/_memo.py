@@ -65,20 +65,6 @@ class Entry:
 
     __slots__ = ("chosen", "data", "get_guarded", "get_plain", "grad", "guard", "n", "scalars", "types")
 
-    def matches(self, kw: dict, grad: bool):
-        """The guarded tensors of ``kw`` when it belongs to this class (the per-call values unchecked), else None.
-        ``kw`` has as many keywords as the class. (The operators' fast paths inline this.)"""
-        try:
-            # the scalars, then the arguments that were None, the type-only ones and the per-call ones
-            plain = self.get_plain(kw)
-            # (types first: a tensor passed where a scalar was must not reach the value comparison)
-            if self.grad is not grad or tuple(map(type, plain)) != self.types or plain[:self.n] != self.scalars:
-                return None
-            ts = self.get_guarded(kw)
-        except KeyError:  # another keyword set of the same size
-            return None
-        return ts if self.guard.check(*ts) else None
-
     def keep_impl(self, dyn, impl) -> None:
         """Keep the implementation chosen for the per-call values ``dyn`` (``chosen.get(dyn)`` reads it); a full
         table starts over (eager serving sees a new ``max_seqlen_k`` each step: recent values stay)."""
@@ -109,15 +95,26 @@ class CallMemo:
             self.registry, self.settings = registry, settings
         return False
 
-    def find(self, kw: dict):
-        """(entry, guarded tensors) of the class ``kw`` belongs to, or None (the operators inline this)."""
+    def match(self, kw: dict, registry, settings):
+        """``(entry, plain values)`` of the class the keyword call ``kw`` belongs to under ``registry`` and
+        ``settings`` (its per-call values unchecked), or None. The plain values are the scalars, the arguments
+        that were None, the type-only ones and the per-call ones, in that order."""
+        if (self.registry is not registry or self.settings is not settings) and not self.holds_for(registry,
+                                                                                                 settings):
+            return None
         cands = self.by_count.get(len(kw))
-        if cands:
-            grad = _grad_enabled()
-            for e in cands:
-                ts = e.matches(kw, grad)
-                if ts is not None:
-                    return e, ts
+        if not cands:
+            return None
+        grad = _grad_enabled()
+        for e in cands:
+            try:
+                plain = e.get_plain(kw)
+                # (types first: a tensor passed where a scalar was must not reach the value comparison)
+                if (e.grad is grad and tuple(map(type, plain)) == e.types and plain[:e.n] == e.scalars
+                        and e.guard.check(*e.get_guarded(kw))):
+                    return e, plain
+            except KeyError:  # another keyword set of the same size
+                continue
         return None
 
     def add(self, kw: dict, guarded: tuple, dynamic: dict, typed: tuple, per_call: tuple, data) -> Entry | None:

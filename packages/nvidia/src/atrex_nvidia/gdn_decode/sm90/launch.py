@@ -16,16 +16,7 @@ import torch
 import triton
 
 from atrex.errors import AtrexCaptureError
-from atrex_nvidia.launch_plan import (
-    Arg,
-    Direct,
-    capture,
-    current_device,
-    generate,
-    hooks_idle,
-    launch,
-    raw_stream,
-)
+from atrex_nvidia.launch_plan import Arg, Direct, capture, generate, go_stream, launch
 from atrex_nvidia.triton_warm import WarmRecord, launch_key
 
 from . import kernels as _k
@@ -148,8 +139,9 @@ def _launch(lp, call):
         state_out = torch.empty(lp.state_shape, dtype=torch.float32, device=call.device)
     compiled = None
     go = lp.go
-    if go is not None and hooks_idle() and (lp.direct.device is None or lp.direct.device == current_device()):
-        go(call, o, state_out, raw_stream(lp.direct.device))
+    stream = None if go is None else go_stream(lp.direct.device)
+    if stream is not None:
+        go(call, o, state_out, stream)
     elif lp.runs:
         compiled = launch(_k.atrex_sm90_gdn_decode, lp.grid, _tensors(call, o, state_out), (*lp.ints, call.scale),
                           lp.meta, lp.direct)

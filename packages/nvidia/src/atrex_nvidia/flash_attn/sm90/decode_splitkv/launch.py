@@ -18,17 +18,7 @@ from typing import NamedTuple
 import torch
 import triton
 
-from atrex_nvidia.launch_plan import (
-    Arg,
-    Direct,
-    capture,
-    current_device,
-    generate,
-    hooks_idle,
-    launch,
-    raw_stream,
-    workspace,
-)
+from atrex_nvidia.launch_plan import Arg, Direct, capture, generate, go_stream, launch, workspace
 from atrex_nvidia.triton_warm import WarmRecord
 
 from ..paged_key import class_key, nonempty, pointer_args, require_compiled
@@ -243,8 +233,8 @@ def _launch(lp, call, out, compiled=None):
     lse = torch.empty((hq, tq), dtype=F32, device=dev) if call.return_lse else None
     splits = lp.grid[1]
     go = lp.go
-    if go is not None and hooks_idle() and (lp.main.device is None or lp.main.device == current_device()):
-        stream = raw_stream(lp.main.device)
+    stream = None if go is None else go_stream(lp.main.device)
+    if stream is not None:
         ows, lws = _workspace_ptrs(call, splits, stream) if splits > 1 else (None, None)
         go(call, out, lse, ows, lws, stream)
         return lse

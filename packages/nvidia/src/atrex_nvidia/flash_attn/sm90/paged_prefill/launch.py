@@ -17,16 +17,7 @@ from typing import NamedTuple
 import torch
 import triton
 
-from atrex_nvidia.launch_plan import (
-    Arg,
-    Direct,
-    capture,
-    current_device,
-    generate,
-    hooks_idle,
-    launch,
-    raw_stream,
-)
+from atrex_nvidia.launch_plan import Arg, Direct, capture, generate, go_stream, launch
 from atrex_nvidia.triton_warm import WarmRecord
 
 from ..paged_key import class_key, nonempty, pointer_args, require_compiled
@@ -185,8 +176,9 @@ def _launch(lp, call, out):
     if call.total_q == 0:
         return lse, None
     go = lp.go
-    if go is not None and hooks_idle() and (lp.direct.device is None or lp.direct.device == current_device()):
-        go(call, out, lse, raw_stream(lp.direct.device))
+    stream = None if go is None else go_stream(lp.direct.device)
+    if stream is not None:
+        go(call, out, lse, stream)
         return lse, None
     grid = (call.total_q // lp.block_q + call.batch, lp.cols)
     return lse, launch(_k.atrex_sm90_paged_prefill, grid, _tensors(lp, call, out, lse), _rest(lp, call), lp.meta,
