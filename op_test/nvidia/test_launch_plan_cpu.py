@@ -314,14 +314,15 @@ def test_direct_launch_steps_aside_for_a_launch_hook():
     if not launch_plan.replay_supported():
         pytest.skip("this Triton is not one whose compiled kernels launch directly")
     d = launch_plan.Direct(lambda *a: None, ("f", "p", None, None, None), (), None)
-    assert d.usable()
+    assert d.usable() and launch_plan.go_stream(None) == 0
     chain = launch_plan._RUNTIME.launch_enter_hook
     hook = lambda *a: None
     chain.add(hook)
     try:
-        assert not d.usable() and not launch_plan.direct_ready([d])
+        assert not d.usable() and not launch_plan.direct_ready([d]) and launch_plan.go_stream(None) is None
     finally:
         chain.remove(hook)
+    assert launch_plan.go_stream(None) == 0
 
 
 def test_int_class():
