@@ -194,3 +194,26 @@ def assert_attn_matches(out, lse, ref_out, ref_lse, *, fp8: bool = False, rows: 
     """Fails unless ``attn_mismatches`` finds nothing (see there: NaN-aware, elementwise, relative, LSE)."""
     bad = attn_mismatches(out, lse, ref_out, ref_lse, fp8=fp8, rows=rows)
     assert not bad, "attention output differs from the float64 oracle:\n  " + "\n  ".join(bad)
+
+
+def count_launcher_calls(monkeypatch) -> list:
+    """Record each call of Triton's launcher object (``CudaLauncher.__call__``, the Python frame before its C
+    launch) into the returned list: a launch plan's direct launches on a Triton whose C convention ATREX reads
+    (``atrex_nvidia.launch_plan.C_FORMS``) never call it."""
+    from triton.backends.nvidia.driver import CudaLauncher
+
+    calls, orig = [], CudaLauncher.__call__
+
+    def counting(self, *args, **kwargs):
+        calls.append(self)
+        return orig(self, *args, **kwargs)
+
+    monkeypatch.setattr(CudaLauncher, "__call__", counting)
+    return calls
+
+
+def c_launch_expected() -> bool:
+    """Whether this Triton's compiled kernels launch through their C entry in a launch plan."""
+    from atrex_nvidia import launch_plan
+
+    return launch_plan._C_FORM is not None

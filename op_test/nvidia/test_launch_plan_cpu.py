@@ -162,11 +162,8 @@ def test_decode_plan_replays_with_new_pointers_and_lengths(monkeypatch):
         pytest.skip("this Triton is not one whose compiled kernels launch directly")
     monkeypatch.setattr(DL, "WARM", WarmRecord())
     rec, jit = _Recorder(), []
-    real = DL.launch
 
-    def first_through_jit(kernel, grid, tensors, rest, meta, direct):
-        if direct is not None:
-            return real(kernel, grid, tensors, rest, meta, direct)
+    def first_through_jit(kernel, grid, tensors, rest, meta):
         jit.append(kernel.__name__)
         return rec
 
@@ -236,9 +233,7 @@ def _recorded_jit(monkeypatch, mod, calls):
     launch passes them) of each JIT launch."""
     jit = []
 
-    def fake(kernel, grid, tensors, rest, meta, direct):
-        if direct is not None:
-            pytest.fail("a JIT-path launch with a compiled kernel")
+    def fake(kernel, grid, tensors, rest, meta):
         ptrs = [None if t is None else t.data_ptr() for t in tensors]
         n = len(tensors) + len(rest)
         tail = [meta[p.name] if p.name in meta else p.default for p in list(kernel.signature.parameters.values())[n:]]
@@ -310,16 +305,28 @@ def test_generated_gdn_decode_launch_passes_what_the_jit_path_passes(monkeypatch
     assert [x for i, x in enumerate(got[0]) if i not in outs] == [x for i, x in enumerate(jit[1][1]) if i not in outs]
 
 
+def test_gdn_decode_plan_with_nothing_to_compute_launches_nothing(monkeypatch):
+    """A plan whose class has nothing to compute (no output rows, the pool updated in place) launches no kernel,
+    even with a compiled kernel and a generated launch kept for its launch key (an empty grid is not a launch)."""
+    step = decode_step(inplace=True)
+    calls = []
+    lp = GDL.new_plan(step)._replace(runs=False, direct=launch_plan.Direct(None, (), (), None),
+                                     go=lambda *a: calls.append(a))
+    monkeypatch.setattr(GDL, "launch", lambda *a: calls.append(a))
+    o, state, compiled = GDL._launch(lp, step)
+    assert calls == [] and compiled is None and state is step.pool
+
+
 def test_direct_launch_steps_aside_for_a_launch_hook():
     if not launch_plan.replay_supported():
         pytest.skip("this Triton is not one whose compiled kernels launch directly")
     d = launch_plan.Direct(lambda *a: None, ("f", "p", None, None, None), (), None)
-    assert d.usable() and launch_plan.go_stream(None) == 0
+    assert launch_plan.direct_ready([d]) and launch_plan.go_stream(None) == 0
     chain = launch_plan._RUNTIME.launch_enter_hook
     hook = lambda *a: None
     chain.add(hook)
     try:
-        assert not d.usable() and not launch_plan.direct_ready([d]) and launch_plan.go_stream(None) is None
+        assert not launch_plan.direct_ready([d]) and launch_plan.go_stream(None) is None
     finally:
         chain.remove(hook)
     assert launch_plan.go_stream(None) == 0
@@ -611,3 +618,7 @@ def test_workspace_kept_per_stream_up_to_its_bound(monkeypatch):
     assert b.numel() >= 2000 and launch_plan.workspace(cpu, 7, 1000) is b
     big = launch_plan.workspace(cpu, 7, 5000)  # past the bound: the call's own
     assert big.numel() >= 5000 and launch_plan.workspace(cpu, 7, 1000) is b
+    monkeypatch.setattr(launch_plan, "KEEP_STREAMS", 3)
+    for s in range(100, 110):  # streams made per request: at most KEEP_STREAMS buffers stay
+        launch_plan.workspace(cpu, s, 100)
+    assert 1 <= len(launch_plan._kept) <= 3

@@ -44,13 +44,17 @@ from _gdn_gpu_fla import (  # noqa: E402,F401
 def test_operator_template_same_bits_and_graph_replay(monkeypatch):
     """atrex.chunk_gated_delta_rule at the host-time goal's shape (T = 64, H = 16, HV = 32, as vLLM calls it): a
     class's later calls run the kept template (no Triton JIT dispatch) with the first call's bits, for new inputs of
-    the class too (against their own first call), and a CUDA graph captured through it replays them."""
+    the class too (against their own first call), and a CUDA graph captured through it replays them. On a Triton
+    whose C launch convention ATREX reads, the template's calls never enter Triton's launcher object: its kernels
+    launch through their C entry, the one with in-kernel TMA descriptors with its global scratch in the template's
+    workspace (the stream's kept one in eager calls, the graph's own under capture)."""
     import torch
     from triton.runtime import jit
 
     import atrex
     from atrex.inputs import gdn_inputs
     from atrex_nvidia.chunk_gdn.sm90 import runner
+    from testlib import c_launch_expected, count_launcher_calls
 
     def make(seed):
         kw = gdn_inputs(None, batch=1, seq_len=64, num_heads=16, num_v_heads=32, head_k_dim=128, head_v_dim=128,
@@ -66,13 +70,21 @@ def test_operator_template_same_bits_and_graph_replay(monkeypatch):
         return orig(self, *x, **k)
 
     monkeypatch.setattr(jit.JITFunction, "run", counting)
+    launcher_calls = count_launcher_calls(monkeypatch)
     runner.WARM.clear()
     first_a = atrex.chunk_gated_delta_rule(**a)
     assert runs
     runs.clear()
+    launcher_calls.clear()
     again_a, tmpl_b = atrex.chunk_gated_delta_rule(**a), atrex.chunk_gated_delta_rule(**b)
     torch.cuda.synchronize()
     assert runs == [] and runner.WARM.plans() == 1, runs
+    template = next(iter(runner.WARM._plans.values()))
+    assert template.go is not None
+    if c_launch_expected():
+        assert launcher_calls == [], "a template's launch went through Triton's launcher object"
+        assert not template.scoped and all(ln.direct.scratch is None or ln.scratch is not None
+                                           for ln in template.launches)
     runner.WARM.clear()
     first_b = atrex.chunk_gated_delta_rule(**b)
     assert all(torch.equal(x, y) for x, y in zip(again_a, first_a))
@@ -82,6 +94,7 @@ def test_operator_template_same_bits_and_graph_replay(monkeypatch):
     with torch.cuda.graph(graph):
         o_g, h_g = atrex.chunk_gated_delta_rule(**b)
     assert runs == [], runs
+    assert launcher_calls == [] or not c_launch_expected(), "a captured launch went through Triton's launcher"
     graph.replay()
     torch.cuda.synchronize()
     assert torch.equal(o_g, first_b[0]) and torch.equal(h_g, first_b[1])

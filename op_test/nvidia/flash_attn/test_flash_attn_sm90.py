@@ -88,13 +88,17 @@ _PLAN_CASES = {  # (launcher module, first call's kwargs, a call of the same cla
 def test_plan_path_same_bits_and_graph_replay(impl, monkeypatch):
     """The plan path (the compiled kernel launched directly, no Triton JIT dispatch) gives the first call's bits,
     for new inputs and lengths of the class too (against their own first call), and a CUDA graph captured through
-    it replays them, also after the inputs are overwritten with another call's."""
+    it replays them, also after the inputs are overwritten with another call's. On a Triton whose C launch
+    convention ATREX reads, the plan's calls never enter Triton's launcher object (its generated launch calls the C
+    entry); the decode case splits its keys, so its eager calls take the partials from the stream's kept
+    workspace and the graph's from its own."""
     import importlib
 
     from triton.runtime import jit
 
     import atrex
     from atrex.validation.host import forced
+    from testlib import c_launch_expected, count_launcher_calls
 
     mod_name, first_kw, other = _PLAN_CASES[impl]
     launch = importlib.import_module(f"atrex_nvidia.flash_attn.sm90.{mod_name}.launch")
@@ -106,6 +110,7 @@ def test_plan_path_same_bits_and_graph_replay(impl, monkeypatch):
         return orig(self, *x, **k)
 
     monkeypatch.setattr(jit.JITFunction, "run", counting)
+    launcher_calls = count_launcher_calls(monkeypatch)
 
     def call(kw):
         out, lse = atrex.flash_attn_varlen_func(**kw)
@@ -116,9 +121,16 @@ def test_plan_path_same_bits_and_graph_replay(impl, monkeypatch):
         first_a = call(a)
         assert runs, "the first call of a class goes through Triton"
         runs.clear()
+        launcher_calls.clear()
         again_a, plan_b = call(a), call(b)
         torch.cuda.synchronize()
         assert runs == [] and launch.WARM.plans() == 1, runs
+        plan = next(iter(launch.WARM._plans.values()))
+        assert plan.go is not None
+        if impl == "nvidia.decode_splitkv":
+            assert plan.grid[1] > 1, "the decode case is meant to split its keys"
+        if c_launch_expected():
+            assert launcher_calls == [], "a plan's launch went through Triton's launcher object"
         launch.WARM.clear()
         first_b = call(b)
         assert torch.equal(again_a[0], first_a[0]) and torch.equal(again_a[1], first_a[1])

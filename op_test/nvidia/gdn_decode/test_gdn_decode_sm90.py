@@ -177,10 +177,12 @@ def test_kernel_names_in_profiler():
 def test_plan_path_same_bits_and_graph_replay(monkeypatch):
     """The plan path (a class's later calls: the compiled kernel launched directly, no Triton JIT dispatch) gives
     the first call's bits, for new inputs of the class too (against their own first call), and a CUDA graph captured
-    through it replays them."""
+    through it replays them. On a Triton whose C launch convention ATREX reads, the plan's calls never enter
+    Triton's launcher object (its generated launch calls the C entry)."""
     from triton.runtime import jit
 
     from atrex_nvidia.gdn_decode.sm90 import launch
+    from testlib import c_launch_expected, count_launcher_calls
 
     shape = dict(mtp=True, num_heads=2, num_v_heads=8, head_k_dim=128, head_v_dim=128, padded=1)
     a, b = inputs([2] * 6, **shape), inputs([2] * 6, seed=12, **shape)
@@ -192,6 +194,7 @@ def test_plan_path_same_bits_and_graph_replay(monkeypatch):
         return orig(self, *x, **k)
 
     monkeypatch.setattr(jit.JITFunction, "run", counting)
+    launcher_calls = count_launcher_calls(monkeypatch)
 
     def call(kw):
         kw["initial_state"].copy_(pools[id(kw)])  # every call starts from the same pool
@@ -202,9 +205,13 @@ def test_plan_path_same_bits_and_graph_replay(monkeypatch):
     first_a = call(a)
     assert runs
     runs.clear()
+    launcher_calls.clear()
     again_a, plan_b = call(a), call(b)
     torch.cuda.synchronize()
     assert runs == [] and launch.WARM.plans() == 1, runs
+    assert next(iter(launch.WARM._plans.values())).go is not None
+    if c_launch_expected():
+        assert launcher_calls == [], "a plan's launch went through Triton's launcher object"
     launch.WARM.clear()
     first_b = call(b)
     assert all(torch.equal(x, y) for x, y in zip(again_a, first_a))

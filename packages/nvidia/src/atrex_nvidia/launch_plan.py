@@ -26,7 +26,7 @@ import types
 import torch
 import triton
 
-__all__ = ["C_FORMS", "KEEP_WORKSPACE", "REPLAY_TRITON", "Arg", "Direct", "capture", "direct_ready", "generate",
+__all__ = ["C_FORMS", "KEEP_STREAMS", "KEEP_WORKSPACE", "REPLAY_TRITON", "Arg", "Direct", "capture", "direct_ready", "generate",
            "go_stream", "hooks_idle", "int_class", "launch", "raw_stream", "replay_supported", "workspace"]
 
 #: Triton releases whose ``CompiledKernel.run`` convention (above) was read in their sources.
@@ -99,10 +99,7 @@ def hooks_idle() -> bool:
 def go_stream(device: int | None) -> int | None:
     """The raw stream for a plan's direct launches of kernels loaded on CUDA device ``device`` when they apply now
     (no launch hook, ``device`` current), else None. (0 for ``device`` None: a CPU stand-in in tests.)"""
-    rt = _RUNTIME  # (hooks_idle(), inlined: host cost)
-    enter, exit_ = rt.launch_enter_hook, rt.launch_exit_hook
-    if (enter is not None and getattr(enter, "calls", None) != []) or (exit_ is not None and
-                                                                        getattr(exit_, "calls", None) != []):
+    if not hooks_idle():
         return None
     if device is None:
         return 0
@@ -135,10 +132,6 @@ class Direct:
         else:
             self.fn(g0, g1, g2, stream, *self.head, *args)
 
-    def usable(self) -> bool:
-        """Whether a direct launch is right now: no launch hook, and the device that loaded it is current."""
-        return hooks_idle() and (self.device is None or self.device == _current_device())
-
 
 def direct_ready(directs) -> bool:
     """Whether every one of ``directs`` (launches of one call, all loaded on one device) can launch directly now:
@@ -169,10 +162,10 @@ def _bind(compiled, tail: tuple, device: int | None, c_form) -> Direct:
     return Direct(c, head, tail, device, pack, None, (c, head, pack))
 
 
-def capture(kernel, compiled, n_args: int, meta: dict, device: torch.device, c_form=None) -> Direct | None:
+def capture(kernel, compiled, n_args: int, meta: dict, device: torch.device) -> Direct | None:
     """A :class:`Direct` for ``compiled``, what ``kernel[grid](*args, **meta)`` returned (``n_args`` positional
     arguments) on ``device``; None where direct launches do not apply (another Triton, the interpreter, an
-    autotuner, a result that is not a compiled kernel). ``c_form``: the C convention (default: this Triton's)."""
+    autotuner, a result that is not a compiled kernel)."""
     if not _REPLAY or compiled is None or not isinstance(kernel, triton.runtime.jit.JITFunction):
         return None
     if not all(hasattr(compiled, a) for a in ("run", "function", "packed_metadata")):
@@ -184,25 +177,12 @@ def capture(kernel, compiled, n_args: int, meta: dict, device: torch.device, c_f
     index = device.index if device.type == "cuda" else None
     if device.type == "cuda" and index is None:
         index = _current_device()
-    return _bind(compiled, tail, index, _C_FORM if c_form is None else c_form)
+    return _bind(compiled, tail, index, _C_FORM)
 
 
-def launch(kernel, grid: tuple, tensors: tuple, rest: tuple, meta: dict, direct: Direct | None):
-    """Launch one kernel whose arguments are ``(*tensors, *rest)`` (``tensors``: tensors or None): directly through
-    ``direct`` when it is usable, with the tensors' pointers as ints (the launcher then neither calls ``data_ptr``
-    nor asks the driver about each pointer), else through Triton's JIT path, which returns the compiled kernel
-    (for :func:`capture`; None after a direct launch)."""
-    if direct is not None and hooks_idle() and (direct.device is None or direct.device == _current_device()):
-        dev = direct.device  # (Direct.usable() and Direct.__call__, inlined: host cost)
-        g = (*grid, 1, 1)
-        stream = 0 if dev is None else _raw_stream(dev)
-        if direct.pack:
-            direct.fn(g[0], g[1], g[2], stream, *direct.head,
-                      (*[None if t is None else t.data_ptr() for t in tensors], *rest, *direct.tail))
-        else:
-            direct.fn(g[0], g[1], g[2], stream, *direct.head, *[None if t is None else t.data_ptr() for t in tensors],
-                      *rest, *direct.tail)
-        return None
+def launch(kernel, grid: tuple, tensors: tuple, rest: tuple, meta: dict):
+    """Launch one kernel whose arguments are ``(*tensors, *rest)`` through Triton's JIT path (a class's first call,
+    or a plan whose direct launches do not apply now); returns the compiled kernel (for :func:`capture`)."""
     return kernel[grid](*tensors, *rest, **meta)
 
 
@@ -247,6 +227,8 @@ def generate(params: str, prelude: tuple, launches: list, ns: dict | None = None
 #: the largest workspace kept between eager calls (per device and stream); calls whose host time matters are
 #: small, larger ones allocate per call
 KEEP_WORKSPACE = 8 << 20
+#: streams with a kept workspace at most (an engine that makes streams per request does not grow it without end)
+KEEP_STREAMS = 16
 _kept: dict = {}
 
 
@@ -260,5 +242,7 @@ def workspace(device: torch.device, stream: int, nbytes: int) -> torch.Tensor:
     if buf is None or buf.shape[0] < nbytes:
         buf = torch.empty(nbytes, dtype=torch.int8, device=device)
         if nbytes <= KEEP_WORKSPACE:
+            if key not in _kept and len(_kept) >= KEEP_STREAMS:
+                _kept.clear()
             _kept[key] = buf
     return buf

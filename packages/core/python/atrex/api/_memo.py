@@ -7,9 +7,9 @@ keyword call, filed by its number of keywords: reading an entry's keywords from 
 exactly when the call has the same ones (in any order; a KeyError otherwise). An entry holds the scalar
 arguments, which arguments were None, and a ``TensorGuards`` of torch's own (native) guard code over the tensors,
 which checks in one call each tensor's dtype, device, dispatch keys, ``requires_grad``, sizes and strides (sizes
-the operator marks per call left free). A call matching an entry
-needs only its per-call values (lengths, pointers, capture state) checked by the operator's fast path, which
-then builds the same record the validator would. Anything else, and any doubt, goes to the validator.
+the operator marks per call left free). A call matching an entry needs only its per-call values (lengths,
+pointers, capture state) checked by the operator's fast path, which then builds the same record the validator
+would. Anything else, and any doubt, goes to the validator.
 
 The memo also keeps, per entry, the implementation chosen for the call's per-call values. Everything in it holds
 for one registry and one settings object (the device classification and the eligible implementations depend on
@@ -121,8 +121,8 @@ class CallMemo:
         """Keep the class of the valid call ``kw``: ``guarded`` names its tensors the guard checks (``dynamic``:
         name -> the dims whose size varies per call), ``typed`` the arguments of which only the type matters,
         ``per_call`` the scalars the operator's fast path checks itself (lengths; read last by ``get_plain``, their
-        types fixed); every other argument that is not None is a scalar compared by type and value. ``data``: the operator's static record fields. None when
-        guards are unavailable or the memo is full."""
+        types fixed); every other argument that is not None is a scalar compared by type and value. ``data``: the
+        operator's static record fields. None when guards are unavailable or the memo is full."""
         if not guards_available():
             return None
         from torch._C._dynamo.guards import TensorGuards

@@ -138,13 +138,15 @@ def _launch(lp, call):
     if lp.state_shape is not None:
         state_out = torch.empty(lp.state_shape, dtype=torch.float32, device=call.device)
     compiled = None
+    if not lp.runs:  # (nothing to compute: an empty grid is not launched)
+        return o, (call.pool if state_out is None else state_out), None
     go = lp.go
     stream = None if go is None else go_stream(lp.direct.device)
     if stream is not None:
         go(call, o, state_out, stream)
-    elif lp.runs:
+    else:
         compiled = launch(_k.atrex_sm90_gdn_decode, lp.grid, _tensors(call, o, state_out), (*lp.ints, call.scale),
-                          lp.meta, lp.direct)
+                          lp.meta)
     return o, (call.pool if state_out is None else state_out), compiled
 
 

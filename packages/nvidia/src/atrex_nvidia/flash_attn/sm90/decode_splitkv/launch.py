@@ -227,8 +227,9 @@ def _workspace_ptrs(call, splits: int, stream: int) -> tuple[int, int]:
 
 
 def _launch(lp, call, out, compiled=None):
-    """Allocate the LSE and the split workspace, launch the plan's kernels; ``compiled`` (a list) receives what
-    Triton's JIT path returned for each launch (None after a direct launch)."""
+    """Allocate the LSE and the split workspace, launch the plan's kernels (its generated launch when it has one and
+    direct launches apply now, else Triton's JIT path); ``compiled`` (a list) receives what the JIT path returned
+    for each launch."""
     tq, hq, dev = call.total_q, call.num_heads_q, call.device
     lse = torch.empty((hq, tq), dtype=F32, device=dev) if call.return_lse else None
     splits = lp.grid[1]
@@ -243,12 +244,12 @@ def _launch(lp, call, out, compiled=None):
         ows = torch.empty((splits, tq, hq, call.head_dim), dtype=F32, device=dev)
         lws = torch.empty((splits, tq, hq), dtype=F32, device=dev)
     res = launch(_k.atrex_sm90_decode_splitkv, lp.grid, _main_tensors(lp, call, out, lse, ows, lws),
-                 _main_rest(lp, call), lp.meta, lp.main)
+                 _main_rest(lp, call), lp.meta)
     if compiled is not None:
         compiled.append(res)
     if splits > 1:
         res = launch(_k.atrex_sm90_decode_combine, (tq, hq), (ows, lws, call.s_aux, call.cu_seqlens_q, out, lse),
-                     _combine_rest(call, out), lp.cmeta, lp.combine)
+                     _combine_rest(call, out), lp.cmeta)
         if compiled is not None:
             compiled.append(res)
     return lse

@@ -181,8 +181,7 @@ def _launch(lp, call, out):
         go(call, out, lse, stream)
         return lse, None
     grid = (call.total_q // lp.block_q + call.batch, lp.cols)
-    return lse, launch(_k.atrex_sm90_paged_prefill, grid, _tensors(lp, call, out, lse), _rest(lp, call), lp.meta,
-                       lp.direct)
+    return lse, launch(_k.atrex_sm90_paged_prefill, grid, _tensors(lp, call, out, lse), _rest(lp, call), lp.meta)
 
 
 def prefill(call, out: torch.Tensor, cfg: tuple[int, int, int, int] | None = None):
