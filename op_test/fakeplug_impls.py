@@ -74,3 +74,21 @@ def run_gdn(call):
 
 def prewarm_noop(call) -> None:
     CALLS.append(("prewarm", "noop"))
+
+
+def bind_attn(call):
+    """A fake ``bind``: a runner that records its class and per-call lengths, then runs as ``run_attn``."""
+    CALLS.append(("bind", (call.total_q, call.max_seqlen_k)))
+
+    def runner(call, out):
+        CALLS.append(("runner", (call.total_q, call.max_seqlen_k)))
+        out.zero_()
+        return None
+
+    return runner
+
+
+def bind_none(call):
+    """A fake ``bind`` that has no runner for the call (``run`` stays)."""
+    CALLS.append(("bind", None))
+    return None

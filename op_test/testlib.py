@@ -217,3 +217,12 @@ def c_launch_expected() -> bool:
     from atrex_nvidia import launch_plan
 
     return launch_plan._C_FORM is not None
+
+
+def bound_ids(memo) -> set:
+    """Ids of the implementations ``memo`` (an operator's ``CallMemo``) keeps bound to a runner
+    (``atrex.plugin.ImplSpec.bind``) for some class and per-call key."""
+    from atrex.dispatch.registry import Bound
+
+    return {i.id for cands in memo.by_count.values() for e in cands for i in e.chosen.values()
+            if isinstance(i, Bound)}

@@ -320,6 +320,14 @@ def test_validate_manifest_never_raises():
     assert validate_manifest(PluginManifest("ok", PLUGIN_API, ("nvidia",), ()), "ok") == []
 
 
+@pytest.mark.parametrize(("bind", "problem"), [(None, None), ("m.n:f", None), ("m.f", "bind='m.f'"),
+                                               (3, "bind=3")])
+def test_validate_manifest_checks_bind(bind, problem):
+    spec = ImplSpec("flash_attn_varlen", "ok.x", ("cpu",), 1, "m:check", "m:run", bind=bind)
+    problems = validate_manifest(PluginManifest("ok", PLUGIN_API, ("nvidia",), (spec,)), "ok")
+    assert problems == [] if problem is None else any(problem in p for p in problems), problems
+
+
 @pytest.mark.parametrize(("rule", "problem"), [
     (DeviceRule("ppu", "x1", ("X1",)), None),
     (DeviceRule("ppu", "x1", (), ("nvidia/sm90",)), None),

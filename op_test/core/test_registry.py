@@ -31,10 +31,11 @@ SM90 = DeviceTarget("nvidia", "sm90", "NVIDIA H200", (9, 0), "cuda 13.0", 132, F
 EMU = DeviceTarget("ppu", "zwm890p", "NVIDIA H200", (9, 0), "cuda 13.0", 132, True, 0)
 
 
-def spec(impl_id, prio, check="check_yes", *, op=OP, archs=("cpu",), run=None, prewarm=None):
+def spec(impl_id, prio, check="check_yes", *, op=OP, archs=("cpu",), run=None, prewarm=None, bind=None):
     return ImplSpec(op=op, id=impl_id, archs=archs, priority=prio, check=f"{M}:{check}",
                     run=f"{M}:{run or ('run_attn' if op == OP else 'run_gdn')}",
-                    prewarm=f"{M}:{prewarm}" if prewarm else None, summary=f"fake {impl_id}")
+                    prewarm=f"{M}:{prewarm}" if prewarm else None, summary=f"fake {impl_id}",
+                    bind=f"{M}:{bind}" if bind else None)
 
 
 def record(name, *impls, state="loaded", error=None):
@@ -477,3 +478,46 @@ def test_a_held_registry_follows_env_reload_without_reading_settings_per_call(mo
 
     monkeypatch.setattr(env, "settings", no_settings_on_the_hot_path)
     assert reg.select(OP, attn_call).id == "alpha.a"
+
+
+# ----------------------------------------------------------------------------------- bound runners
+
+
+def test_a_bound_runner_serves_its_class_and_per_call_key(attn_kw):
+    """``ImplSpec.bind``: the operator binds the chosen implementation once per memo class and per-call key (the
+    second call of a class, the first one the memo serves) and then calls the runner instead of ``run``; other
+    per-call values bind again; the implementation still reports as itself."""
+    from atrex.api import _fa_fast
+    from atrex.api._memo import guards_available
+
+    if not guards_available():
+        pytest.skip("no torch guard code: no memo, every call validates in full")
+    install(record("alpha", spec("alpha.b", 1, bind="bind_attn")))
+    _fa_fast.MEMO.clear()
+    kw = dict(attn_kw, out=torch.ones_like(attn_kw["q"]))
+    longer = dict(kw, max_seqlen_k=kw["max_seqlen_k"] + 1)
+    for args in (kw, kw, kw, longer, longer):
+        atrex.flash_attn_varlen_func(**args)
+    assert torch.count_nonzero(kw["out"]) == 0
+    n = (attn_kw["q"].shape[0], attn_kw["max_seqlen_k"])
+    m = (n[0], n[1] + 1)
+    assert [c for c in F.CALLS if c[0] != "check"] == [
+        ("run", "attn"), ("bind", n), ("runner", n), ("runner", n), ("bind", m), ("runner", m), ("runner", m)]
+    (entry,) = _fa_fast.MEMO.by_count[len(kw)]
+    assert {i.id for i in entry.chosen.values()} == {"alpha.b"} and not any(i.is_reference for i in
+                                                                            entry.chosen.values())
+    assert atrex.explain_flash_attn_varlen_func(**kw).chosen == "alpha.b"
+
+
+def test_a_bind_without_a_runner_keeps_run(attn_kw):
+    from atrex.api import _fa_fast
+    from atrex.api._memo import guards_available
+
+    if not guards_available():
+        pytest.skip("no torch guard code: no memo, every call validates in full")
+    install(record("alpha", spec("alpha.b", 1, bind="bind_none")))
+    _fa_fast.MEMO.clear()
+    for _ in range(3):
+        atrex.flash_attn_varlen_func(**attn_kw)
+    assert [c for c in F.CALLS if c[0] != "check"] == [("run", "attn"), ("bind", None), ("run", "attn"),
+                                                        ("run", "attn")]

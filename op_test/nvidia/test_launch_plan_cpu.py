@@ -411,6 +411,144 @@ def test_clearing_the_record_drops_the_plans():
     assert w.plan(("class",)) is None and w.plans() == 0
 
 
+# ---- the runners the core binds per memo class and per-call key (ImplSpec.bind) ----------------------------
+
+def test_kept_runner_serves_the_found_plan_until_missed_cleared_or_hooked():
+    warm, log, found = WarmRecord(), [], [None]
+
+    def run(x):
+        log.append(("run", x))
+        return "ran"
+
+    def go(plan, stream, x):
+        if x == "odd":
+            return launch_plan.MISS
+        log.append(("go", plan, stream, x))
+        return "went"
+
+    r = launch_plan.kept_runner(warm, run, lambda x: found[0], go)
+    assert r(1) == "ran" and r(2) == "ran"  # no plan found yet
+    found[0] = ("plan", None)  # (device None: a CPU stand-in, stream 0)
+    assert r(3) == "ran" and r(4) == "went"
+    assert r("odd") == "ran"  # a call the plan does not serve: run's path, nothing launched by go
+    warm.clear()
+    assert r(5) == "ran" and r(6) == "went"  # the cleared plan is dropped, then found again
+    hook = lambda *a: None
+    chain = launch_plan._RUNTIME.launch_enter_hook if launch_plan._RUNTIME is not None else None
+    if chain is not None:
+        chain.add(hook)
+        try:
+            assert r(7) == "ran"  # a profiler's launch hook: Triton's own path
+        finally:
+            chain.remove(hook)
+    assert [e for e in log if e[0] == "go"] == [("go", "plan", 0, 4), ("go", "plan", 0, 6)]
+
+
+@pytest.mark.parametrize("mod", [DL, PL], ids=["decode_splitkv", "paged_prefill"])
+def test_paged_runner_launches_what_the_plan_path_launches(monkeypatch, mod):
+    """A paged launcher's runner (``paged_key.runner``) passes the compiled kernels exactly what the plan path
+    passes for a new call of the class; a misaligned table and cleared plans take the launcher's own path."""
+    if not launch_plan.replay_supported():
+        pytest.skip("this Triton is not one whose compiled kernels launch directly")
+    from atrex_nvidia.flash_attn.sm90 import paged_key
+
+    monkeypatch.setattr(mod, "WARM", WarmRecord())
+    monkeypatch.setattr(launch_plan, "_kept", {})
+    calls = []
+    jit = _recorded_jit(monkeypatch, mod, calls)
+    run = DL.decode if mod is DL else PL.prefill
+    ran = []
+
+    def counted(call, out):
+        ran.append(call)
+        return run(call, out)
+
+    cls = object()
+    a = _with_cls(attn(q_lens=(3, 2), k_lens=(40, 70), num_heads_q=6, return_lse=True), cls)
+    b = _with_cls(attn(q_lens=(3, 3), k_lens=(70, 40), num_heads_q=6, return_lse=True, seed=5), cls)
+    assert a.aligned16 and b.aligned16
+    r = paged_key.runner(mod.WARM, counted, mod.plan_key, mod.go, mod.plan_device)
+    r(a, a.out)
+    n = len(jit)
+    assert n and calls == []
+    r(b, b.out)
+    assert ran == [a]  # b: the runner's kept plan
+    by_runner = [args for _, args in calls]
+    calls.clear()
+    run(b, b.out)  # the launcher's plan path for the same call
+    lse = 9 + 11  # (the LSE: allocated per call by both)
+    assert len(jit) == n and [x for i, x in enumerate(by_runner[0]) if i != lse] == \
+        [x for i, x in enumerate(calls[0][1]) if i != lse] and len(by_runner) == len(calls)
+    c = b._replace(block_table=misaligned(b.block_table), cls=cls)
+    r(c, c.out)
+    assert len(jit) == 2 * n and ran[1:] == [c]  # another launch key (the table's alignment): Triton's JIT path
+    mod.WARM.clear()
+    r(b, b.out)
+    assert len(jit) == 3 * n and ran[2:] == [b]
+
+
+def test_gdn_decode_runner_launches_what_the_plan_path_launches(monkeypatch):
+    if not launch_plan.replay_supported():
+        pytest.skip("this Triton is not one whose compiled kernels launch directly")
+    monkeypatch.setattr(GDL, "WARM", WarmRecord())
+    calls = []
+    jit = _recorded_jit(monkeypatch, GDL, calls)
+    cls = object()
+    a, b = _with_cls(decode_step(), cls), _with_cls(decode_step(seed=5), cls)
+    ran = []
+
+    def counted(call):
+        ran.append(call)
+        return GDL.decode(call)
+
+    r = GDL.runner(counted)
+    r(a)
+    r(b)
+    GDL.decode(b)
+    assert len(jit) == 1 and len(calls) == 2 and ran == [a]
+    outs = (9 + 5, 9 + 7)  # o and the new state: allocated per call
+    assert [x for i, x in enumerate(calls[0][1]) if i not in outs] == \
+        [x for i, x in enumerate(calls[1][1]) if i not in outs]
+    c = b._replace(q=misaligned(b.q), cls=cls)
+    r(c)
+    assert len(jit) == 2 and len(calls) == 2 and ran[1:] == [c]
+
+
+def test_chunk_gdn_runner_runs_the_kept_template_with_the_calls_roots(monkeypatch):
+    """The chunk_gdn runner finds the template ``run`` kept for the class and runs it with each later call's
+    roots (the memo-served record's tensors); a misaligned input goes back to ``run``."""
+    from atrex.api.chunk_gdn import normalize_gdn_call
+    from atrex.inputs import gdn_inputs
+    from atrex_nvidia.chunk_gdn.sm90 import launch as GL
+
+    monkeypatch.setattr(GL, "WARM", WarmRecord())
+    ran, went = [], []
+
+    class Template:
+        go, device = object(), None
+
+        def run_direct(self, roots, device, stream, scope, eager):
+            went.append((roots, stream, eager))
+            return "outs"
+
+    def call(seed):
+        kw = gdn_inputs([64], num_heads=2, num_v_heads=4, head_k_dim=32, head_v_dim=32, seed=seed)
+        return _with_cls(normalize_gdn_call(**kw), cls)
+
+    def run(c):
+        ran.append(c)
+        GL.WARM.keep_plan(GL.class_key(GL._record_roots(c), c.cls, None, None), Template())
+        return "ran"
+
+    cls = object()
+    a, b = call(0), call(1)
+    r = GL.runner(run)
+    assert r(a) == "ran" and r(b) == "outs"
+    assert len(went) == 1 and went[0][0] == GL._record_roots(b) and went[0][1:] == (0, True)
+    c = b._replace(q=misaligned(b.q), cls=cls)
+    assert r(c) == "ran" and len(went) == 1
+
+
 # ---- under the Triton interpreter: the plan path gives the first call's bits ----------------------------
 
 HERE = os.path.dirname(os.path.abspath(__file__))

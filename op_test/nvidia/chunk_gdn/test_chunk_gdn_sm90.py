@@ -43,8 +43,9 @@ from _gdn_gpu_fla import (  # noqa: E402,F401
 
 def test_operator_template_same_bits_and_graph_replay(monkeypatch):
     """atrex.chunk_gated_delta_rule at the host-time goal's shape (T = 64, H = 16, HV = 32, as vLLM calls it): a
-    class's later calls run the kept template (no Triton JIT dispatch) with the first call's bits, for new inputs of
-    the class too (against their own first call), and a CUDA graph captured through it replays them. On a Triton
+    class's later calls run the kept template (no Triton JIT dispatch; from the third on through the runner the core
+    bound, ``ImplSpec.bind``) with the first call's bits, for new inputs of the class too (against their own first
+    call), and a CUDA graph captured through it replays them. On a Triton
     whose C launch convention ATREX reads, the template's calls never enter Triton's launcher object: its kernels
     launch through their C entry, the one with in-kernel TMA descriptors with its global scratch in the template's
     workspace (the stream's kept one in eager calls, the graph's own under capture)."""
@@ -52,9 +53,10 @@ def test_operator_template_same_bits_and_graph_replay(monkeypatch):
     from triton.runtime import jit
 
     import atrex
+    from atrex.api import chunk_gdn
     from atrex.inputs import gdn_inputs
     from atrex_nvidia.chunk_gdn.sm90 import runner
-    from testlib import c_launch_expected, count_launcher_calls
+    from testlib import bound_ids, c_launch_expected, count_launcher_calls
 
     def make(seed):
         kw = gdn_inputs(None, batch=1, seq_len=64, num_heads=16, num_v_heads=32, head_k_dim=128, head_v_dim=128,
@@ -77,10 +79,11 @@ def test_operator_template_same_bits_and_graph_replay(monkeypatch):
     runs.clear()
     launcher_calls.clear()
     again_a, tmpl_b = atrex.chunk_gated_delta_rule(**a), atrex.chunk_gated_delta_rule(**b)
+    kept_a = atrex.chunk_gated_delta_rule(**a)  # (b, kept_a: the runner the core bound, its kept template)
     torch.cuda.synchronize()
     assert runs == [] and runner.WARM.plans() == 1, runs
     template = next(iter(runner.WARM._plans.values()))
-    assert template.go is not None
+    assert template.go is not None and "nvidia.gdn_sm90" in bound_ids(chunk_gdn.MEMO)
     if c_launch_expected():
         assert launcher_calls == [], "a template's launch went through Triton's launcher object"
         assert not template.scoped and all(ln.direct.scratch is None or ln.scratch is not None
@@ -88,6 +91,7 @@ def test_operator_template_same_bits_and_graph_replay(monkeypatch):
     runner.WARM.clear()
     first_b = atrex.chunk_gated_delta_rule(**b)
     assert all(torch.equal(x, y) for x, y in zip(again_a, first_a))
+    assert all(torch.equal(x, y) for x, y in zip(kept_a, first_a))
     assert all(torch.equal(x, y) for x, y in zip(tmpl_b, first_b))
     runs.clear()
     launcher_calls.clear()  # first_b compiled through Triton's JIT path

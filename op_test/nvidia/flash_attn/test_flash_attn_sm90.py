@@ -88,7 +88,8 @@ _PLAN_CASES = {  # (launcher module, first call's kwargs, a call of the same cla
 def test_plan_path_same_bits_and_graph_replay(impl, monkeypatch):
     """The plan path (the compiled kernel launched directly, no Triton JIT dispatch) gives the first call's bits,
     for new inputs and lengths of the class too (against their own first call), and a CUDA graph captured through
-    it replays them, also after the inputs are overwritten with another call's. On a Triton whose C launch
+    it replays them, also after the inputs are overwritten with another call's. A class's third call with the same
+    lengths runs the runner the core bound for them (``ImplSpec.bind``). On a Triton whose C launch
     convention ATREX reads, the plan's calls never enter Triton's launcher object (its generated launch calls the C
     entry); the decode case splits its keys, so its eager calls take the partials from the stream's kept
     workspace and the graph's from its own."""
@@ -97,8 +98,9 @@ def test_plan_path_same_bits_and_graph_replay(impl, monkeypatch):
     from triton.runtime import jit
 
     import atrex
+    from atrex.api import _fa_fast
     from atrex.validation.host import forced
-    from testlib import c_launch_expected, count_launcher_calls
+    from testlib import bound_ids, c_launch_expected, count_launcher_calls
 
     mod_name, first_kw, other = _PLAN_CASES[impl]
     launch = importlib.import_module(f"atrex_nvidia.flash_attn.sm90.{mod_name}.launch")
@@ -122,11 +124,12 @@ def test_plan_path_same_bits_and_graph_replay(impl, monkeypatch):
         assert runs, "the first call of a class goes through Triton"
         runs.clear()
         launcher_calls.clear()
-        again_a, plan_b = call(a), call(b)
+        again_a, plan_b, kept_a = call(a), call(b), call(a)  # kept_a: the runner the core bound (its kept plan)
         torch.cuda.synchronize()
         assert runs == [] and launch.WARM.plans() == 1, runs
         plan = next(iter(launch.WARM._plans.values()))
-        assert plan.go is not None
+        assert plan.go is not None and impl in bound_ids(_fa_fast.MEMO)
+        assert torch.equal(kept_a[0], first_a[0]) and torch.equal(kept_a[1], first_a[1])
         if impl == "nvidia.decode_splitkv":
             assert plan.grid[1] > 1, "the decode case is meant to split its keys"
         if c_launch_expected():

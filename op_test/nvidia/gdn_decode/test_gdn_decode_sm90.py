@@ -177,12 +177,14 @@ def test_kernel_names_in_profiler():
 def test_plan_path_same_bits_and_graph_replay(monkeypatch):
     """The plan path (a class's later calls: the compiled kernel launched directly, no Triton JIT dispatch) gives
     the first call's bits, for new inputs of the class too (against their own first call), and a CUDA graph captured
-    through it replays them. On a Triton whose C launch convention ATREX reads, the plan's calls never enter
-    Triton's launcher object (its generated launch calls the C entry)."""
+    through it replays them; later calls run the runner the core bound for the class (``ImplSpec.bind``). On a
+    Triton whose C launch convention ATREX reads, the plan's calls never enter Triton's launcher object (its
+    generated launch calls the C entry)."""
     from triton.runtime import jit
 
+    from atrex.api import gdn_decode
     from atrex_nvidia.gdn_decode.sm90 import launch
-    from testlib import c_launch_expected, count_launcher_calls
+    from testlib import bound_ids, c_launch_expected, count_launcher_calls
 
     shape = dict(mtp=True, num_heads=2, num_v_heads=8, head_k_dim=128, head_v_dim=128, padded=1)
     a, b = inputs([2] * 6, **shape), inputs([2] * 6, seed=12, **shape)
@@ -206,10 +208,11 @@ def test_plan_path_same_bits_and_graph_replay(monkeypatch):
     assert runs
     runs.clear()
     launcher_calls.clear()
-    again_a, plan_b = call(a), call(b)
+    again_a, plan_b, kept_a = call(a), call(b), call(a)  # b, kept_a: the runner the core bound (its kept plan)
     torch.cuda.synchronize()
     assert runs == [] and launch.WARM.plans() == 1, runs
-    assert next(iter(launch.WARM._plans.values())).go is not None
+    assert next(iter(launch.WARM._plans.values())).go is not None and IMPL in bound_ids(gdn_decode.MEMO)
+    assert all(torch.equal(x, y) for x, y in zip(kept_a, first_a))
     if c_launch_expected():
         assert launcher_calls == [], "a plan's launch went through Triton's launcher object"
     launch.WARM.clear()

@@ -48,6 +48,13 @@ class ImplSpec:
         run: ``"module:attr"`` of the launcher; see the operator's API module for its signature.
         prewarm: optional ``"module:attr"`` of ``prewarm(call) -> None`` that compiles ahead.
         summary: one line for ``atrex env`` / ``explain``.
+        bind: optional ``"module:attr"`` of ``bind(call) -> runner | None``, for the host cost of repeated eager
+            calls. When an operator keeps this implementation for a record its memo served (``call.cls``) and the
+            record's per-call key (lengths, capture state; for attention also q/k/v/out pointer alignment), it
+            calls ``bind(call)`` once and then calls the returned ``runner`` (``run``'s signature) instead of
+            ``run`` for every record served under that class and key. A runner must do exactly what ``run`` does
+            for those records, checking itself anything else it depends on (other pointers, the current device)
+            and falling back to ``run``; it must not hold the record it was bound with.
     """
 
     op: str
@@ -58,6 +65,7 @@ class ImplSpec:
     run: str
     prewarm: str | None = None
     summary: str = ""
+    bind: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +130,7 @@ def validate_manifest(manifest: object, entry_name: str) -> list[str]:
         bad = [a for a in archs or () if not isinstance(a, str) or not _TARGET_RE.match(a) or a == "*"]
         if bad or not archs:
             problems.append(f"{spec.id}: bad archs {spec.archs!r} (expected e.g. ('nvidia/sm90',))")
-        for attr in ("check", "run") + (("prewarm",) if spec.prewarm is not None else ()):
+        for attr in ("check", "run", *(a for a in ("prewarm", "bind") if getattr(spec, a) is not None)):
             ref = getattr(spec, attr)
             if not isinstance(ref, str) or not _REF_RE.match(ref):
                 problems.append(f"{spec.id}: {attr}={ref!r} is not 'module:attr'")

@@ -32,6 +32,7 @@ IMPLS: tuple[ImplSpec, ...] = (
         check=f"{_DECODE_SM90}:check",
         run=f"{_DECODE_SM90}:run",
         prewarm=f"{_DECODE_SM90}:prewarm",
+        bind=f"{_DECODE_SM90}:bind",
         summary="ATREX split-KV paged decode (Triton, atrex_sm90_decode_*): max_seqlen_q <= 16, fp16/bf16/fp8, "
                 "graph-static split count, deterministic",
     ),
@@ -46,6 +47,7 @@ IMPLS: tuple[ImplSpec, ...] = (
         check=f"{_PREFILL_SM90}:check",
         run=f"{_PREFILL_SM90}:run",
         prewarm=f"{_PREFILL_SM90}:prewarm",
+        bind=f"{_PREFILL_SM90}:bind",
         summary="ATREX paged varlen attention for any query length (Triton, atrex_sm90_paged_prefill): "
                 "fp16/bf16/fp8, any page size and GQA ratio, page tails never read, deterministic",
     ),
@@ -57,6 +59,7 @@ IMPLS: tuple[ImplSpec, ...] = (
         check=f"{_GDN90}:check",
         run=f"{_GDN90}:run",
         prewarm=f"{_GDN90}:prewarm",
+        bind=f"{_GDN90}:bind",
         summary="ATREX chunked Gated-DeltaNet forward (Triton, chunk 64, kernels atrex_sm90_gdn_*); "
                 "capture-safe after prewarm",
     ),
@@ -68,6 +71,7 @@ IMPLS: tuple[ImplSpec, ...] = (
         check=f"{_GDN_DECODE90}:check",
         run=f"{_GDN_DECODE90}:run",
         prewarm=f"{_GDN_DECODE90}:prewarm",
+        bind=f"{_GDN_DECODE90}:bind",
         summary="ATREX pool-indexed Gated-DeltaNet decode / MTP step (Triton, atrex_sm90_gdn_decode): fp32 state "
                 "tile in registers, in place, padded slots masked; capture-safe after prewarm",
     ),

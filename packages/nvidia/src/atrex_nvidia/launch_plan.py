@@ -26,8 +26,9 @@ import types
 import torch
 import triton
 
-__all__ = ["C_FORMS", "KEEP_STREAMS", "KEEP_WORKSPACE", "REPLAY_TRITON", "Arg", "Direct", "capture", "direct_ready", "generate",
-           "go_stream", "hooks_idle", "int_class", "launch", "raw_stream", "replay_supported", "workspace"]
+__all__ = ["C_FORMS", "KEEP_STREAMS", "KEEP_WORKSPACE", "MISS", "REPLAY_TRITON", "Arg", "Direct", "capture", "direct_ready",
+           "generate", "go_stream", "hooks_idle", "int_class", "kept_runner", "launch", "raw_stream", "replay_supported",
+           "workspace"]
 
 #: Triton releases whose ``CompiledKernel.run`` convention (above) was read in their sources.
 REPLAY_TRITON = ("3.6.", "3.8.", "3.9.")
@@ -246,3 +247,34 @@ def workspace(device: torch.device, stream: int, nbytes: int) -> torch.Tensor:
                 _kept.clear()
             _kept[key] = buf
     return buf
+
+
+#: what a runner's ``go`` returns when the call is not one its kept plan serves (:func:`kept_runner`)
+MISS = object()
+
+
+def kept_runner(warm, run, find, go):
+    """A launcher's runner for one memo class and per-call key (``atrex.plugin.ImplSpec.bind``): ``run``'s
+    arguments, ``run``'s results. Once ``find(*args)`` names the plan a call of the class ran (``(plan, its
+    device)``, or None: none kept, a misaligned pointer), later calls go straight to ``go(plan, stream, *args)``
+    while direct launches apply (:func:`go_stream`) and ``warm`` was not cleared since (``warm.epoch``); ``go``
+    returns :data:`MISS` before any allocation or launch for a call the plan does not serve, and ``run`` takes
+    it (as every call before the plan is found)."""
+    kept = [None, None, None]  # (plan, the epoch it was found in, its device)
+
+    def run_kept(*args):
+        plan, epoch, device = kept
+        if plan is not None and epoch == warm.epoch:
+            stream = go_stream(device)
+            if stream is not None:
+                res = go(plan, stream, *args)
+                if res is not MISS:
+                    return res
+        epoch = warm.epoch
+        res = run(*args)
+        found = find(*args)
+        if found is not None:
+            kept[:] = found[0], epoch, found[1]
+        return res
+
+    return run_kept

@@ -58,26 +58,32 @@ class Template(NamedTuple):
         context Triton's allocator needs for kernels that allocate global scratch (what ``go`` does not place in
         the workspace). ``eager``: the call is not under CUDA-graph capture, so direct launches may take the
         stream's kept workspace (``launch_plan.workspace``)."""
-        outs = [None if o is None else torch.empty(o[0], dtype=o[1], device=device) for o in self.outputs]
-        go, nbytes = self.go, self.workspace
-        stream = None if go is None else go_stream(self.device)  # (one device loaded them all)
+        stream = None if self.go is None else go_stream(self.device)  # (one device loaded them all)
         if stream is not None:
-            ws = None
-            if nbytes:
-                ws = workspace(device, stream, nbytes) if eager else torch.empty(nbytes, dtype=torch.int8,
-                                                                                   device=device)
-            if self.scoped and scope is not None:
-                with scope(device):
-                    go(roots, outs, ws, stream)
-            else:
-                go(roots, outs, ws, stream)
-            return tuple(outs)
+            return self.run_direct(roots, device, stream, scope, eager)
+        outs = [None if o is None else torch.empty(o[0], dtype=o[1], device=device) for o in self.outputs]
+        nbytes = self.workspace
         ws = torch.empty(nbytes, dtype=torch.int8, device=device) if nbytes else None
         if scope is not None:
             with scope(device):
                 self._jit(roots, outs, ws)
         else:
             self._jit(roots, outs, ws)
+        return tuple(outs)
+
+    def run_direct(self, roots: tuple, device: torch.device, stream: int, scope=None, eager: bool = False):
+        """:meth:`run` through ``go`` on ``stream``, for a caller that found direct launches apply
+        (``launch_plan.go_stream``)."""
+        outs = [None if o is None else torch.empty(o[0], dtype=o[1], device=device) for o in self.outputs]
+        nbytes = self.workspace
+        ws = None
+        if nbytes:
+            ws = workspace(device, stream, nbytes) if eager else torch.empty(nbytes, dtype=torch.int8, device=device)
+        if self.scoped and scope is not None:
+            with scope(device):
+                self.go(roots, outs, ws, stream)
+        else:
+            self.go(roots, outs, ws, stream)
         return tuple(outs)
 
     def _jit(self, roots, outs, ws):

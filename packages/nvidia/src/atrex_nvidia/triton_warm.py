@@ -67,6 +67,7 @@ class WarmRecord:
         self._plans: dict = {}
         self._directs: dict = {}
         self._lock = threading.Lock()
+        self.epoch = 0  # counts clear(): a runner holding a plan sees that it was dropped
 
     def direct(self, key):
         """The compiled kernel kept for the launch key ``key`` (a ``launch_plan.Direct``), or None."""
@@ -121,6 +122,7 @@ class WarmRecord:
             self._sigs.clear()
             self._plans.clear()
             self._directs.clear()
+            self.epoch += 1
 
     def __len__(self) -> int:
         return len(self._keys)

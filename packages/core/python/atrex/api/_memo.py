@@ -11,7 +11,8 @@ the operator marks per call left free). A call matching an entry needs only its 
 pointers, capture state) checked by the operator's fast path, which then builds the same record the validator
 would. Anything else, and any doubt, goes to the validator.
 
-The memo also keeps, per entry, the implementation chosen for the call's per-call values. Everything in it holds
+The memo also keeps, per entry, the implementation chosen for the call's per-call values (with the runner its
+``bind`` returned for them, ``atrex.plugin.ImplSpec.bind``). Everything in it holds
 for one registry and one settings object (the device classification and the eligible implementations depend on
 them; ``env.reload()`` and a test's registry replace them): the memo empties itself when either changes. The
 kept choice relies on the check contract (``atrex.plugin.ImplSpec.check``): a verdict depends on the record's
@@ -160,10 +161,11 @@ class CallMemo:
 
 
 def chosen_impl(entry: Entry, dyn, registry, op: str, call):
-    """The implementation ``entry`` chose for the per-call values ``dyn``, else the registry's choice (kept)."""
+    """The implementation ``entry`` chose for the per-call values ``dyn``, else the registry's choice, bound to
+    the class and ``dyn`` (``ImplSpec.bind``) and kept."""
     impl = entry.chosen.get(dyn)
     if impl is None:
-        impl = registry.select(op, call)
+        impl = registry.select(op, call).bound(call)
         entry.keep_impl(dyn, impl)
     return impl
 

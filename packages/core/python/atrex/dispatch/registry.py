@@ -119,6 +119,29 @@ class Impl:
             self._prewarm = _resolve(self.spec.prewarm)
         return self._prewarm
 
+    def bound(self, call):
+        """This implementation for the memo-served ``call``'s class and per-call key: with ``run`` replaced by the
+        runner its ``bind`` returns (:class:`Bound`), else itself (``ImplSpec.bind``)."""
+        if self.spec.bind is None:
+            return self
+        runner = _resolve(self.spec.bind)(call)
+        return self if runner is None else Bound(self, runner)
+
+
+class Bound:
+    """An :class:`Impl` whose ``run`` is a runner ``bind`` returned; everything else is the implementation's."""
+
+    __slots__ = ("impl", "run")
+
+    def __init__(self, impl: Impl, run):
+        self.impl, self.run = impl, run
+
+    def __getattr__(self, name):
+        return getattr(self.impl, name)
+
+    def bound(self, call):
+        return self
+
 
 class Registry:
     def __init__(self, plugin_records: list, impls: list[Impl]):

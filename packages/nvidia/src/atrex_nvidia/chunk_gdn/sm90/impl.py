@@ -109,6 +109,12 @@ def check(call):
     return Eligibility.no(*reasons) if reasons else Eligibility.yes()
 
 
+def bind(call):
+    """``run``'s runner for ``call``'s memo class and per-call key (``atrex.plugin.ImplSpec.bind``): the class's
+    template, once ``run`` kept it, launched straight from its generated launch."""
+    return _launcher().runner(run)
+
+
 def run(call):
     """Runs an eligible call; returns ``(o, final_state_or_None)``."""
     launch = _launcher()

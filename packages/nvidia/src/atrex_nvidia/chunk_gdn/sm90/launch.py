@@ -11,6 +11,7 @@ their outputs and one workspace buffer and launch the compiled kernels directly.
 
 import torch
 
+from atrex_nvidia.launch_plan import MISS, kept_runner
 from atrex_nvidia.launch_template import derive
 
 from . import build
@@ -132,18 +133,52 @@ def run_template(call):
     planning."""
     if call.cls is None:
         return None
-    # the roots as _roots makes them: q/k/v and the gate's parameters are contiguous (impl.check accepted the
-    # call), one varlen sequence in one batch row is the fixed-length call
-    cu = call.cu_seqlens
-    if cu is not None and cu.shape[0] == 2 and call.batch == 1:
-        cu = None
-    gate = call.use_gate_in_kernel
-    roots = (call.q, call.k, call.v, call.g, call.beta, call.initial_state, cu, call.A_log if gate else None,
-             call.dt_bias if gate else None)
+    roots = _record_roots(call)
     template = WARM.plan(class_key(roots, call.cls, None, None))
     if template is None:
         return None
     return template.run(roots, call.device, scratch_on, not call.capturing)
+
+
+def _record_roots(call) -> tuple:
+    """The roots of a memo-served record, as :func:`_roots` makes them: q/k/v and the gate's parameters are
+    contiguous (``impl.check`` accepted the call), one varlen sequence in one batch row is the fixed-length call."""
+    cu = call.cu_seqlens
+    if cu is not None and cu.shape[0] == 2 and call.batch == 1:
+        cu = None
+    gate = call.use_gate_in_kernel
+    return (call.q, call.k, call.v, call.g, call.beta, call.initial_state, cu, call.A_log if gate else None,
+            call.dt_bias if gate else None)
+
+
+def _aligned(roots) -> bool:
+    ptrs = 0
+    for t in roots:
+        if t is not None:
+            ptrs |= t.data_ptr()
+    return not ptrs & 15
+
+
+def runner(run):
+    """``run``'s runner for one memo class and per-call key (``launch_plan.kept_runner``): the class fixes the
+    template's key but for pointer alignment (:func:`class_key`), so the template kept for an aligned call serves
+    later aligned calls."""
+    def find(call):
+        if call.cls is None:
+            return None
+        roots = _record_roots(call)
+        if not _aligned(roots):
+            return None
+        template = WARM.plan(class_key(roots, call.cls, None, None))
+        return None if template is None or template.go is None else (template, template.device)
+
+    def go_kept(template, stream, call):
+        roots = _record_roots(call)
+        if not _aligned(roots):
+            return MISS
+        return template.run_direct(roots, call.device, stream, scratch_on, not call.capturing)
+
+    return kept_runner(WARM, run, find, go_kept)
 
 
 def class_key(roots, cls, scale, *flags) -> tuple:
@@ -151,11 +186,7 @@ def class_key(roots, cls, scale, *flags) -> tuple:
     count and an explicit plan (None: the default one, which the rest determines). With the core's validated
     class ``cls`` (which fixes shapes, strides, dtypes, flags and scalars) only the alignment is read here."""
     if cls is not None:
-        ptrs = 0
-        for t in roots:
-            if t is not None:
-                ptrs |= t.data_ptr()
-        align = not ptrs & 15 or tuple(None if t is None else t.data_ptr() % 16 == 0 for t in roots)
+        align = _aligned(roots) or tuple(None if t is None else t.data_ptr() % 16 == 0 for t in roots)
         return cls, align, flags[-1]
     return (roots[0].device, tuple(_tensor_sig(t) for t in roots), float(scale), *flags)
 

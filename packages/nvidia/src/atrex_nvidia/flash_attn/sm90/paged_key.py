@@ -2,7 +2,7 @@
 keys their launch plans (``atrex_nvidia/launch_plan.py``), the capture check and the empty-tensor stand-ins."""
 
 from atrex.errors import AtrexCaptureError
-from atrex_nvidia.launch_plan import Arg, int_class
+from atrex_nvidia.launch_plan import MISS, Arg, int_class, kept_runner
 from atrex_nvidia.triton_warm import launch_key
 
 
@@ -15,13 +15,10 @@ def class_key(call, out, extra, seqlen_k=None) -> tuple:
     launcher's ``extra`` (its overrides). A record the core's memo served carries its validated class
     (``call.cls``), which stands for the dtypes, shapes, strides, flags and scalars."""
     q, k, v, bt, sk, cu = call.q, call.k, call.v, call.block_table, call.seqused_k, call.cu_seqlens_q
+    if call.cls is not None and call.aligned16 and rest_aligned(call, out):  # (host cost: the memo's usual record)
+        return short_key(call, out, extra, seqlen_k)
     ptrs = bt.data_ptr() | sk.data_ptr() | cu.data_ptr()
-    cls = call.cls
-    if cls is not None and call.aligned16:  # the short path of a memo-served, aligned record (host cost)
-        key = _class_key_aligned(call, out, extra, seqlen_k, ptrs)
-        if key is not None:
-            return key
-    if cls is None or not call.aligned16:  # (a memo-served record's aligned16 covers q, k, v and out)
+    if call.cls is None or not call.aligned16:  # (a memo-served record's aligned16 covers q, k, v and out)
         ptrs |= q.data_ptr() | k.data_ptr() | v.data_ptr() | out.data_ptr()
     elif out is not call.out:
         ptrs |= out.data_ptr()
@@ -43,28 +40,47 @@ def class_key(call, out, extra, seqlen_k=None) -> tuple:
             call.window_right, call.return_lse, opt_key, dyn)
 
 
-def _class_key_aligned(call, out, extra, seqlen_k, ptrs):
-    """:func:`class_key` of a record whose class the core validated and whose q, k, v and ``out`` are 16-byte
-    aligned (``call.aligned16``), when every other pointer is too (else None): the class fixes which optional
-    tensors exist (descales only with fp8) and the strides of ``call.out``; the lengths enter as Triton specialises
-    them (== 1, multiples of 16, past int32)."""
+def rest_aligned(call, out) -> bool:
+    """Whether the pointers a memo-served record's ``aligned16`` leaves out are 16-byte aligned: the block table,
+    ``seqused_k``, ``cu_seqlens_q``, the descales and sinks the class has, and ``out`` when it is not ``call.out``
+    (the operator allocated it)."""
+    ptrs = call.block_table.data_ptr() | call.seqused_k.data_ptr() | call.cu_seqlens_q.data_ptr()
     if call.is_fp8:
         for t in (call.q_descale, call.k_descale, call.v_descale):
             if t is not None:
                 ptrs |= t.data_ptr()
-    sa = call.s_aux
-    if sa is not None:
-        ptrs |= sa.data_ptr()
-    ostride = None
+    if call.s_aux is not None:
+        ptrs |= call.s_aux.data_ptr()
     if out is not call.out:
         ptrs |= out.data_ptr()
-        ostride = out.stride()
-    if ptrs & 15:
-        return None
+    return not ptrs & 15
+
+
+def short_key(call, out, extra, seqlen_k) -> tuple:
+    """:func:`class_key` of a memo-served record whose pointers are all 16-byte aligned (``call.aligned16`` and
+    :func:`rest_aligned`): the class fixes which optional tensors exist (descales only with fp8) and the strides of
+    ``call.out``; the lengths enter as Triton specialises them (== 1, multiples of 16, past int32)."""
     tq = call.total_q
     n = tq * call.num_heads_q
     return (call.cls, call.batch, call.max_seqlen_q, seqlen_k, tq == 1, not tq & 15, not n & 15, n > 0x7FFFFFFF,
-            ostride, extra)
+            None if out is call.out else out.stride(), extra)
+
+
+def runner(warm, run, plan_key, go, device_of):
+    """A paged launcher's runner for one memo class and per-call key (``launch_plan.kept_runner``). Within them the
+    plan key is fixed while every pointer is aligned (its lengths, alignment and ``out`` strides are the class's
+    and the key's), so the plan ``run`` kept serves later aligned calls through ``go(plan, call, out, stream)``.
+    ``device_of(plan)``: the device its kernels were loaded on."""
+    def find(call, out):
+        if not (call.aligned16 and rest_aligned(call, out)):
+            return None
+        lp = warm.plan(plan_key(call, out))
+        return None if lp is None or lp.go is None else (lp, device_of(lp))
+
+    def go_kept(lp, stream, call, out):
+        return go(lp, call, out, stream) if rest_aligned(call, out) else MISS
+
+    return kept_runner(warm, run, find, go_kept)
 
 
 def require_compiled(warm, impl_id: str, call, specs) -> tuple[list, list]:

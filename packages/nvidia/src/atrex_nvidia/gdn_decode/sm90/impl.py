@@ -1,4 +1,5 @@
-"""``nvidia.gdn_decode_sm90``: registered by :mod:`atrex_nvidia._plugin` as ``check`` / ``run`` / ``prewarm``.
+"""``nvidia.gdn_decode_sm90``: registered by :mod:`atrex_nvidia._plugin` as ``check`` / ``run`` / ``prewarm`` /
+``bind``.
 
 ``check`` reads shapes, dtypes and host ints only and lists every reason; ``run`` never reads device values on
 the host; under CUDA-graph capture an uncompiled specialisation raises :class:`atrex.errors.AtrexCaptureError`
@@ -13,7 +14,7 @@ from atrex.eligibility import Eligibility, Reason
 
 from . import table as T
 
-__all__ = ["check", "prewarm", "run"]
+__all__ = ["bind", "check", "prewarm", "run"]
 
 
 def check(call) -> Eligibility:
@@ -42,6 +43,12 @@ def run(call):
         with torch.cuda.device(index):
             return decode(call)
     return decode(call)
+
+
+def bind(call):
+    """``run``'s runner for ``call``'s memo class and per-call key (``atrex.plugin.ImplSpec.bind``): the class's
+    launch plan, once ``run`` kept it, launched straight from its generated launch."""
+    return _launcher().runner(run)
 
 
 # (torch.cuda.current_device() without its lazy-init check: only asked once a CUDA tensor exists)

@@ -16,7 +16,7 @@ import torch
 import triton
 
 from atrex.errors import AtrexCaptureError
-from atrex_nvidia.launch_plan import Arg, Direct, capture, generate, go_stream, launch
+from atrex_nvidia.launch_plan import MISS, Arg, Direct, capture, generate, go_stream, kept_runner, launch
 from atrex_nvidia.triton_warm import WarmRecord, launch_key
 
 from . import kernels as _k
@@ -71,17 +71,22 @@ def plan_key(call) -> tuple:
     q, k, v, g, beta, pool = call.q, call.k, call.v, call.g, call.beta, call.pool
     cu, idx, nat = call.cu_seqlens, call.ssm_state_indices, call.num_accepted_tokens
     ts = (q, k, v, g, beta, pool, cu, idx, nat)
-    ptrs = 0
-    for t in ts:
-        if t is not None:
-            ptrs |= t.data_ptr()
-    align = not ptrs & 15 or tuple(None if t is None else t.data_ptr() & 15 for t in ts)
+    align = aligned(call) or tuple(None if t is None else t.data_ptr() & 15 for t in ts)
     cls = getattr(call, "cls", None)
     if cls is not None:  # the core's validated class fixes everything else (shapes, strides, dtypes, flags)
         return cls, align
     return (call.device, call.target.sm_count, call.dtype, q.shape, q.stride(), k.stride(), v.shape, v.stride(),
             _layout(g), _layout(beta), _layout(pool), _layout(cu), _layout(idx), _layout(nat), call.slots_per_seq,
             call.use_qk_l2norm_in_kernel, call.inplace_final_state, call.state_v_first, align)
+
+
+def aligned(call) -> bool:
+    """Whether every pointer of ``call`` is 16-byte aligned."""
+    ptrs = call.q.data_ptr() | call.k.data_ptr() | call.v.data_ptr() | call.g.data_ptr() | call.pool.data_ptr()
+    for t in (call.beta, call.cu_seqlens, call.ssm_state_indices, call.num_accepted_tokens):
+        if t is not None:
+            ptrs |= t.data_ptr()
+    return not ptrs & 15
 
 
 def new_plan(call) -> LaunchPlan:
@@ -131,20 +136,44 @@ def _with_direct(lp, call, direct) -> LaunchPlan:
     return lp._replace(direct=direct, go=None if direct is None else _generate(lp._replace(direct=direct), call))
 
 
+def go(lp, call, stream: int):
+    """Allocate the outputs and launch through the plan's generated launch on ``stream`` (direct launches apply
+    now: ``launch_plan.go_stream``); returns ``(o, pool or the new fp32 state)``."""
+    o = torch.empty(lp.o_shape, dtype=call.dtype, device=call.device)
+    state_out = None
+    if lp.state_shape is not None:
+        state_out = torch.empty(lp.state_shape, dtype=torch.float32, device=call.device)
+    if lp.runs:  # (nothing to compute: an empty grid is not launched)
+        lp.go(call, o, state_out, stream)
+    return o, (call.pool if state_out is None else state_out)
+
+
+def runner(run):
+    """``run``'s runner for one memo class and per-call key (``launch_plan.kept_runner``): the class fixes the plan
+    key but for pointer alignment, so the plan kept for an aligned call serves later aligned calls."""
+    def find(call):
+        if not aligned(call):
+            return None
+        lp = WARM.plan(plan_key(call))
+        return None if lp is None or lp.go is None else (lp, lp.direct.device)
+
+    def go_kept(lp, stream, call):
+        return go(lp, call, stream) if aligned(call) else MISS
+
+    return kept_runner(WARM, run, find, go_kept)
+
+
 def _launch(lp, call):
     """Allocate the outputs and launch; returns (o, the final state, what Triton's JIT path returned or None)."""
+    stream = None if lp.go is None else go_stream(lp.direct.device)
+    if stream is not None:
+        return (*go(lp, call, stream), None)
     o = torch.empty(lp.o_shape, dtype=call.dtype, device=call.device)
     state_out = None
     if lp.state_shape is not None:
         state_out = torch.empty(lp.state_shape, dtype=torch.float32, device=call.device)
     compiled = None
-    if not lp.runs:  # (nothing to compute: an empty grid is not launched)
-        return o, (call.pool if state_out is None else state_out), None
-    go = lp.go
-    stream = None if go is None else go_stream(lp.direct.device)
-    if stream is not None:
-        go(call, o, state_out, stream)
-    else:
+    if lp.runs:  # (nothing to compute: an empty grid is not launched)
         compiled = launch(_k.atrex_sm90_gdn_decode, lp.grid, _tensors(call, o, state_out), (*lp.ints, call.scale),
                           lp.meta)
     return o, (call.pool if state_out is None else state_out), compiled

@@ -1,6 +1,6 @@
 """``nvidia.decode_splitkv``: ATREX's own split-KV paged decode attention for SM90 (Triton).
 
-Registered by :mod:`atrex_nvidia._plugin` as ``check`` / ``run`` / ``prewarm``. The domain is data in
+Registered by :mod:`atrex_nvidia._plugin` as ``check`` / ``run`` / ``prewarm`` / ``bind``. The domain is data in
 ``table.py`` and ``..paged_domain``; ``check`` reads shapes, dtypes and host ints only (no launch,
 allocation, sync or aten op) and lists every reason. ``run`` never reads device values on the host; under
 CUDA-graph capture
@@ -16,7 +16,7 @@ from atrex.eligibility import Eligibility, Reason
 from ..paged_domain import paged_reasons, prewarm_into_scratch, run_on_call_device
 from . import table as T
 
-__all__ = ["check", "prewarm", "run"]
+__all__ = ["bind", "check", "prewarm", "run"]
 
 
 def check(call) -> Eligibility:
@@ -31,6 +31,15 @@ def check(call) -> Eligibility:
 def run(call, out: torch.Tensor):
     """Run on the call's device and current stream; returns the LSE ``[Hq, Tq]`` fp32 or None."""
     return run_on_call_device(_launcher().decode, call, out)  # (imported on first use: check() must not import Triton)
+
+
+def bind(call):
+    """``run``'s runner for ``call``'s memo class and per-call key (``atrex.plugin.ImplSpec.bind``): the class's
+    launch plan, once ``run`` kept it, launched straight from its generated launch."""
+    from ..paged_key import runner
+
+    launch = _launcher()
+    return runner(launch.WARM, run, launch.plan_key, launch.go, launch.plan_device)
 
 
 @functools.cache

@@ -226,19 +226,31 @@ def _workspace_ptrs(call, splits: int, stream: int) -> tuple[int, int]:
     return base, base + at
 
 
+def go(lp, call, out, stream: int):
+    """Allocate the LSE, take the split workspace and launch through the plan's generated launch on ``stream``
+    (direct launches apply now: ``launch_plan.go_stream``); returns the LSE or None."""
+    lse = torch.empty((call.num_heads_q, call.total_q), dtype=F32, device=call.device) if call.return_lse else None
+    splits = lp.grid[1]
+    ows, lws = _workspace_ptrs(call, splits, stream) if splits > 1 else (None, None)
+    lp.go(call, out, lse, ows, lws, stream)
+    return lse
+
+
+def plan_device(lp) -> int | None:
+    """The CUDA device the plan's kernels were loaded on."""
+    return lp.main.device
+
+
 def _launch(lp, call, out, compiled=None):
     """Allocate the LSE and the split workspace, launch the plan's kernels (its generated launch when it has one and
     direct launches apply now, else Triton's JIT path); ``compiled`` (a list) receives what the JIT path returned
     for each launch."""
+    stream = None if lp.go is None else go_stream(lp.main.device)
+    if stream is not None:
+        return go(lp, call, out, stream)
     tq, hq, dev = call.total_q, call.num_heads_q, call.device
     lse = torch.empty((hq, tq), dtype=F32, device=dev) if call.return_lse else None
     splits = lp.grid[1]
-    go = lp.go
-    stream = None if go is None else go_stream(lp.main.device)
-    if stream is not None:
-        ows, lws = _workspace_ptrs(call, splits, stream) if splits > 1 else (None, None)
-        go(call, out, lse, ows, lws, stream)
-        return lse
     ows = lws = None
     if splits > 1:
         ows = torch.empty((splits, tq, hq, call.head_dim), dtype=F32, device=dev)

@@ -1,6 +1,6 @@
 """``nvidia.paged_prefill_sm90``: ATREX's paged varlen attention for any query length on SM90 (Triton).
 
-Registered by :mod:`atrex_nvidia._plugin` as ``check`` / ``run`` / ``prewarm``. The domain is data in
+Registered by :mod:`atrex_nvidia._plugin` as ``check`` / ``run`` / ``prewarm`` / ``bind``. The domain is data in
 ``table.py`` and ``..paged_domain``; ``check`` reads shapes, dtypes and host ints only (no launch,
 allocation, sync or aten op) and lists every reason. ``run`` never reads device values on the host; under CUDA-graph capture an
 uncompiled Triton specialisation raises :class:`atrex.errors.AtrexCaptureError` before any launch.
@@ -14,7 +14,7 @@ from atrex.eligibility import Eligibility
 
 from ..paged_domain import paged_reasons, prewarm_into_scratch, run_on_call_device
 
-__all__ = ["check", "prewarm", "run"]
+__all__ = ["bind", "check", "prewarm", "run"]
 
 
 def check(call) -> Eligibility:
@@ -26,6 +26,15 @@ def check(call) -> Eligibility:
 def run(call, out: torch.Tensor):
     """Run on the call's device and current stream; returns the LSE ``[Hq, Tq]`` fp32 or None."""
     return run_on_call_device(_launcher().prefill, call, out)  # (imported on first use: check() must not import Triton)
+
+
+def bind(call):
+    """``run``'s runner for ``call``'s memo class and per-call key (``atrex.plugin.ImplSpec.bind``): the class's
+    launch plan, once ``run`` kept it, launched straight from its generated launch."""
+    from ..paged_key import runner
+
+    launch = _launcher()
+    return runner(launch.WARM, run, launch.plan_key, launch.go, launch.plan_device)
 
 
 @functools.cache

@@ -168,6 +168,22 @@ def _with_direct(lp, call, direct) -> LaunchPlan:
     return lp._replace(direct=direct, go=None if direct is None else _generate(lp._replace(direct=direct), call))
 
 
+def go(lp, call, out, stream: int):
+    """Allocate the LSE and launch through the plan's generated launch on ``stream`` (direct launches apply now:
+    ``launch_plan.go_stream``); returns the LSE or None."""
+    lse = None
+    if call.return_lse:
+        lse = torch.empty((call.num_heads_q, call.total_q), dtype=torch.float32, device=call.device)
+    if call.total_q:
+        lp.go(call, out, lse, stream)
+    return lse
+
+
+def plan_device(lp) -> int | None:
+    """The CUDA device the plan's kernel was loaded on."""
+    return lp.direct.device
+
+
 def _launch(lp, call, out):
     """Allocate the LSE and launch the plan's kernel; returns (LSE, what Triton's JIT path returned or None)."""
     lse = None
@@ -175,10 +191,9 @@ def _launch(lp, call, out):
         lse = torch.empty((call.num_heads_q, call.total_q), dtype=torch.float32, device=call.device)
     if call.total_q == 0:
         return lse, None
-    go = lp.go
-    stream = None if go is None else go_stream(lp.direct.device)
+    stream = None if lp.go is None else go_stream(lp.direct.device)
     if stream is not None:
-        go(call, out, lse, stream)
+        lp.go(call, out, lse, stream)
         return lse, None
     grid = (call.total_q // lp.block_q + call.batch, lp.cols)
     return lse, launch(_k.atrex_sm90_paged_prefill, grid, _tensors(lp, call, out, lse), _rest(lp, call), lp.meta)
