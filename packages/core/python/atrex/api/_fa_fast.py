@@ -108,17 +108,18 @@ def fast_call(kw: dict, record_type, registry, settings):
     if ws is not None and (type(ws[0]) is not int or type(ws[1]) is not int):
         return None  # (1.0 == 1: the scalar comparison does not see a float bound)
     q, k, v, cu = kw["q"], kw["k"], kw["v"], kw["cu_seqlens_q"]
-    total_q, batch = q.shape[0], cu.shape[0] - 1
+    # (numel() costs less than .shape[0]; the guard fixed cu_seqlens_q, seqused_k and cu_seqlens_k 1-D)
+    total_q, batch = q.shape[0], cu.numel() - 1
     if batch < 0 or (batch == 0 and total_q):
         return None
     if paged:
         seqused, bt, cu_k = get("seqused_k"), get("block_table"), None
-        if seqused.shape[0] != batch or bt.shape[0] != batch:
+        if seqused.numel() != batch or bt.shape[0] != batch:
             return None
     else:
         seqused = bt = None
         cu_k = get("cu_seqlens_k")
-        if cu_k.shape[0] != batch + 1:
+        if cu_k.numel() != batch + 1:
             return None
     qd = kd = vd = None
     if fp8:
@@ -142,9 +143,9 @@ def fast_call(kw: dict, record_type, registry, settings):
                 return None
     capturing = cuda and _capturing()
     aligned16 = strides_aligned and not ptrs & 15
-    call = _new_record(record_type, (
+    call = _new_record(record_type, [  # (a list: no tuple built and copied again)
         q, k, v, out, cu, cu_k, seqused, bt, msq, msk, batch, total_q, *mid, get("s_aux"), return_lse, qd, kd, vd,
-        *tail, capturing, aligned16, e))
+        *tail, capturing, aligned16, e])
     # what of the record varies within the class and may change a verdict (checks may read pointer alignment)
     dyn = (total_q, batch, msq, msk, capturing, True if aligned16 else
            (q0 & 15, k0 & 15, v0 & 15, None if o0 is None else o0 & 15))
