@@ -107,7 +107,8 @@ def eligible(op: str, kw: dict, device) -> list[str]:
             if (not i.is_reference or device.type == "cpu") and i.safe_check(call).ok]
 
 
-#: untimed calls before each batch (after switching contenders: the call-class memo refills on the first)
+#: untimed calls before each batch (after switching contenders the call-class memo refills on the first and binds
+#: the implementation's runner on the second)
 SETTLE = 5
 
 
