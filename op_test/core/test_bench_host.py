@@ -24,6 +24,7 @@ def test_bench_host_records_every_case(tmp_path):
     assert all(r["bench"] == "host" and r["commit"] and r["device"] == "cpu" and r["inference_mode"] for r in rows)
     assert all(r["host_us"] > 0 for r in rows if "host_us" in r)
     assert "| host/decode-b1-k64-p16 | core.reference |" in (tmp_path / "out" / "bench_host.md").read_text()
+    assert "/ peer |" in (tmp_path / "out" / "bench_host.md").read_text()
     assert host_section(rows) == []  # CPU runs never reach the README
 
 
@@ -36,7 +37,8 @@ def test_readme_section_shows_accelerator_host_runs(tmp_path):
            dict(base, run_id="r2", case="host/decode-b1-k64-p16", contender="fa4_direct", host_us=75.0)]
     text = readme_section(old + new)
     assert "### host time per call on NVIDIA H100 80GB HBM3" in text
-    assert "| host/decode-b1-k64-p16 | nvidia.decode_splitkv | 14.2 |" in text and "30.0" not in text
+    assert "| host/decode-b1-k64-p16 | nvidia.decode_splitkv | 14.2 | 0.189 |" in text and "30.0" not in text
+    assert "| host/decode-b1-k64-p16 | fa4_direct | 75.0 |  |" in text  # (the peer itself: no share)
     assert readme_section([]) == readme_section([dict(base, device="cpu", run_id="c", case="x", contender="y",
                                                       host_us=1.0)])
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import torch
 
 from atrex.validation.cases import OP_IDS
+from atrex.validation.report import HOST_TABLE_HEAD, host_table_rows
 
 
 @dataclass(frozen=True)
@@ -204,11 +205,9 @@ def run_host(device, *, match: str | None = None, number: int = 200, batches: in
 
 
 def table(records: list[dict]) -> str:
-    """The records as markdown: case, contender, host us per call (skips and errors as notes)."""
-    lines = ["| case | contender | host us / call |", "|---|---|---|"]
-    for r in records:
-        if "host_us" in r:
-            lines.append(f"| {r['case']} | {r['contender']} | {r['host_us']:.1f} |")
+    """The records as markdown: case, contender, host us per call, its share of the peer's (skips and errors as
+    notes)."""
+    lines = HOST_TABLE_HEAD + host_table_rows(records)
     notes = [f"- {r['case']} / {r['contender']}: {r.get('skipped') or r.get('error')}" for r in records
              if "host_us" not in r]
     return "\n".join(lines + ([""] + notes if notes else [])) + "\n"

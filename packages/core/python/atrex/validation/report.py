@@ -146,6 +146,26 @@ def _accelerator(r: dict) -> bool:
     return "+" not in str(r.get("commit") or "") and str(r.get("device") or "cpu").lower() not in ("cpu", "unknown")
 
 
+#: the peer each operator's host time is set against (called directly, timed in the same run)
+HOST_PEER = {"flash_attn": "fa4_direct", "chunk_gdn": "fla", "gdn_decode": "fla"}
+HOST_TABLE_HEAD = ["| case | contender | host us / call | / peer |", "|---|---|---|---|"]
+
+
+def host_table_rows(records: list[dict]) -> list[str]:
+    """Markdown rows of the timed host records of one run: case, contender, host us per call and the time as a share
+    of the operator's peer timed in the same run (:data:`HOST_PEER`; a shared host drifts between runs by more
+    than the changes measured, the share much less)."""
+    peer = {r["case"]: r["host_us"] for r in records
+            if "host_us" in r and r["contender"] == HOST_PEER.get(r.get("op"))}
+    rows = []
+    for r in records:
+        if "host_us" in r:
+            p = peer.get(r["case"])
+            share = "" if p is None or r["contender"] == HOST_PEER.get(r.get("op")) else f"{r['host_us'] / p:.3f}"
+            rows.append(f"| {r['case']} | {r['contender']} | {r['host_us']:.1f} | {share} |")
+    return rows
+
+
 def host_section(history: list[dict]) -> list[str]:
     """``atrex bench host`` records (``bench: host``) as README lines: per card, the latest run of each case, one
     table per run (newest first) under its provenance; nothing when no accelerator host run is recorded."""
@@ -169,9 +189,10 @@ def host_section(history: list[dict]) -> list[str]:
                       f"triton {h.get('triton') or '-'}, flash-attn-4 {h.get('flash_attn_4') or '-'}, fla-core "
                       f"{h.get('fla_core') or '-'}), commit {h['commit']}, {h['date']}; median of {h.get('batches')} "
                       f"batches of {h.get('number')} eager calls"
-                      + (", inference mode" if h.get("inference_mode") else ""), "",
-                      "| case | contender | host us / call |", "|---|---|---|"]
-            parts += [f"| {r['case']} | {r['contender']} | {r['host_us']:.1f} |" for r in rows]
+                      + (", inference mode" if h.get("inference_mode") else "")
+                      + "; / peer: the time as a share of the operator's peer (FA4 / fla) called directly in the same "
+                      "run", "", *HOST_TABLE_HEAD]
+            parts += host_table_rows(rows)
             parts.append("")
     return parts
 
