@@ -48,6 +48,7 @@ class Static(NamedTuple):
     k_bytes: int  # from k's / v's start to its last element's end (0: empty)
     v_bytes: int
     cpu: bool  # value checks always run (atrex.api._values.wanted)
+    window: tuple | None  # the class's window_size tuple object (a call passing the same object needs no type check)
 
 
 def _span(t: Tensor, skip_first: bool) -> int:
@@ -86,7 +87,8 @@ def remember(kw: dict, call):
         (call.num_splits, call.deterministic, call.device, call.target), call.return_lse, call.paged, call.is_fp8,
         call.q.is_cuda, _strides_aligned(call), call.q.stride(0) * call.q.element_size(), _span(call.q, True),
         0 if out is None else out.stride(0) * out.element_size(), 0 if out is None else _span(out, True),
-        _span(call.k, False), _span(call.v, False), call.device.type == "cpu")
+        _span(call.k, False), _span(call.v, False), call.device.type == "cpu",
+        kw.get("window_size") if type(kw.get("window_size")) is tuple else None)
     return MEMO.add(kw, guarded, _DYNAMIC, typed, _PER_CALL, data)
 
 
@@ -99,14 +101,15 @@ def fast_call(kw: dict, record_type, registry, settings):
     if hit is None:
         return None
     e, plain = hit
-    mid, tail, return_lse, paged, fp8, cuda, strides_aligned, q_row, q_tail, o_row, o_tail, k_bytes, v_bytes, _ = e.data
+    (mid, tail, return_lse, paged, fp8, cuda, strides_aligned, q_row, q_tail, o_row, o_tail, k_bytes, v_bytes, _,
+     window) = e.data
     msq, msk = plain[-2], plain[-1]  # (the per-call ints, read last; their type is the entry's: int)
     if msq < 0 or msk < 0:
         return None
     get = kw.get
     ws = get("window_size")
-    if ws is not None and (type(ws[0]) is not int or type(ws[1]) is not int):
-        return None  # (1.0 == 1: the scalar comparison does not see a float bound)
+    if ws is not window and ws is not None and (type(ws[0]) is not int or type(ws[1]) is not int):
+        return None  # (1.0 == 1: the scalar comparison does not see a float bound; a tuple is immutable)
     q, k, v, cu = kw["q"], kw["k"], kw["v"], kw["cu_seqlens_q"]
     # (numel() costs less than .shape[0]; the guard fixed cu_seqlens_q, seqused_k and cu_seqlens_k 1-D)
     total_q, batch = q.shape[0], cu.numel() - 1
