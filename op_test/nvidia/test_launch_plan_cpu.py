@@ -339,7 +339,7 @@ def test_int_class():
     assert launch_plan.int_class(1 << 31) != launch_plan.int_class(1 << 30)
 
 
-def test_template_launches_inputs_outputs_and_workspace_views():
+def test_template_launches_inputs_outputs_and_workspace_views(monkeypatch):
     """A template (chunk_gdn's launch plan) launches each kernel with the new call's input and output pointers and
     its workspace views at the first run's offsets within one buffer; through Triton (no compiled kernel usable) it
     passes views with the first run's dtypes, sizes and strides at the same addresses."""
@@ -367,6 +367,23 @@ def test_template_launches_inputs_outputs_and_workspace_views():
     assert a[9:] == (q2.data_ptr(), 5, a[11], None, o2.data_ptr(), 0.5, "T")
     assert b[9:] == (b[9], g2.data_ptr(), q2.data_ptr(), 7, b[13], "T")
     assert a[11] - b[13] == 40 and abs(b[9] - b[13]) >= 400  # ws1[10:] and ws1 in one slot, ws2 in another
+    # the generated whole run a bound runner calls: the same launches (its own outputs; the stream's kept workspace
+    # eagerly, a fresh one otherwise), and nothing allocated or launched for a misaligned root
+    monkeypatch.setattr(launch_plan, "_kept", {})
+    direct_calls.clear()
+    o4, none = tpl.kept((q2, None, g2), torch.device("cpu"), True, 0)
+    o5, _ = tpl.kept((q2, None, g2), torch.device("cpu"), False, 0)
+    a2, b2, a3, b3 = direct_calls
+    assert none is None and o4.shape == o.shape and o4.data_ptr() not in (o2.data_ptr(), o5.data_ptr())
+    assert a2[:9] == a[:9] and b2[:9] == b[:9] and a3[:9] == a[:9]
+    assert a2[9:] == (q2.data_ptr(), 5, a2[11], None, o4.data_ptr(), 0.5, "T") and a3[13] == o5.data_ptr()
+    assert b2[9:] == (b2[9], g2.data_ptr(), q2.data_ptr(), 7, b2[13], "T") and a2[11] - b2[13] == 40
+    assert b2[13] == launch_plan._kept[(torch.device("cpu"), 0)].data_ptr() != b3[13]
+    direct_calls.clear()
+    allocs, q_off = OpRecorder(), misaligned(q2)
+    with allocs:
+        assert tpl.kept((q_off, None, g2), torch.device("cpu"), True, 0) is launch_plan.MISS
+    assert direct_calls == [] and allocs.ops == []
     jit_tpl = tpl._replace(go=None)
     o3, _ = jit_tpl.run((q2, None, g2), torch.device("cpu"))
     (ga, ja), (gb, jb) = jit_calls
@@ -515,38 +532,39 @@ def test_gdn_decode_runner_launches_what_the_plan_path_launches(monkeypatch):
 
 
 def test_chunk_gdn_runner_runs_the_kept_template_with_the_calls_roots(monkeypatch):
-    """The chunk_gdn runner finds the template ``run`` kept for the class and runs it with each later call's
-    roots (the memo-served record's tensors); a misaligned input goes back to ``run``."""
+    """The chunk_gdn runner finds the template ``run`` kept for the class and runs its generated whole run with
+    each later call's roots (the memo-served record's tensors); a misaligned input goes back to ``run``."""
     from atrex.api.chunk_gdn import normalize_gdn_call
     from atrex.inputs import gdn_inputs
+    from atrex_nvidia import launch_template as LT
     from atrex_nvidia.chunk_gdn.sm90 import launch as GL
 
     monkeypatch.setattr(GL, "WARM", WarmRecord())
-    ran, went = [], []
-
-    class Template:
-        go, device = object(), None
-
-        def run_direct(self, roots, device, stream, scope, eager):
-            went.append((roots, stream, eager))
-            return "outs"
+    monkeypatch.setattr(launch_plan, "_kept", {})
+    ran, launched = [], []
+    direct = launch_plan.Direct(lambda *a: launched.append(a), ("f", "p", None, None, None), (), None)
+    cls = object()
 
     def call(seed):
         kw = gdn_inputs([64], num_heads=2, num_v_heads=4, head_k_dim=32, head_v_dim=32, seed=seed)
         return _with_cls(normalize_gdn_call(**kw), cls)
 
-    def run(c):
+    def run(c):  # a first run: one launch reading q and k into an output, kept as the class's template
         ran.append(c)
-        GL.WARM.keep_plan(GL.class_key(GL._record_roots(c), c.cls, None, None), Template())
+        roots = GL._record_roots(c)
+        o = torch.empty(3)
+        tpl = LT.derive([(object(), (1,), (roots[0], roots[1], o), {})], [direct], roots, (o, None))
+        GL.WARM.keep_plan(GL.class_key(roots, c.cls, None, None), tpl)
         return "ran"
 
-    cls = object()
     a, b = call(0), call(1)
     r = GL.runner(run)
-    assert r(a) == "ran" and r(b) == "outs"
-    assert len(went) == 1 and went[0][0] == GL._record_roots(b) and went[0][1:] == (0, True)
+    assert r(a) == "ran" and launched == []
+    o, ht = r(b)
+    assert ran == [a] and ht is None and o.shape == (3,)
+    assert launched == [(1, 1, 1, 0, "f", "p", None, None, None, b.q.data_ptr(), b.k.data_ptr(), o.data_ptr())]
     c = b._replace(q=misaligned(b.q), cls=cls)
-    assert r(c) == "ran" and len(went) == 1
+    assert r(c) == "ran" and ran[1:] == [c] and len(launched) == 1
 
 
 # ---- under the Triton interpreter: the plan path gives the first call's bits ----------------------------

@@ -88,6 +88,7 @@ def test_operator_template_same_bits_and_graph_replay(monkeypatch):
         assert launcher_calls == [], "a template's launch went through Triton's launcher object"
         assert not template.scoped and all(ln.direct.scratch is None or ln.scratch is not None
                                            for ln in template.launches)
+        assert template.kept is not None  # (the bound runner's generated whole run: kept_a went through it)
     runner.WARM.clear()
     first_b = atrex.chunk_gated_delta_rule(**b)
     assert all(torch.equal(x, y) for x, y in zip(again_a, first_a))

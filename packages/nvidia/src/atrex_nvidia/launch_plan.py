@@ -195,10 +195,11 @@ def _literal(x) -> bool:
     return x is None or type(x) in (bool, int) or (type(x) is float and math.isfinite(x))
 
 
-def generate(params: str, prelude: tuple, launches: list, ns: dict | None = None):
+def generate(params: str, prelude: tuple, launches: list, ns: dict | None = None, epilogue: tuple = ()):
     """``go(<params>, stream)``: the launches of one plan as straight-line code, so a call pays one call of each
     kernel's launch function with its arguments spelled out (no argument tuples built and unpacked, no loop).
-    ``prelude``: statements run first; ``launches``: ``(fn, head, pack, grid, args)`` per kernel, as a
+    ``prelude`` / ``epilogue``: statements run first / last; ``launches``: ``(fn, head, pack, grid, args)`` per
+    kernel, as a
     :class:`Direct` takes them (``args`` every parameter, tail included), whose grid items, head items and
     arguments are :class:`Arg` expressions over the parameters or constants (literals inlined, others bound by
     name); ``ns``: names the expressions use. (Generated with ``exec``: the argument lists differ per plan.)"""
@@ -220,7 +221,8 @@ def generate(params: str, prelude: tuple, launches: list, ns: dict | None = None
         ns[f"fn{li}"] = fn
         tail = ", ".join(a)
         body.append(f"    fn{li}({', '.join(g + ['stream'] + h)}, {'(' + tail + ',)' if pack else tail})")
-    src = "\n".join([f"def go({params}, stream):", *(f"    {p}" for p in prelude), *body])
+    src = "\n".join([f"def go({params}, stream):", *(f"    {p}" for p in prelude), *body,
+                     *(f"    {p}" for p in epilogue)])
     exec(src, ns)
     return ns["go"]
 

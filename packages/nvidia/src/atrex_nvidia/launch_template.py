@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 import torch
 
-from atrex_nvidia.launch_plan import Arg, Direct, generate, go_stream, workspace
+from atrex_nvidia.launch_plan import MISS, Arg, Direct, generate, go_stream, workspace
 
 __all__ = ["Template", "derive"]
 
@@ -52,6 +52,7 @@ class Template(NamedTuple):
     go: object = None  # every direct launch in one generated function (``_compile``), when all are compiled
     device: int | None = None  # the CUDA device whose context loaded the compiled kernels
     scoped: bool = True  # a launch of ``go`` allocates global scratch through Triton's allocator
+    kept: object = None  # the whole direct run as one generated function (``_compile_kept``), when not scoped
 
     def run(self, roots: tuple, device: torch.device, scope=None, eager: bool = False):
         """Allocate the outputs and the workspace, launch every kernel; returns the outputs. ``scope(device)``: the
@@ -114,6 +115,15 @@ def _compile(launches: tuple, views: tuple):
         reads[f"{name} = {('roots', 'outs')[kind]}[{idx}].data_ptr()"] = None
         return Arg(name)
 
+    if any(ln.scratch is not None for ln in launches):
+        reads["base = ws.data_ptr()"] = None
+    specs = _specs(launches, ptr)
+    return generate("roots, outs, ws", tuple(reads), specs)
+
+
+def _specs(launches: tuple, ptr) -> list:
+    """``launch_plan.generate``'s launches of a template: every argument, ``ptr(kind, index)`` for its pointers, and
+    a kernel's global scratch (placed in the workspace) at ``base`` plus its offset through its C launch."""
     specs = []
     for ln in launches:
         d, slots = ln.direct, {pos: (kind, idx) for pos, kind, idx in ln.slots}
@@ -121,11 +131,37 @@ def _compile(launches: tuple, views: tuple):
         if ln.scratch is None:
             specs.append((d.fn, d.head, d.pack, ln.grid, args))
             continue
-        reads["base = ws.data_ptr()"] = None
         head = list(d.c_head)
         head[d.scratch[2]] = Arg(f"base + {ln.scratch}")
         specs.append((d.c_fn, head, d.c_pack, ln.grid, args))
-    return generate("roots, outs, ws", tuple(reads), specs)
+    return specs
+
+
+def _compile_kept(launches: tuple, views: tuple, present: tuple, outputs: tuple, nbytes: int):
+    """``kept(roots, device, eager, stream)``: :meth:`Template.run_direct` as one generated function for a caller
+    that holds the template (a bound runner): it reads the pointers of the roots the template had (``present``),
+    returns ``launch_plan.MISS`` before any allocation or launch when one of them is not 16-byte aligned (the
+    template's key says they are), allocates the outputs and the workspace, launches every kernel and returns the
+    outputs."""
+    prelude = [f"r{i} = roots[{i}].data_ptr()" for i in present]
+    if present:
+        prelude.append(f"if ({' | '.join(f'r{i}' for i in present)}) & 15: return MISS")
+    ns = {"MISS": MISS, "empty": torch.empty, "workspace": workspace, "int8": torch.int8}
+    for i, o in enumerate(outputs):
+        if o is not None:
+            ns[f"shape{i}"], ns[f"dtype{i}"] = o
+            prelude += [f"o{i} = empty(shape{i}, dtype=dtype{i}, device=device)", f"p{i} = o{i}.data_ptr()"]
+    if nbytes:
+        prelude += [f"ws = workspace(device, stream, {nbytes}) if eager else empty({nbytes}, dtype=int8, device=device)",
+                    "base = ws.data_ptr()"]
+
+    def ptr(kind, idx):
+        return Arg(f"base + {views[idx].offset}" if kind == 2 else f"{'rp'[kind]}{idx}")
+
+    specs = _specs(launches, ptr)
+    result = ", ".join("None" if o is None else f"o{i}" for i, o in enumerate(outputs))
+    return generate("roots, device, eager", tuple(prelude), specs, ns, (f"return ({result},)" if outputs else
+                                                                         "return ()",))
 
 
 def _storage_key(t: torch.Tensor) -> int:
@@ -175,7 +211,11 @@ def derive(launches: list, directs: list, roots: tuple, outputs: tuple) -> Templ
     launches, total = _scratch_slots([_Launch(*ln) for ln in out], total)
     go = _compile(launches, views) if launches and all(ln.direct is not None for ln in launches) else None
     scoped = any(ln.direct.scratch is not None and ln.scratch is None for ln in launches) if go else True
-    return Template(launches, outs, views, total, go, launches[0].direct.device if go is not None else None, scoped)
+    kept = None
+    if go is not None and not scoped:
+        kept = _compile_kept(launches, views, tuple(i for i, t in enumerate(roots) if t is not None), outs, total)
+    return Template(launches, outs, views, total, go, launches[0].direct.device if go is not None else None, scoped,
+                    kept)
 
 
 def _scratch_slots(launches: list, total: int) -> tuple[tuple, int]:

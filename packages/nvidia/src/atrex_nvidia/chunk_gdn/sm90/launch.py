@@ -11,7 +11,7 @@ their outputs and one workspace buffer and launch the compiled kernels directly.
 
 import torch
 
-from atrex_nvidia.launch_plan import MISS, kept_runner
+from atrex_nvidia.launch_plan import kept_runner
 from atrex_nvidia.launch_template import derive
 
 from . import build
@@ -162,7 +162,7 @@ def _aligned(roots) -> bool:
 def runner(run):
     """``run``'s runner for one memo class and per-call key (``launch_plan.kept_runner``): the class fixes the
     template's key but for pointer alignment (:func:`class_key`), so the template kept for an aligned call serves
-    later aligned calls."""
+    later calls through its generated run (``Template.kept``), which refuses misaligned roots itself."""
     def find(call):
         if call.cls is None:
             return None
@@ -170,13 +170,10 @@ def runner(run):
         if not _aligned(roots):
             return None
         template = WARM.plan(class_key(roots, call.cls, None, None))
-        return None if template is None or template.go is None else (template, template.device)
+        return None if template is None or template.kept is None else (template, template.device)
 
     def go_kept(template, stream, call):
-        roots = _record_roots(call)
-        if not _aligned(roots):
-            return MISS
-        return template.run_direct(roots, call.device, stream, scratch_on, not call.capturing)
+        return template.kept(_record_roots(call), call.device, not call.capturing, stream)
 
     return kept_runner(WARM, run, find, go_kept)
 
