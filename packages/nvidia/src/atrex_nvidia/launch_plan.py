@@ -199,9 +199,8 @@ def generate(params: str, prelude: tuple, launches: list, ns: dict | None = None
     """``go(<params>, stream)``: the launches of one plan as straight-line code, so a call pays one call of each
     kernel's launch function with its arguments spelled out (no argument tuples built and unpacked, no loop).
     ``prelude`` / ``epilogue``: statements run first / last; ``launches``: ``(fn, head, pack, grid, args)`` per
-    kernel, as a
-    :class:`Direct` takes them (``args`` every parameter, tail included), whose grid items, head items and
-    arguments are :class:`Arg` expressions over the parameters or constants (literals inlined, others bound by
+    kernel, as a :class:`Direct` takes them (``args`` every parameter, tail included), whose grid items, head items
+    and arguments are :class:`Arg` expressions over the parameters or constants (literals inlined, others bound by
     name); ``ns``: names the expressions use. (Generated with ``exec``: the argument lists differ per plan.)"""
     ns = dict(ns or {})
 
