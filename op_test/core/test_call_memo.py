@@ -19,7 +19,7 @@ from atrex.api import _fa_fast
 from atrex.api._memo import guards_available
 from atrex.api.flash_attn import FlashAttnCall, normalize_flash_attn_call
 from atrex.dispatch.registry import get_registry
-from atrex.errors import AtrexError
+from atrex.errors import AtrexError, AtrexTypeError
 from atrex.inputs import attn_inputs
 
 
@@ -171,6 +171,21 @@ def test_per_call_rules_still_refuse(cache):
     assert _fast(dict(kw, q=q, out=overlap[8:8 + q.numel()].view(q.shape))) is None
     with pytest.raises(AtrexError, match="overlapping"):
         atrex.flash_attn_varlen_func(**dict(kw, q=q, out=overlap[8:8 + q.numel()].view(q.shape)))
+
+
+def test_window_bounds_keep_their_type_check(cache):
+    """The class's own ``window_size`` tuple object skips the bounds' type check (a tuple cannot change); an equal
+    tuple of another object, or a list (which can), is checked, and float bounds go to the validator."""
+    kw = _decode_batch(cache, [1, 1], [40, 7])
+    assert _seed(kw)
+    window = kw["window_size"]
+    assert _fast(dict(kw, window_size=window)) is not None and _fast(dict(kw, window_size=(-1, -1))) is not None
+    assert _fast(dict(kw, window_size=(-1.0, -1))) is None
+    listed = dict(kw, window_size=[-1, -1])
+    assert _seed(listed)
+    window_list = listed["window_size"]
+    window_list[0] = -1.0  # (equal to the class's value; the validator refuses a float bound)
+    assert _fast(listed) is None and _outcome(listed) is AtrexTypeError
 
 
 def test_grad_mode_and_requires_grad_are_part_of_the_class(cache):
