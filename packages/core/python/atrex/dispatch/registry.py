@@ -73,6 +73,7 @@ class Impl:
     _check: Any = None
     _run: Any = None
     _prewarm: Any = None
+    _bind: Any = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -124,7 +125,10 @@ class Impl:
         runner its ``bind`` returns (:class:`Bound`), else itself (``ImplSpec.bind``)."""
         if self.spec.bind is None:
             return self
-        runner = _resolve(self.spec.bind)(call)
+        fn = self._bind
+        if fn is None:
+            fn = self._bind = _resolve(self.spec.bind)
+        runner = fn(call)
         return self if runner is None else Bound(self, runner)
 
 
