@@ -762,6 +762,13 @@ def test_template_places_global_scratch_in_its_workspace(tiny_kernel):
     theirs, asked = _triton_call(lc, (base, 6, 16), second[slot], (1, 1, 1), 0)
     assert second == theirs and asked == [(192, 128)]
     assert (first[slot] - base, second[slot] - base) == (512, 512 + 1536)
+    # the generated whole run (a bound runner's): the same launches, the scratch in its workspace too
+    lc.launch.calls.clear()
+    assert tpl.kept((x2,), torch.device("cpu"), False, 0) == ()
+    first_k, second_k = lc.launch.calls
+    base_k = second_k[-1][0] if d.c_pack else second_k[-3]
+    assert (first_k[slot] - base_k, second_k[slot] - base_k) == (512, 512 + 1536)
+    assert [a for i, a in enumerate(first_k) if i != slot] == [a for i, a in enumerate(first) if i != slot]
 
 
 def test_workspace_kept_per_stream_up_to_its_bound(monkeypatch):
