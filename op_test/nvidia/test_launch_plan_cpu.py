@@ -553,7 +553,7 @@ def test_chunk_gdn_runner_runs_the_kept_template_with_the_calls_roots(monkeypatc
         ran.append(c)
         roots = GL._record_roots(c)
         o = torch.empty(3)
-        tpl = LT.derive([(object(), (1,), (roots[0], roots[1], o), {})], [direct], roots, (o, None))
+        tpl = LT.derive([(object(), (1,), (roots[0], roots[1], o), {})], [direct], roots, (o, None), GL.RECORD_ROOTS)
         GL.WARM.keep_plan(GL.class_key(roots, c.cls, None, None), tpl)
         return "ran"
 

@@ -137,13 +137,14 @@ def _specs(launches: tuple, ptr) -> list:
     return specs
 
 
-def _compile_kept(launches: tuple, views: tuple, present: tuple, outputs: tuple, nbytes: int):
-    """``kept(roots, device, eager, stream)``: :meth:`Template.run_direct` as one generated function for a caller
-    that holds the template (a bound runner): it reads the pointers of the roots the template had (``present``),
+def _compile_kept(launches: tuple, views: tuple, present: tuple, outputs: tuple, nbytes: int, root_exprs=None):
+    """``kept(src, device, eager, stream)``: :meth:`Template.run_direct` as one generated function for a caller
+    that holds the template (a bound runner): it reads the pointers of the roots the template had (``present``;
+    root ``i`` is ``src[i]``, or the expression ``root_exprs[i]`` over ``src``, e.g. ``src.q`` for a record),
     returns ``launch_plan.MISS`` before any allocation or launch when one of them is not 16-byte aligned (the
     template's key says they are), allocates the outputs and the workspace, launches every kernel and returns the
     outputs."""
-    prelude = [f"r{i} = roots[{i}].data_ptr()" for i in present]
+    prelude = [f"r{i} = {root_exprs[i] if root_exprs else f'src[{i}]'}.data_ptr()" for i in present]
     if present:
         prelude.append(f"if ({' | '.join(f'r{i}' for i in present)}) & 15: return MISS")
     ns = {"MISS": MISS, "empty": torch.empty, "workspace": workspace, "int8": torch.int8}
@@ -160,17 +161,19 @@ def _compile_kept(launches: tuple, views: tuple, present: tuple, outputs: tuple,
 
     specs = _specs(launches, ptr)
     result = ", ".join("None" if o is None else f"o{i}" for i, o in enumerate(outputs))
-    return generate("roots, device, eager", tuple(prelude), specs, ns, (f"return ({result},)" if outputs else
-                                                                         "return ()",))
+    return generate("src, device, eager", tuple(prelude), specs, ns, (f"return ({result},)" if outputs else
+                                                                       "return ()",))
 
 
 def _storage_key(t: torch.Tensor) -> int:
     return t.untyped_storage().data_ptr()
 
 
-def derive(launches: list, directs: list, roots: tuple, outputs: tuple) -> Template | None:
+def derive(launches: list, directs: list, roots: tuple, outputs: tuple, root_exprs: tuple | None = None
+           ) -> Template | None:
     """The template of a first run: ``launches`` and the compiled kernel of each bound for direct launches
-    (``directs``, None where none applies), the call's input tensors ``roots`` and the launcher's outputs. None
+    (``directs``, None where none applies), the call's input tensors ``roots`` and the launcher's outputs
+    (``root_exprs``: where :attr:`Template.kept` reads each root, see :func:`_compile_kept`). None
     when the run cannot be replayed from a template: two roots
     at one address (which one an argument meant is unknown), or a tensor argument that is neither a root nor an
     output but shares a root's or an output's storage (a view the template could not rebuild)."""
@@ -213,7 +216,8 @@ def derive(launches: list, directs: list, roots: tuple, outputs: tuple) -> Templ
     scoped = any(ln.direct.scratch is not None and ln.scratch is None for ln in launches) if go else True
     kept = None
     if go is not None and not scoped:
-        kept = _compile_kept(launches, views, tuple(i for i, t in enumerate(roots) if t is not None), outs, total)
+        kept = _compile_kept(launches, views, tuple(i for i, t in enumerate(roots) if t is not None), outs, total,
+                             root_exprs)
     return Template(launches, outs, views, total, go, launches[0].direct.device if go is not None else None, scoped,
                     kept)
 

@@ -108,7 +108,7 @@ def gdn_fwd(q, k, v, g, beta, *, scale, initial_state, output_final_state, use_q
     if plan_only:
         return plan, launches
     directs = launch_all(q.device, launches, key)
-    template = derive(launches, directs, roots, (o, ht))
+    template = derive(launches, directs, roots, (o, ht), RECORD_ROOTS)
     if template is not None:
         WARM.keep_plan(key, template)
     return o, ht
@@ -140,6 +140,12 @@ def run_template(call):
     return template.run(roots, call.device, scratch_on, not call.capturing)
 
 
+#: where a memo-served record holds each root (:func:`_record_roots`; a root the class has none of is None there
+#: and in the template alike)
+RECORD_ROOTS = ("src.q", "src.k", "src.v", "src.g", "src.beta", "src.initial_state", "src.cu_seqlens", "src.A_log",
+                "src.dt_bias")
+
+
 def _record_roots(call) -> tuple:
     """The roots of a memo-served record, as :func:`_roots` makes them: q/k/v and the gate's parameters are
     contiguous (``impl.check`` accepted the call), one varlen sequence in one batch row is the fixed-length call."""
@@ -162,7 +168,8 @@ def _aligned(roots) -> bool:
 def runner(run):
     """``run``'s runner for one memo class and per-call key (``launch_plan.kept_runner``): the class fixes the
     template's key but for pointer alignment (:func:`class_key`), so the template kept for an aligned call serves
-    later calls through its generated run (``Template.kept``), which refuses misaligned roots itself."""
+    later calls through its generated run (``Template.kept``), which reads the roots off the record and refuses
+    misaligned ones itself."""
     def find(call):
         if call.cls is None:
             return None
@@ -173,7 +180,7 @@ def runner(run):
         return None if template is None or template.kept is None else (template, template.device)
 
     def go_kept(template, stream, call):
-        return template.kept(_record_roots(call), call.device, not call.capturing, stream)
+        return template.kept(call, call.device, not call.capturing, stream)  # (it reads the roots: RECORD_ROOTS)
 
     return kept_runner(WARM, run, find, go_kept)
 
