@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import torch
 
 from atrex.validation.cases import OP_IDS
-from atrex.validation.report import HOST_TABLE_HEAD, host_table_rows
+from atrex.validation.report import HOST_PEER, HOST_TABLE_HEAD, host_table_rows
 
 
 @dataclass(frozen=True)
@@ -155,20 +155,17 @@ def time_round_robin(contenders: list, device, *, number: int, batches: int, war
 
 
 def _peers(op: str, kw: dict, target) -> list[tuple[str, Callable | str]]:
-    """(label, timed call or skip reason) of each peer of ``op`` (FA4 / fla, called directly)."""
+    """(label, timed call or skip reason) of the peer of ``op`` (FA4 / fla, called directly), labelled as the
+    report's ``HOST_PEER`` (the row its "/ peer" column divides by)."""
     from atrex.validation import baselines as B
 
-    makers = {"flash_attn": [("fa4_direct", B.fa4_direct)], "chunk_gdn": [("fla", B.fla_chunk)],
-              "gdn_decode": [("fla", B.fla_recurrent)]}[op]
-    out = []
-    for label, make in makers:
-        try:
-            made = make(kw, target)
-        except Exception as exc:  # a peer that cannot express the call is reported, not fatal
-            out.append((label, f"{type(exc).__name__}: {exc}"[:200]))
-            continue
-        out.append((label, str(made) if isinstance(made, B.Skip) else made.fn))
-    return out
+    make = {"flash_attn": B.fa4_direct, "chunk_gdn": B.fla_chunk, "gdn_decode": B.fla_recurrent}[op]
+    label = HOST_PEER[op]
+    try:
+        made = make(kw, target)
+    except Exception as exc:  # a peer that cannot express the call is reported, not fatal
+        return [(label, f"{type(exc).__name__}: {exc}"[:200])]
+    return [(label, str(made) if isinstance(made, B.Skip) else made.fn)]
 
 
 def measure_case(case: HostCase, device, *, number: int, batches: int, warmup: int) -> list[dict]:

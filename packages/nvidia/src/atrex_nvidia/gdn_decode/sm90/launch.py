@@ -136,13 +136,18 @@ def _with_direct(lp, call, direct) -> LaunchPlan:
     return lp._replace(direct=direct, go=None if direct is None else _generate(lp._replace(direct=direct), call))
 
 
+def _outputs(lp, call) -> tuple:
+    """``(o, the new fp32 state or None)`` of one call (None: the pool is updated in place)."""
+    o = torch.empty(lp.o_shape, dtype=call.dtype, device=call.device)
+    if lp.state_shape is None:
+        return o, None
+    return o, torch.empty(lp.state_shape, dtype=torch.float32, device=call.device)
+
+
 def go(lp, call, stream: int):
     """Allocate the outputs and launch through the plan's generated launch on ``stream`` (direct launches apply
     now: ``launch_plan.go_stream``); returns ``(o, pool or the new fp32 state)``."""
-    o = torch.empty(lp.o_shape, dtype=call.dtype, device=call.device)
-    state_out = None
-    if lp.state_shape is not None:
-        state_out = torch.empty(lp.state_shape, dtype=torch.float32, device=call.device)
+    o, state_out = _outputs(lp, call)
     if lp.runs:  # (nothing to compute: an empty grid is not launched)
         lp.go(call, o, state_out, stream)
     return o, (call.pool if state_out is None else state_out)
@@ -168,10 +173,7 @@ def _launch(lp, call):
     stream = None if lp.go is None else go_stream(lp.direct.device)
     if stream is not None:
         return (*go(lp, call, stream), None)
-    o = torch.empty(lp.o_shape, dtype=call.dtype, device=call.device)
-    state_out = None
-    if lp.state_shape is not None:
-        state_out = torch.empty(lp.state_shape, dtype=torch.float32, device=call.device)
+    o, state_out = _outputs(lp, call)
     compiled = None
     if lp.runs:  # (nothing to compute: an empty grid is not launched)
         compiled = launch(_k.atrex_sm90_gdn_decode, lp.grid, _tensors(call, o, state_out), (*lp.ints, call.scale),

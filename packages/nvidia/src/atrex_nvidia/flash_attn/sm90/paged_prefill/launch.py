@@ -185,15 +185,15 @@ def plan_device(lp) -> int | None:
 
 
 def _launch(lp, call, out):
-    """Allocate the LSE and launch the plan's kernel; returns (LSE, what Triton's JIT path returned or None)."""
+    """Allocate the LSE and launch the plan's kernel (its generated launch when it has one and direct launches
+    apply now, else Triton's JIT path); returns (LSE, what Triton's JIT path returned or None)."""
+    stream = None if lp.go is None else go_stream(lp.direct.device)
+    if stream is not None:
+        return go(lp, call, out, stream), None
     lse = None
     if call.return_lse:
         lse = torch.empty((call.num_heads_q, call.total_q), dtype=torch.float32, device=call.device)
     if call.total_q == 0:
-        return lse, None
-    stream = None if lp.go is None else go_stream(lp.direct.device)
-    if stream is not None:
-        lp.go(call, out, lse, stream)
         return lse, None
     grid = (call.total_q // lp.block_q + call.batch, lp.cols)
     return lse, launch(_k.atrex_sm90_paged_prefill, grid, _tensors(lp, call, out, lse), _rest(lp, call), lp.meta)
