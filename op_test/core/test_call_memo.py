@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import atrex
 from atrex import env
 from atrex.api import _fa_fast
-from atrex.api._memo import guards_available
+from atrex.api._memo import CallMemo, guards_available
 from atrex.api.flash_attn import FlashAttnCall, normalize_flash_attn_call
 from atrex.dispatch.registry import get_registry
 from atrex.errors import AtrexError, AtrexTypeError
@@ -186,6 +186,28 @@ def test_window_bounds_keep_their_type_check(cache):
     window_list = listed["window_size"]
     window_list[0] = -1.0  # (equal to the class's value; the validator refuses a float bound)
     assert _fast(listed) is None and _outcome(listed) is AtrexTypeError
+
+
+def test_class_test_compares_every_argument_by_type_and_value():
+    """The generated class test: a scalar the class fixes matches only with its type and value (True is not 1,
+    0.5 is not a tensor), a None only as None, a type-only argument by type, a per-call one by type (its value
+    returned), and a keyword set of the same size but other names not at all."""
+    memo, reg, settings = CallMemo(), object(), object()
+    memo.holds_for(reg, settings)
+    t = torch.zeros(4, 2)
+    kw = dict(x=t, flag=True, scale=0.5, n=3, window=(-1, -1), absent=None, hint=t, length=7)
+    e = memo.add(kw, ("x",), {"x": (0,)}, ("hint",), ("length",), "static")
+    assert memo.match(kw, reg, settings) == (e, (7,))
+    assert memo.match(dict(kw, x=torch.ones(6, 2), hint=torch.ones(1), length=9), reg, settings) == (e, (9,))
+    for change in (dict(flag=1), dict(flag=False), dict(flag=None), dict(scale=1), dict(scale=0.25), dict(scale=t),
+                   dict(n=3.0), dict(n=True), dict(n=4), dict(window=[-1, -1]), dict(window=(-1, 0)), dict(absent=0),
+                   dict(absent=t), dict(hint=None), dict(length=7.0), dict(length=None), dict(x=t.double()),
+                   dict(x=torch.zeros(4, 3)), dict(x=None)):
+        assert memo.match(dict(kw, **change), reg, settings) is None, change
+    renamed = dict(kw)
+    renamed["m"] = renamed.pop("n")
+    assert memo.match(renamed, reg, settings) is None
+    assert memo.match(kw, reg, object()) is None  # (another settings object empties the memo)
 
 
 def test_grad_mode_and_requires_grad_are_part_of_the_class(cache):

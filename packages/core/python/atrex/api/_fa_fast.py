@@ -100,10 +100,9 @@ def fast_call(kw: dict, record_type, registry, settings):
     hit = MEMO.match(kw, registry, settings)
     if hit is None:
         return None
-    e, plain = hit
+    e, (msq, msk) = hit  # (the per-call ints: their type is the entry's, int)
     (mid, tail, return_lse, paged, fp8, cuda, strides_aligned, q_row, q_tail, o_row, o_tail, k_bytes, v_bytes, _,
      window) = e.data
-    msq, msk = plain[-2], plain[-1]  # (the per-call ints, read last; their type is the entry's: int)
     if msq < 0 or msk < 0:
         return None
     get = kw.get

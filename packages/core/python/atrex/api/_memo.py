@@ -25,7 +25,6 @@ what :func:`guards_available` tests): no memo, every call validates in full.
 from __future__ import annotations
 
 import functools
-import operator
 import threading
 
 import torch
@@ -50,21 +49,11 @@ def guards_available() -> bool:
         return False
 
 
-def tuple_getter(names: tuple):
-    """``kw -> tuple(kw[n] for n in names)`` for any number of names (``itemgetter`` returns a bare value for one)."""
-    if len(names) > 1:
-        return operator.itemgetter(*names)
-    if names:
-        name = names[0]
-        return lambda kw: (kw[name],)
-    return lambda kw: ()
-
-
 class Entry:
     """One validated call class: how to read a call's arguments and what they must be, plus the operator's static
     record fields (``data``) and the implementations chosen for it."""
 
-    __slots__ = ("chosen", "data", "get_guarded", "get_plain", "grad", "guard", "n", "scalars", "types")
+    __slots__ = ("chosen", "data", "grad", "test")
 
     def keep_impl(self, dyn, impl) -> None:
         """Keep the implementation chosen for the per-call values ``dyn`` (``chosen.get(dyn)`` reads it); a full
@@ -97,9 +86,8 @@ class CallMemo:
         return False
 
     def match(self, kw: dict, registry, settings):
-        """``(entry, plain values)`` of the class the keyword call ``kw`` belongs to under ``registry`` and
-        ``settings`` (its per-call values unchecked), or None. The plain values are the scalars, the arguments
-        that were None, the type-only ones and the per-call ones, in that order."""
+        """``(entry, per-call values)`` of the class the keyword call ``kw`` belongs to under ``registry`` and
+        ``settings`` (the values of ``add``'s ``per_call`` keywords, unchecked but for their type), or None."""
         if (self.registry is not registry or self.settings is not settings) and not self.holds_for(registry,
                                                                                                  settings):
             return None
@@ -109,11 +97,10 @@ class CallMemo:
         grad = _grad_enabled()
         for e in cands:
             try:
-                plain = e.get_plain(kw)
-                # (types first: a tensor passed where a scalar was must not reach the value comparison)
-                if (e.grad is grad and [*map(type, plain)] == e.types and plain[:e.n] == e.scalars
-                        and e.guard.check(*e.get_guarded(kw))):
-                    return e, plain
+                if e.grad is grad:
+                    plain = e.test(kw)
+                    if plain is not None:
+                        return e, plain
             except KeyError:  # another keyword set of the same size
                 continue
         return None
@@ -121,25 +108,19 @@ class CallMemo:
     def add(self, kw: dict, guarded: tuple, dynamic: dict, typed: tuple, per_call: tuple, data) -> Entry | None:
         """Keep the class of the valid call ``kw``: ``guarded`` names its tensors the guard checks (``dynamic``:
         name -> the dims whose size varies per call), ``typed`` the arguments of which only the type matters,
-        ``per_call`` the scalars the operator's fast path checks itself (lengths; read last by ``get_plain``, their
-        types fixed); every other argument that is not None is a scalar compared by type and value. ``data``: the
-        operator's static record fields. None when guards are unavailable or the memo is full."""
+        ``per_call`` the scalars the operator's fast path checks itself (lengths; their types fixed, their values
+        what :meth:`match` returns); every other argument is None or a scalar compared by type and value.
+        ``data``: the operator's static record fields. None when guards are unavailable or the memo is full."""
         if not guards_available():
             return None
         from torch._C._dynamo.guards import TensorGuards
 
         names = tuple(kw)
-        skip = set(guarded) | set(typed) | set(per_call)
-        nones = tuple(n for n in names if n not in skip and kw[n] is None)
-        scalars = tuple(n for n in names if n not in skip and kw[n] is not None)
         ts = [kw[n] for n in guarded]
         sizes = [[None if i in dynamic.get(n, ()) else s for i, s in enumerate(t.shape)] for n, t in zip(guarded, ts)]
+        guard = TensorGuards(*ts, dynamic_dims_sizes=sizes, dynamic_dims_strides=[list(t.stride()) for t in ts])
         e = Entry()
-        e.get_plain, e.n = tuple_getter(scalars + nones + typed + tuple(per_call)), len(scalars)
-        plain = e.get_plain(kw)
-        e.scalars, e.types = plain[:e.n], [*map(type, plain)]  # (a list: [*map] is the cheaper build per call)
-        e.get_guarded = tuple_getter(guarded)
-        e.guard = TensorGuards(*ts, dynamic_dims_sizes=sizes, dynamic_dims_strides=[list(t.stride()) for t in ts])
+        e.test = _class_test(kw, guarded, typed, per_call, guard)
         e.grad, e.data, e.chosen = _grad_enabled(), data, {}
         with self._lock:
             cands = self.by_count.get(len(names))
@@ -158,6 +139,34 @@ class CallMemo:
 
     def __len__(self) -> int:
         return sum(len(c) for c in self.by_count.values())
+
+
+def _class_test(kw: dict, guarded: tuple, typed: tuple, per_call: tuple, guard):
+    """``test(kw)``: the per-call values of a keyword call of ``kw``'s class, else None (a KeyError for another
+    keyword set of as many). Generated per class, so a scalar the class fixes costs one comparison with its
+    value held as a constant: an identity test for None and the bools, type and value otherwise; the type only
+    for ``typed``; the guard over ``guarded`` last."""
+    consts = {"check": guard.check}
+    lines = ["def test(kw):"]
+    for i, name in enumerate(n for n in kw if n not in guarded and n not in per_call):
+        val = kw[name]
+        consts[f"t{i}"], consts[f"c{i}"] = type(val), val
+        lines.append(f"    x = kw[{name!r}]")
+        if name in typed:
+            lines.append(f"    if type(x) is not t{i}: return None")
+        elif val is None or type(val) is bool:
+            lines.append(f"    if x is not c{i}: return None")
+        else:  # (types first: a tensor passed where a scalar was must not reach the value comparison)
+            lines.append(f"    if type(x) is not t{i} or x != c{i}: return None")
+    for i, name in enumerate(per_call):
+        consts[f"p{i}"] = type(kw[name])
+        lines.append(f"    y{i} = kw[{name!r}]")
+        lines.append(f"    if type(y{i}) is not p{i}: return None")
+    args = "".join(f"kw[{n!r}], " for n in guarded)
+    lines.append(f"    if not check({args}): return None")
+    lines.append(f"    return ({''.join(f'y{i}, ' for i in range(len(per_call)))})")
+    exec(compile("\n".join(lines), f"<atrex memo test {len(kw)}>", "exec"), consts)
+    return consts["test"]
 
 
 def chosen_impl(entry: Entry, dyn, registry, op: str, call):
