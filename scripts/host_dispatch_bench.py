@@ -78,14 +78,14 @@ def bench(device, args) -> None:
         call = fa.normalize(**kw)
         assert call == fa.normalize_flash_attn_call(**kw)
         fa.can_use_flash_attn_varlen_func(**kw)  # (the class's first call: validated in full and remembered)
-        hit = _fa_fast.fast_call(kw, fa.FlashAttnCall, reg, env.settings())
+        hit = _fa_fast.fast_call(kw, reg, env.settings())
         if hit is None:
             print("   (!) this call does not take the memo's fast path")
         else:
             assert hit[0]._replace() == call
         dev = kw["q"].device
         fns = {
-            "fast": lambda kw=kw: _fa_fast.fast_call(kw, fa.FlashAttnCall, reg, env.settings()),
+            "fast": lambda kw=kw: _fa_fast.fast_call(kw, reg, env.settings()),
             "normalize": lambda kw=kw: fa.normalize(**kw),
             "detailed": lambda kw=kw: fa.normalize_flash_attn_call(**kw),
             "classify": lambda dev=dev: classify_device(dev),

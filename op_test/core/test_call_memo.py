@@ -50,7 +50,7 @@ def _fast(kw):
     """The fast path's record for ``kw`` (None: it leaves the call to the validator)."""
     reg = get_registry()
     env.settings()
-    hit = _fa_fast.fast_call(kw, FlashAttnCall, reg, env._settings)
+    hit = _fa_fast.fast_call(kw, reg, env._settings)
     return None if hit is None else hit[0]._replace()  # (the class token aside: the validator's record has none)
 
 
@@ -196,7 +196,7 @@ def test_class_test_compares_every_argument_by_type_and_value():
     memo.holds_for(reg, settings)
     t = torch.zeros(4, 2)
     kw = dict(x=t, flag=True, scale=0.5, n=3, window=(-1, -1), absent=None, hint=t, length=7)
-    e = memo.add(kw, ("x",), {"x": (0,)}, ("hint",), ("length",), "static")
+    e = memo.add(kw, ("x",), {"x": (0,)}, ("hint",), ("length",), False)
     assert memo.match(kw, reg, settings) == (e, (7,))
     assert memo.match(dict(kw, x=torch.ones(6, 2), hint=torch.ones(1), length=9), reg, settings) == (e, (9,))
     for change in (dict(flag=1), dict(flag=False), dict(flag=None), dict(scale=1), dict(scale=0.25), dict(scale=t),
@@ -246,12 +246,9 @@ def test_the_operator_uses_the_fast_path_and_matches(cache):
 # ---- the Gated-DeltaNet operators ------------------------------------------------------------------------
 
 def _gdn_fast(op_mod, kw):
-    from atrex.api import _gdn_fast
-
     reg = get_registry()
     env.settings()
-    record = op_mod.GDNCall if hasattr(op_mod, "GDNCall") else op_mod.GDNDecodeCall
-    hit = _gdn_fast.fast_call(op_mod.MEMO, kw, record, reg, env._settings)
+    hit = op_mod.MEMO.match(kw, reg, env._settings)
     return None if hit is None else hit[0]._replace()
 
 

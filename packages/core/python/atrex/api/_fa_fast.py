@@ -10,15 +10,12 @@ checks that every record built here equals the validator's.
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import torch
 
 from atrex.api._memo import CallMemo
 
 Tensor = torch.Tensor
 MEMO = CallMemo()
-_new_record = tuple.__new__
 # (what torch.cuda.is_current_stream_capturing returns, without its Python frame)
 _capturing = getattr(torch._C, "_cuda_isCurrentStreamCapturing", torch.cuda.is_current_stream_capturing)
 
@@ -29,26 +26,6 @@ _VECTORS = ("cu_seqlens_q", "cu_seqlens_k", "seqused_k")  # 1-D metadata: kept o
 _DESCALES = ("q_descale", "k_descale", "v_descale")
 _IGNORED_TENSORS = ("scheduler_metadata",)  # a hint: only its type is validated
 _PER_CALL = ("max_seqlen_q", "max_seqlen_k")  # host ints checked per call (fast_call)
-
-
-class Static(NamedTuple):
-    """A class's record fields that do not vary per call, and the byte geometry the per-call checks need."""
-
-    mid: tuple  # num_heads_q .. softcap of the record
-    tail: tuple  # num_splits, deterministic, device, target
-    return_lse: bool
-    paged: bool
-    fp8: bool
-    cuda: bool
-    strides_aligned: bool
-    q_row: int  # bytes per q row, and from a row's start to its last element's end
-    q_tail: int
-    o_row: int
-    o_tail: int
-    k_bytes: int  # from k's / v's start to its last element's end (0: empty)
-    v_bytes: int
-    cpu: bool  # value checks always run (atrex.api._values.wanted)
-    window: tuple | None  # the class's window_size tuple object (a call passing the same object needs no type check)
 
 
 def _span(t: Tensor, skip_first: bool) -> int:
@@ -79,76 +56,65 @@ def remember(kw: dict, call):
         return None  # (the stride rule of a 1-D tensor depends on its per-call length)
     typed = tuple(n for n in tensors if n in _IGNORED_TENSORS or (n in _DESCALES and not call.is_fp8))
     guarded = tuple(n for n in tensors if n not in typed)
-    out = call.out
-    data = Static(
-        (call.num_heads_q, call.num_heads_k, call.head_dim, call.head_dim_v, call.paged, call.page_size, call.dtype,
-         call.out_dtype, call.is_fp8, call.softmax_scale, call.causal, call.window_left, call.window_right,
-         call.softcap),
-        (call.num_splits, call.deterministic, call.device, call.target), call.return_lse, call.paged, call.is_fp8,
-        call.q.is_cuda, _strides_aligned(call), call.q.stride(0) * call.q.element_size(), _span(call.q, True),
-        0 if out is None else out.stride(0) * out.element_size(), 0 if out is None else _span(out, True),
-        _span(call.k, False), _span(call.v, False), call.device.type == "cpu",
-        kw.get("window_size") if type(kw.get("window_size")) is tuple else None)
-    return MEMO.add(kw, guarded, _DYNAMIC, typed, _PER_CALL, data)
+    return MEMO.add(kw, guarded, _DYNAMIC, typed, _PER_CALL, call.device.type == "cpu", _body(kw, call, guarded))
 
 
-def fast_call(kw: dict, record_type, registry, settings):
-    """``(record, entry, per-call key)`` of a keyword call whose class was validated before (under ``registry``
-    and ``settings``) and whose per-call values pass the validator's rules; None otherwise (the caller validates
-    in full). ``record_type``: ``FlashAttnCall``. The per-call key (lengths, capture state, alignment) picks the
-    implementation the entry chose before (``entry.chosen``)."""
-    hit = MEMO.match(kw, registry, settings)
-    if hit is None:
-        return None
-    e, (msq, msk) = hit  # (the per-call ints: their type is the entry's, int)
-    (mid, tail, return_lse, paged, fp8, cuda, strides_aligned, q_row, q_tail, o_row, o_tail, k_bytes, v_bytes, _,
-     window) = e.data
-    if msq < 0 or msk < 0:
-        return None
-    get = kw.get
-    ws = get("window_size")
-    if ws is not window and ws is not None and (type(ws[0]) is not int or type(ws[1]) is not int):
-        return None  # (1.0 == 1: the scalar comparison does not see a float bound; a tuple is immutable)
-    q, k, v, cu = kw["q"], kw["k"], kw["v"], kw["cu_seqlens_q"]
+def _body(kw: dict, call, guarded: tuple) -> tuple:
+    """The class test's per-call part for the class of ``call`` (``CallMemo.add``'s ``body``): the validator's
+    rules on the values that vary within the class, then the record and the per-call key, as ``(record, entry,
+    key)``. Generated per class: what the class fixes (paged or not, fp8, ``out`` given, the byte geometry) is
+    decided here once."""
+    def arg(name):  # (an argument the class has as a tensor, else None)
+        return f"a_{name}" if name in guarded else "None"
+
+    ws = kw.get("window_size")
+    lines = ["if a_max_seqlen_q < 0 or a_max_seqlen_k < 0: return None"]
+    if ws is not None:  # (1.0 == 1: the scalar comparison does not see a float bound; a tuple is immutable)
+        same = "a_window_size is not window and " if type(ws) is tuple else ""
+        lines.append(f"if {same}(type(a_window_size[0]) is not int or type(a_window_size[1]) is not int): "
+                     "return None")
     # (numel() costs less than .shape[0]; the guard fixed cu_seqlens_q, seqused_k and cu_seqlens_k 1-D)
-    total_q, batch = q.shape[0], cu.numel() - 1
-    if batch < 0 or (batch == 0 and total_q):
-        return None
-    if paged:
-        seqused, bt, cu_k = get("seqused_k"), get("block_table"), None
-        if seqused.numel() != batch or bt.shape[0] != batch:
-            return None
+    lines += ["total_q, batch = a_q.shape[0], a_cu_seqlens_q.numel() - 1",
+              "if batch < 0 or (batch == 0 and total_q): return None"]
+    if call.paged:
+        lines.append("if a_seqused_k.numel() != batch or a_block_table.shape[0] != batch: return None")
     else:
-        seqused = bt = None
-        cu_k = get("cu_seqlens_k")
-        if cu_k.numel() != batch + 1:
-            return None
-    qd = kd = vd = None
-    if fp8:
-        qd, kd, vd = get("q_descale"), get("k_descale"), get("v_descale")
-        if (qd is not None and qd.shape[0] != batch) or (kd is not None and kd.shape[0] != batch) or (
-                vd is not None and vd.shape[0] != batch):
-            return None
-    q0, k0, v0 = q.data_ptr(), k.data_ptr(), v.data_ptr()
-    ptrs = q0 | k0 | v0
-    out = get("out")
-    o0 = None
+        lines.append("if a_cu_seqlens_k.numel() != batch + 1: return None")
+    descales = [arg(n) if call.is_fp8 else "None" for n in _DESCALES]
+    lines += [f"if {d}.shape[0] != batch: return None" for d in descales if d != "None"]
+    lines.append("q0, k0, v0 = a_q.data_ptr(), a_k.data_ptr(), a_v.data_ptr()")
+    ptrs, low = "q0 | k0 | v0", "None"
+    out = call.out
     if out is not None:
-        if out.shape[0] != total_q:
-            return None
-        o0 = out.data_ptr()
-        ptrs |= o0
-        if total_q and o_tail:  # out overlapping q, k or v: the validator names which
-            o1 = o0 + (total_q - 1) * o_row + o_tail
-            if ((q0 < o1 and o0 < q0 + (total_q - 1) * q_row + q_tail) or (k_bytes and k0 < o1 and o0 < k0 + k_bytes)
-                    or (v_bytes and v0 < o1 and o0 < v0 + v_bytes)):
-                return None
-    capturing = cuda and _capturing()
-    aligned16 = strides_aligned and not ptrs & 15
-    call = _new_record(record_type, [  # (a list: no tuple built and copied again)
-        q, k, v, out, cu, cu_k, seqused, bt, msq, msk, batch, total_q, *mid, get("s_aux"), return_lse, qd, kd, vd,
-        *tail, capturing, aligned16, e])
-    # what of the record varies within the class and may change a verdict (checks may read pointer alignment)
-    dyn = (total_q, batch, msq, msk, capturing, True if aligned16 else
-           (q0 & 15, k0 & 15, v0 & 15, None if o0 is None else o0 & 15))
-    return call, e, dyn
+        lines += ["if a_out.shape[0] != total_q: return None", "o0 = a_out.data_ptr()"]
+        ptrs, low = ptrs + " | o0", "o0 & 15"
+        o_row, o_tail = out.stride(0) * out.element_size(), _span(out, True)
+        if o_tail:  # out overlapping q, k or v: the validator names which
+            q_row, q_tail, k_bytes, v_bytes = (call.q.stride(0) * call.q.element_size(), _span(call.q, True),
+                                               _span(call.k, False), _span(call.v, False))
+            near = [f"(q0 < o1 and o0 < q0 + (total_q - 1) * {q_row} + {q_tail})"]
+            near += [f"({p}0 < o1 and o0 < {p}0 + {n})" for p, n in (("k", k_bytes), ("v", v_bytes)) if n]
+            lines += ["if total_q:", f"    o1 = o0 + (total_q - 1) * {o_row} + {o_tail}",
+                      f"    if {' or '.join(near)}: return None"]
+    lines.append("capturing = _capturing()" if call.q.is_cuda else "capturing = False")
+    lines.append(f"aligned16 = not ({ptrs}) & 15" if _strides_aligned(call) else "aligned16 = False")
+    lines += [  # (a list: no tuple built and copied again)
+        f"call = new(R, [a_q, a_k, a_v, {arg('out')}, a_cu_seqlens_q, {arg('cu_seqlens_k')}, {arg('seqused_k')}, "
+        f"{arg('block_table')}, a_max_seqlen_q, a_max_seqlen_k, batch, total_q, *mid, {arg('s_aux')}, "
+        f"return_lse, {', '.join(descales)}, *tail, capturing, aligned16, entry])",
+        # what of the record varies within the class and may change a verdict (checks may read pointer alignment)
+        "return call, entry, (total_q, batch, a_max_seqlen_q, a_max_seqlen_k, capturing, True if aligned16 else "
+        f"(q0 & 15, k0 & 15, v0 & 15, {low}))"]
+    consts = {"new": tuple.__new__, "R": type(call), "_capturing": _capturing, "window": ws,
+              "return_lse": call.return_lse, "mid": (
+        call.num_heads_q, call.num_heads_k, call.head_dim, call.head_dim_v, call.paged, call.page_size, call.dtype,
+        call.out_dtype, call.is_fp8, call.softmax_scale, call.causal, call.window_left, call.window_right,
+        call.softcap), "tail": (call.num_splits, call.deterministic, call.device, call.target)}
+    return lines, consts
+
+
+#: ``fast_call(kw, registry, settings)``: ``(record, entry, per-call key)`` of a keyword call whose class was
+#: validated before (under ``registry`` and ``settings``) and whose per-call values pass the validator's rules,
+#: else None (the caller validates in full). The per-call key (lengths, capture state, alignment) picks the
+#: implementation the entry chose before (``entry.chosen``).
+fast_call = MEMO.match

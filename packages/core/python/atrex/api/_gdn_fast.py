@@ -9,30 +9,16 @@ place. ``op_test/core/test_call_memo.py`` checks that it equals the validator's.
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import torch
 
 from atrex.api._memo import CallMemo
 
 Tensor = torch.Tensor
-_new_record = tuple.__new__
 # (what torch.cuda.is_current_stream_capturing returns, without its Python frame)
 _capturing = getattr(torch._C, "_cuda_isCurrentStreamCapturing", torch.cuda.is_current_stream_capturing)
 
 #: tensor arguments that are hints: only their type is validated
 _HINTS = ("chunk_indices", "chunk_offsets")
-
-
-class Static(NamedTuple):
-    """A class's record with its tensors taken out, and where the call's tensors go back."""
-
-    record: tuple
-    slots: tuple  # (field index, keyword name) of every tensor of the record
-    capturing: int  # the field index of ``capturing``
-    cuda: bool
-    cpu: bool  # value checks always run (atrex.api._values.wanted)
-    overlap: tuple | None  # decode in place: (pool keyword, ((keyword, bytes spanned), ...) of pool and inputs)
 
 
 def _span(t: Tensor) -> int:
@@ -49,54 +35,55 @@ def remember(memo: CallMemo, kw: dict, call, pool_name: str | None = None):
     tensors = [n for n, x in kw.items() if isinstance(x, Tensor)]
     if any(type(kw[n]) is not Tensor for n in tensors):
         return None  # (subclasses validate in full)
-    slots = []
+    slots = {}
     for i, val in enumerate(call):
         if isinstance(val, Tensor):
             name = next((n for n in tensors if kw[n] is val), None)
             if name is None:
                 return None  # a tensor the validator made: validate in full
-            slots.append((i, name))
-    record = list(call)
-    for i, _ in slots:
-        record[i] = None
-    overlap = None
-    if pool_name is not None and getattr(call, "inplace_final_state", False):
-        overlap = (pool_name, tuple((n, _span(kw[n])) for n in tensors if n != pool_name and n not in _HINTS),
-                   _span(kw[pool_name]))
+            slots[i] = name
     typed = tuple(n for n in tensors if n in _HINTS)
     guarded = tuple(n for n in tensors if n not in typed)
-    data = Static(tuple(record), tuple(slots), call._fields.index("capturing"), call.q.is_cuda,
-                  call.device.type == "cpu", overlap)
-    return memo.add(kw, guarded, {}, typed, (), data)
+    lines = []
+    if pool_name is not None and getattr(call, "inplace_final_state", False):
+        lines = _overlap_lines(pool_name, [(n, _span(kw[n])) for n in guarded if n != pool_name], _span(kw[pool_name]))
+    lines.append("capturing = _capturing()" if call.q.is_cuda else "capturing = False")
+    fields, consts = _record_fields(call, slots)
+    lines.append(f"return new(R, [{fields}]), entry, capturing")
+    consts.update(new=tuple.__new__, R=type(call), _capturing=_capturing)
+    return memo.add(kw, guarded, {}, typed, (), call.device.type == "cpu", (lines, consts))
 
 
-def _overlaps(kw: dict, overlap) -> bool:
-    """Whether the pool reaches into an input (byte ranges, as ``_validate.overlaps``)."""
-    pool_name, spans, pool_span = overlap
-    p0 = kw[pool_name].data_ptr()
-    p1 = p0 + pool_span
+def _overlap_lines(pool_name: str, spans: list, pool_span: int) -> list:
+    """The class test's refusal of a call whose pool reaches into an input (byte ranges, as
+    ``_validate.overlaps``; the spans are fixed by the class)."""
+    if not pool_span:
+        return []
+    lines = [f"p0 = a_{pool_name}.data_ptr()", f"p1 = p0 + {pool_span}"]
     for name, span in spans:
-        if span and pool_span:
-            t0 = kw[name].data_ptr()
-            if t0 < p1 and p0 < t0 + span:
-                return True
-    return False
+        if span:
+            lines += [f"t0 = a_{name}.data_ptr()", f"if t0 < p1 and p0 < t0 + {span}: return None"]
+    return lines
 
 
-def fast_call(memo: CallMemo, kw: dict, record_type, registry, settings):
-    """``(record, entry, per-call key)`` of a keyword call whose class was validated before (under ``registry``
-    and ``settings``); None otherwise (the caller validates in full)."""
-    hit = memo.match(kw, registry, settings)
-    if hit is None:
-        return None
-    e = hit[0]
-    st = e.data
-    if st.overlap is not None and _overlaps(kw, st.overlap):
-        return None
-    rec = list(st.record)
-    for i, name in st.slots:
-        rec[i] = kw[name]
-    capturing = st.cuda and _capturing()
-    rec[st.capturing] = capturing
-    rec[-1] = e
-    return _new_record(record_type, rec), e, capturing
+def _record_fields(call, slots: dict) -> tuple:
+    """The record as a list display: the call's tensors (``slots``: field index -> keyword), its capture state and
+    class, and the class's other fields as constants (runs of them splatted from one tuple)."""
+    fields, consts, run = [], {}, []
+    last, cap = len(call) - 1, call._fields.index("capturing")
+
+    def flush():
+        if run:
+            consts[f"r{len(consts)}"] = tuple(run)
+            fields.append(f"*r{len(consts) - 1}")
+            run.clear()
+
+    for i, val in enumerate(call):
+        named = f"a_{slots[i]}" if i in slots else "capturing" if i == cap else "entry" if i == last else None
+        if named is None:
+            run.append(val)
+            continue
+        flush()
+        fields.append(named)
+    flush()
+    return ", ".join(fields), consts

@@ -53,7 +53,7 @@ class Entry:
     """One validated call class: how to read a call's arguments and what they must be, plus the operator's static
     record fields (``data``) and the implementations chosen for it."""
 
-    __slots__ = ("chosen", "data", "grad", "test")
+    __slots__ = ("chosen", "cpu", "grad", "test")
 
     def keep_impl(self, dyn, impl) -> None:
         """Keep the implementation chosen for the per-call values ``dyn`` (``chosen.get(dyn)`` reads it); a full
@@ -86,8 +86,8 @@ class CallMemo:
         return False
 
     def match(self, kw: dict, registry, settings):
-        """``(entry, per-call values)`` of the class the keyword call ``kw`` belongs to under ``registry`` and
-        ``settings`` (the values of ``add``'s ``per_call`` keywords, unchecked but for their type), or None."""
+        """What the class test of the class the keyword call ``kw`` belongs to under ``registry`` and ``settings``
+        returns for it (``add``'s ``body``; by default ``(entry, per-call values)``), or None."""
         if (self.registry is not registry or self.settings is not settings) and not self.holds_for(registry,
                                                                                                  settings):
             return None
@@ -98,19 +98,22 @@ class CallMemo:
         for e in cands:
             try:
                 if e.grad is grad:
-                    plain = e.test(kw)
-                    if plain is not None:
-                        return e, plain
+                    hit = e.test(kw)
+                    if hit is not None:
+                        return hit
             except KeyError:  # another keyword set of the same size
                 continue
         return None
 
-    def add(self, kw: dict, guarded: tuple, dynamic: dict, typed: tuple, per_call: tuple, data) -> Entry | None:
+    def add(self, kw: dict, guarded: tuple, dynamic: dict, typed: tuple, per_call: tuple, cpu: bool,
+            body: tuple | None = None) -> Entry | None:
         """Keep the class of the valid call ``kw``: ``guarded`` names its tensors the guard checks (``dynamic``:
         name -> the dims whose size varies per call), ``typed`` the arguments of which only the type matters,
-        ``per_call`` the scalars the operator's fast path checks itself (lengths; their types fixed, their values
-        what :meth:`match` returns); every other argument is None or a scalar compared by type and value.
-        ``data``: the operator's static record fields. None when guards are unavailable or the memo is full."""
+        ``per_call`` the scalars the operator's fast path checks itself (lengths; their types fixed); every other
+        argument is None or a scalar compared by type and value. ``cpu``: the operator checks the values of every
+        call (``atrex.api._values.wanted``). ``body``: ``(lines, constants)``, the operator's per-call checks and
+        record, run by the class test after a match (see :func:`_class_test`). None when guards are unavailable
+        or the memo is full."""
         if not guards_available():
             return None
         from torch._C._dynamo.guards import TensorGuards
@@ -120,8 +123,8 @@ class CallMemo:
         sizes = [[None if i in dynamic.get(n, ()) else s for i, s in enumerate(t.shape)] for n, t in zip(guarded, ts)]
         guard = TensorGuards(*ts, dynamic_dims_sizes=sizes, dynamic_dims_strides=[list(t.stride()) for t in ts])
         e = Entry()
-        e.test = _class_test(kw, guarded, typed, per_call, guard)
-        e.grad, e.data, e.chosen = _grad_enabled(), data, {}
+        e.test = _class_test(kw, guarded, typed, per_call, guard, e, body)
+        e.grad, e.cpu, e.chosen = _grad_enabled(), cpu, {}
         with self._lock:
             cands = self.by_count.get(len(names))
             if cands is None:
@@ -141,32 +144,41 @@ class CallMemo:
         return sum(len(c) for c in self.by_count.values())
 
 
-def _class_test(kw: dict, guarded: tuple, typed: tuple, per_call: tuple, guard):
-    """``test(kw)``: the per-call values of a keyword call of ``kw``'s class, else None (a KeyError for another
-    keyword set of as many). Generated per class, so a scalar the class fixes costs one comparison with its
-    value held as a constant: an identity test for None and the bools, type and value otherwise; the type only
-    for ``typed``; the guard over ``guarded`` last."""
-    consts = {"check": guard.check}
-    lines = ["def test(kw):"]
+def _class_test(kw: dict, guarded: tuple, typed: tuple, per_call: tuple, guard, entry: Entry, body):
+    """``test(kw)``, generated per class: None unless the keyword call ``kw`` is of ``kw``'s class (a KeyError for
+    another keyword set of as many), else what ``body`` returns. A scalar the class fixes costs one comparison
+    with its value held as a constant: an identity test for None and the bools, type then value otherwise; the
+    type only for ``typed`` and ``per_call``; the guard over ``guarded`` last.
+
+    ``body``: ``(lines, constants)``: statements run after a match, which see every argument as ``a_<keyword>``,
+    ``entry`` and the constants, and return the operator's hit or None (a per-call rule failed). None: return
+    ``(entry, (per-call values...))``."""
+    lines, consts = body if body is not None else (
+        [f"return entry, ({''.join(f'a_{n}, ' for n in per_call)})"], {})
+    ns = {"check": guard.check, "entry": entry}
+    src = ["def test(kw):"]
     for i, name in enumerate(n for n in kw if n not in guarded and n not in per_call):
         val = kw[name]
-        consts[f"t{i}"], consts[f"c{i}"] = type(val), val
-        lines.append(f"    x = kw[{name!r}]")
+        ns[f"t{i}"], ns[f"c{i}"] = type(val), val
+        x = f"a_{name}"
+        src.append(f"    {x} = kw[{name!r}]")
         if name in typed:
-            lines.append(f"    if type(x) is not t{i}: return None")
+            src.append(f"    if type({x}) is not t{i}: return None")
         elif val is None or type(val) is bool:
-            lines.append(f"    if x is not c{i}: return None")
+            src.append(f"    if {x} is not c{i}: return None")
         else:  # (types first: a tensor passed where a scalar was must not reach the value comparison)
-            lines.append(f"    if type(x) is not t{i} or x != c{i}: return None")
+            src.append(f"    if type({x}) is not t{i} or {x} != c{i}: return None")
     for i, name in enumerate(per_call):
-        consts[f"p{i}"] = type(kw[name])
-        lines.append(f"    y{i} = kw[{name!r}]")
-        lines.append(f"    if type(y{i}) is not p{i}: return None")
-    args = "".join(f"kw[{n!r}], " for n in guarded)
-    lines.append(f"    if not check({args}): return None")
-    lines.append(f"    return ({''.join(f'y{i}, ' for i in range(len(per_call)))})")
-    exec(compile("\n".join(lines), f"<atrex memo test {len(kw)}>", "exec"), consts)
-    return consts["test"]
+        ns[f"p{i}"] = type(kw[name])
+        src.append(f"    a_{name} = kw[{name!r}]")
+        src.append(f"    if type(a_{name}) is not p{i}: return None")
+    src += [f"    a_{n} = kw[{n!r}]" for n in guarded]
+    src.append(f"    if not check({''.join(f'a_{n}, ' for n in guarded)}): return None")
+    src += [f"    {line}" for line in lines]
+    assert not ns.keys() & consts.keys(), "a body constant shadows the class test's own"
+    ns.update(consts)
+    exec(compile("\n".join(src), f"<atrex memo class test {len(kw)}>", "exec"), ns)
+    return ns["test"]
 
 
 def chosen_impl(entry: Entry, dyn, registry, op: str, call):

@@ -8,7 +8,7 @@ import torch
 
 from atrex import env as _env
 from atrex.api import _validate as V
-from atrex.api._gdn_fast import fast_call, remember
+from atrex.api._gdn_fast import remember
 from atrex.api._memo import CallMemo, chosen_impl, classed, unclassed_replace
 from atrex.api._values import check_gdn_values, wanted
 from atrex.dispatch.registry import get_registry
@@ -231,7 +231,7 @@ def _validated(args, kwargs):
     implementation its entry chose; any other call is validated in full (and remembered when it is a valid
     keyword call) and selected by the registry."""
     reg = get_registry()
-    hit = None if args else fast_call(MEMO, kwargs, GDNCall, reg, _env._settings)
+    hit = None if args else MEMO.match(kwargs, reg, _env._settings)
     if hit is None:
         call = V.bind(normalize_gdn_call, "chunk_gated_delta_rule", args, kwargs)
         if not args:
@@ -241,7 +241,7 @@ def _validated(args, kwargs):
         return call, reg.select(OP, call)
     call, entry, dyn = hit
     # (wanted(), without device.type; a hit implies the settings are read)
-    if not call.capturing and (entry.data.cpu or _env._settings.check_values):
+    if not call.capturing and (entry.cpu or _env._settings.check_values):
         check_gdn_values(call)
     impl = entry.chosen.get(dyn)  # (chosen_impl, inlined: host cost)
     return call, impl if impl is not None else chosen_impl(entry, dyn, reg, OP, call)

@@ -531,7 +531,7 @@ def _validated(args, kwargs):
     and settings; any other call is validated in full (and remembered when it is a valid keyword call) and
     selected by the registry."""
     reg = get_registry()
-    hit = None if args else fast_call(kwargs, FlashAttnCall, reg, _env._settings)
+    hit = None if args else fast_call(kwargs, reg, _env._settings)
     if hit is None:
         try:
             call = normalize_flash_attn_call(*args, **kwargs)
@@ -545,7 +545,7 @@ def _validated(args, kwargs):
         return call, reg.select(OP, call)
     call, entry, dyn = hit
     # (wanted(), without device.type; a hit implies the settings are read)
-    if not call.capturing and (entry.data.cpu or _env._settings.check_values):
+    if not call.capturing and (entry.cpu or _env._settings.check_values):
         check_attention_values(call)
     impl = entry.chosen.get(dyn)  # (chosen_impl, inlined: host cost)
     return call, impl if impl is not None else chosen_impl(entry, dyn, reg, OP, call)
