@@ -339,6 +339,11 @@ def test_int_class():
     assert launch_plan.int_class(1 << 31) != launch_plan.int_class(1 << 30)
 
 
+@pytest.mark.parametrize("shape", [(3,), (2, 5, 7), (1, 64, 32, 128), (0, 4), (4, 0, 3), (1, 1), ()])
+def test_contiguous_strides_are_torch_empty_strides(shape):
+    assert launch_plan.contiguous_strides(shape) == torch.empty(shape).stride()
+
+
 def test_template_launches_inputs_outputs_and_workspace_views(monkeypatch):
     """A template (chunk_gdn's launch plan) launches each kernel with the new call's input and output pointers and
     its workspace views at the first run's offsets within one buffer; through Triton (no compiled kernel usable) it

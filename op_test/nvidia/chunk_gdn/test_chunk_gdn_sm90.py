@@ -94,6 +94,7 @@ def test_operator_template_same_bits_and_graph_replay(monkeypatch):
     first_b = atrex.chunk_gated_delta_rule(**b)
     assert all(torch.equal(x, y) for x, y in zip(again_a, first_a))
     assert all(torch.equal(x, y) for x, y in zip(kept_a, first_a))
+    assert [x.stride() for x in kept_a if x is not None] == [x.stride() for x in first_a if x is not None]
     assert all(torch.equal(x, y) for x, y in zip(tmpl_b, first_b))
     runs.clear()
     launcher_calls.clear()  # first_b compiled through Triton's JIT path

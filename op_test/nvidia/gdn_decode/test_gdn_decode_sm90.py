@@ -214,6 +214,7 @@ def test_plan_path_same_bits_and_graph_replay(monkeypatch):
     assert runs == [] and launch.WARM.plans() == 1, runs
     assert next(iter(launch.WARM._plans.values())).go is not None and IMPL in bound_ids(gdn_decode.MEMO)
     assert all(torch.equal(x, y) for x, y in zip(kept_a, first_a))
+    assert [x.stride() for x in kept_a] == [x.stride() for x in first_a]  # (outputs allocated as the first call's)
     if c_launch_expected():
         assert launcher_calls == [], "a plan's launch went through Triton's launcher object"
     launch.WARM.clear()

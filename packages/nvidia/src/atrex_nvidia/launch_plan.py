@@ -26,7 +26,8 @@ import types
 import torch
 import triton
 
-__all__ = ["C_FORMS", "KEEP_STREAMS", "KEEP_WORKSPACE", "MISS", "REPLAY_TRITON", "Arg", "Direct", "capture", "direct_ready",
+__all__ = ["C_FORMS", "KEEP_STREAMS", "KEEP_WORKSPACE", "MISS", "REPLAY_TRITON", "Arg", "Direct", "capture", "contiguous_strides",
+           "direct_ready",
            "generate", "go_stream", "hooks_idle", "int_class", "kept_runner", "launch", "raw_stream", "replay_supported",
            "workspace"]
 
@@ -87,6 +88,16 @@ def int_class(x: int) -> int:
     if x == 1:
         return 1
     return 2 | (not x & 15) << 2 | (not -2147483648 <= x <= 2147483647) << 3
+
+
+def contiguous_strides(shape: tuple) -> tuple:
+    """The strides ``torch.empty(shape)`` gives (a dim of size 0 or 1 counts as 1): generated launches allocate
+    with ``torch.empty_strided``, whose argument parsing costs less per call than ``torch.empty``'s."""
+    strides, n = [], 1
+    for size in reversed(shape):
+        strides.append(n)
+        n *= max(size, 1)
+    return tuple(reversed(strides))
 
 
 def hooks_idle() -> bool:

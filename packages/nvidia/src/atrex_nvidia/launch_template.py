@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 import torch
 
-from atrex_nvidia.launch_plan import MISS, Arg, Direct, generate, go_stream, workspace
+from atrex_nvidia.launch_plan import MISS, Arg, Direct, contiguous_strides, generate, go_stream, workspace
 
 __all__ = ["Template", "derive"]
 
@@ -147,11 +147,13 @@ def _compile_kept(launches: tuple, views: tuple, present: tuple, outputs: tuple,
     prelude = [f"r{i} = {root_exprs[i] if root_exprs else f'src[{i}]'}.data_ptr()" for i in present]
     if present:
         prelude.append(f"if ({' | '.join(f'r{i}' for i in present)}) & 15: return MISS")
-    ns = {"MISS": MISS, "empty": torch.empty, "workspace": workspace, "int8": torch.int8}
+    ns = {"MISS": MISS, "empty": torch.empty, "empty_strided": torch.empty_strided, "workspace": workspace,
+          "int8": torch.int8}
     for i, o in enumerate(outputs):
         if o is not None:
-            ns[f"shape{i}"], ns[f"dtype{i}"] = o
-            prelude += [f"o{i} = empty(shape{i}, dtype=dtype{i}, device=device)", f"p{i} = o{i}.data_ptr()"]
+            ns[f"shape{i}"], ns[f"dtype{i}"], ns[f"stride{i}"] = *o, contiguous_strides(o[0])
+            prelude += [f"o{i} = empty_strided(shape{i}, stride{i}, dtype=dtype{i}, device=device)",
+                        f"p{i} = o{i}.data_ptr()"]
     if nbytes:
         prelude += [f"ws = workspace(device, stream, {nbytes}) if eager else empty({nbytes}, dtype=int8, device=device)",
                     "base = ws.data_ptr()"]

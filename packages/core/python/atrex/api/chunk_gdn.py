@@ -228,17 +228,16 @@ def normalize(*args, **kwargs) -> GDNCall:
 
 def _validated(args, kwargs):
     """``(record, implementation)``: a keyword call of a class seen before takes the memo's fast path and the
-    implementation its entry chose; any other call is validated in full (and remembered when it is a valid
-    keyword call) and selected by the registry."""
+    implementation its entry chose; any other call is validated in full, selected by the registry, and
+    remembered when it is a keyword call."""
     reg = get_registry()
     hit = None if args else MEMO.match(kwargs, reg, _env._settings)
     if hit is None:
         call = V.bind(normalize_gdn_call, "chunk_gated_delta_rule", args, kwargs)
-        if not args:
-            call = classed(call, remember(MEMO, kwargs, call))
         if wanted(call):
             check_gdn_values(call)
-        return call, reg.select(OP, call)
+        impl = reg.select(OP, call)  # (a class is remembered once something serves it)
+        return (call if args else classed(call, remember(MEMO, kwargs, call))), impl
     call, entry, dyn = hit
     # (wanted(), without device.type; a hit implies the settings are read)
     if not call.capturing and (entry.cpu or _env._settings.check_values):

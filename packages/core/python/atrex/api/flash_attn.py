@@ -458,8 +458,8 @@ def run_call(call: FlashAttnCall, impl=None):
         impl = get_registry().select(OP, call)
     out = call.out
     if out is None:
-        out = torch.empty((call.total_q, call.num_heads_q, call.head_dim_v), dtype=call.out_dtype,
-                          device=call.device)
+        hq, dv = call.num_heads_q, call.head_dim_v  # (empty_strided: less argument parsing than empty)
+        out = torch.empty_strided((call.total_q, hq, dv), (hq * dv, dv, 1), dtype=call.out_dtype, device=call.device)
     if call.total_q == 0:
         return _empty_result(call, out)
     lse = impl.run(call, out)
@@ -528,8 +528,8 @@ AtrexCaptureError
 def _validated(args, kwargs):
     """``(record, implementation)``. A keyword call of a class seen before takes the memo's fast path
     (``_fa_fast.py``), and the implementation its entry chose for the same per-call values under the same registry
-    and settings; any other call is validated in full (and remembered when it is a valid keyword call) and
-    selected by the registry."""
+    and settings; any other call is validated in full, selected by the registry, and remembered when it is a
+    keyword call."""
     reg = get_registry()
     hit = None if args else fast_call(kwargs, reg, _env._settings)
     if hit is None:
@@ -538,11 +538,10 @@ def _validated(args, kwargs):
         except TypeError as exc:
             _bind_failure(exc, "flash_attn_varlen_func")
             raise
-        if not args:
-            call = classed(call, remember(kwargs, call))
         if wanted(call):
             check_attention_values(call)
-        return call, reg.select(OP, call)
+        impl = reg.select(OP, call)  # (a class is remembered once something serves it)
+        return (call if args else classed(call, remember(kwargs, call))), impl
     call, entry, dyn = hit
     # (wanted(), without device.type; a hit implies the settings are read)
     if not call.capturing and (entry.cpu or _env._settings.check_values):

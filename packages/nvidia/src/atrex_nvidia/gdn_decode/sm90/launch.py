@@ -16,7 +16,17 @@ import torch
 import triton
 
 from atrex.errors import AtrexCaptureError
-from atrex_nvidia.launch_plan import MISS, Arg, Direct, capture, generate, go_stream, kept_runner, launch
+from atrex_nvidia.launch_plan import (
+    MISS,
+    Arg,
+    Direct,
+    capture,
+    contiguous_strides,
+    generate,
+    go_stream,
+    kept_runner,
+    launch,
+)
 from atrex_nvidia.triton_warm import WarmRecord, launch_key
 
 from . import kernels as _k
@@ -56,6 +66,8 @@ class LaunchPlan(NamedTuple):
     o_shape: tuple
     state_shape: tuple | None  # the new fp32 state's shape when the pool is not updated in place
     runs: bool  # something to compute (outputs or a new state)
+    o_stride: tuple  # (both contiguous: ``launch_plan.contiguous_strides``)
+    state_stride: tuple | None
     direct: Direct | None = None
     go: object = None  # the direct launch, generated (:func:`_generate`)
 
@@ -111,7 +123,8 @@ def new_plan(call) -> LaunchPlan:
     o_shape = (call.batch, call.seq_len, hv, dv)
     state_shape = None if call.inplace_final_state else (n, *pool.shape[1:])
     runs = call.batch * call.seq_len * hv * dv > 0 or state_shape is not None
-    return LaunchPlan((n * hv, triton.cdiv(dv, bv)), meta, ints, o_shape, state_shape, runs)
+    return LaunchPlan((n * hv, triton.cdiv(dv, bv)), meta, ints, o_shape, state_shape, runs,
+                      contiguous_strides(o_shape), None if state_shape is None else contiguous_strides(state_shape))
 
 
 def _tensors(call, o, state_out) -> tuple:
@@ -138,10 +151,10 @@ def _with_direct(lp, call, direct) -> LaunchPlan:
 
 def _outputs(lp, call) -> tuple:
     """``(o, the new fp32 state or None)`` of one call (None: the pool is updated in place)."""
-    o = torch.empty(lp.o_shape, dtype=call.dtype, device=call.device)
+    o = torch.empty_strided(lp.o_shape, lp.o_stride, dtype=call.dtype, device=call.device)
     if lp.state_shape is None:
         return o, None
-    return o, torch.empty(lp.state_shape, dtype=torch.float32, device=call.device)
+    return o, torch.empty_strided(lp.state_shape, lp.state_stride, dtype=torch.float32, device=call.device)
 
 
 def go(lp, call, stream: int):
