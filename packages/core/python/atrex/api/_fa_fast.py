@@ -1,7 +1,8 @@
 """The fast path of ``atrex.flash_attn_varlen_func``: a keyword call of a class validated before (``_memo.py``).
 
 The memo's guard fixes every tensor's dtype, device, sizes (but the per-call ones) and strides, and the scalars;
-what varies per call and is checked here, as ``normalize_flash_attn_call`` checks it: ``max_seqlen_q/k``,
+what varies per call is checked by the per-call part of the class test generated here for each class (``_body``),
+as ``normalize_flash_attn_call`` checks it: ``max_seqlen_q/k``,
 ``total_q`` (rows of q and out), the batch (``cu_seqlens_q``, ``seqused_k`` / ``cu_seqlens_k``, ``block_table``
 rows, fp8 descale rows), 16-byte pointer alignment, ``out`` overlapping q/k/v, the capture state. A call that
 fails any of these returns None and the validator raises its precise error. ``op_test/core/test_call_memo.py``

@@ -3,8 +3,8 @@ of a class validated before (``_memo.py``).
 
 A Gated-DeltaNet class fixes every tensor's size exactly (no size varies per call), so the memo's guard and
 scalar comparison leave only the capture state, and for the decode step the pool's overlap with the inputs (a
-pointer test), to be checked per call. The record is the first call's record with the call's own tensors put in
-place. ``op_test/core/test_call_memo.py`` checks that it equals the validator's.
+pointer test), to be checked per call, by the per-call part of the class test generated here for each class. The
+record is the first call's record with the call's own tensors put in place. ``op_test/core/test_call_memo.py`` checks that it equals the validator's.
 """
 
 from __future__ import annotations
