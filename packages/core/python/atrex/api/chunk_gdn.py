@@ -293,7 +293,8 @@ Returns
 
 @V.with_exact_signature(normalize_gdn_call, "chunk_gated_delta_rule", _DOC)
 def chunk_gated_delta_rule(*args, **kwargs):
-    return run_call(*_validated(args, kwargs))
+    call, impl = _validated(args, kwargs)
+    return impl.run(call)  # (run_call, inlined: host cost)
 
 
 can_use_chunk_gated_delta_rule = V.can_use_function(

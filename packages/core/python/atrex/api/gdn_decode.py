@@ -327,7 +327,8 @@ new fp32 tensor.
 
 @V.with_exact_signature(normalize_gdn_decode_call, OP, _DOC)
 def fused_recurrent_gated_delta_rule(*args, **kwargs):
-    return run_call(*_validated(args, kwargs))
+    call, impl = _validated(args, kwargs)
+    return impl.run(call)  # (run_call, inlined: host cost)
 
 
 can_use_fused_recurrent_gated_delta_rule = V.can_use_function(
