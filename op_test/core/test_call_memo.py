@@ -210,6 +210,20 @@ def test_class_test_compares_every_argument_by_type_and_value():
     assert memo.match(kw, reg, object()) is None  # (another settings object empties the memo)
 
 
+def test_class_test_body_must_not_assign_its_constants():
+    """A body assigning one of the class test's constant names would make it an unbound local of the test (a call
+    raising instead of matching): refused when the class is kept."""
+    memo, reg, settings = CallMemo(), object(), object()
+    memo.holds_for(reg, settings)
+    kw = dict(x=torch.zeros(2), scale=0.5)
+    with pytest.raises(ValueError, match="_t0"):
+        memo.add(kw, ("x",), {}, (), (), False, (["_t0 = 1", "return entry"], {}))
+    with pytest.raises(ValueError, match="entry"):
+        memo.add(kw, ("x",), {}, (), (), False, (["return entry"], {"entry": 1}))
+    e = memo.add(kw, ("x",), {}, (), (), False, (["t0 = 1", "return entry, t0"], {}))
+    assert memo.match(dict(kw, x=torch.ones(2)), reg, settings) == (e, 1)
+
+
 def test_grad_mode_and_requires_grad_are_part_of_the_class(cache):
     kw = _decode_batch(cache, [1, 1], [40, 7])
     with torch.no_grad():
@@ -268,7 +282,7 @@ def _gdn_variants(kw, pool):
     return keep, change
 
 
-@pytest.mark.parametrize("op", ["chunk", "decode"])
+@pytest.mark.parametrize("op", ["chunk", "decode", "decode_scaled"])
 def test_gdn_fast_path_returns_the_validators_record_or_nothing(op):
     from atrex.api import chunk_gdn, gdn_decode
     from atrex.inputs import gdn_decode_inputs, gdn_inputs
@@ -281,6 +295,8 @@ def test_gdn_fast_path_returns_the_validators_record_or_nothing(op):
     else:
         mod, pool = gdn_decode, "initial_state"
         kw = gdn_decode_inputs([1, 2, 1], mtp=True, head_k_dim=16, head_v_dim=16, seed=1)
+        if op == "decode_scaled":  # a float scalar the class test compares by type, with the pool's overlap test
+            kw = {"scale": 0.25, **kw}
         normalize = gdn_decode.normalize_gdn_decode_call
     mod.MEMO.clear()
     with torch.no_grad():

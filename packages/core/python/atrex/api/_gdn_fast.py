@@ -59,10 +59,10 @@ def _overlap_lines(pool_name: str, spans: list, pool_span: int) -> list:
     ``_validate.overlaps``; the spans are fixed by the class)."""
     if not pool_span:
         return []
-    lines = [f"p0 = a_{pool_name}.data_ptr()", f"p1 = p0 + {pool_span}"]
+    lines = [f"pool0 = a_{pool_name}.data_ptr()", f"pool1 = pool0 + {pool_span}"]
     for name, span in spans:
         if span:
-            lines += [f"t0 = a_{name}.data_ptr()", f"if t0 < p1 and p0 < t0 + {span}: return None"]
+            lines += [f"at = a_{name}.data_ptr()", f"if at < pool1 and pool0 < at + {span}: return None"]
     return lines
 
 

@@ -50,8 +50,8 @@ def guards_available() -> bool:
 
 
 class Entry:
-    """One validated call class: how to read a call's arguments and what they must be, plus the operator's static
-    record fields (``data``) and the implementations chosen for it."""
+    """One validated call class: its generated class test (``test``), the grad mode it was validated under, whether
+    the operator checks every call's values (``cpu``) and the implementations chosen for it."""
 
     __slots__ = ("chosen", "cpu", "grad", "test")
 
@@ -152,33 +152,39 @@ def _class_test(kw: dict, guarded: tuple, typed: tuple, per_call: tuple, guard, 
 
     ``body``: ``(lines, constants)``: statements run after a match, which see every argument as ``a_<keyword>``,
     ``entry`` and the constants, and return the operator's hit or None (a per-call rule failed). None: return
-    ``(entry, (per-call values...))``."""
+    ``(entry, (per-call values...))``. The test's own names start with ``_``; a name the body assigns must not be
+    one of the test's constants (it would turn the constant into an unbound local: refused here)."""
     lines, consts = body if body is not None else (
         [f"return entry, ({''.join(f'a_{n}, ' for n in per_call)})"], {})
-    ns = {"check": guard.check, "entry": entry}
+    ns = {"_check": guard.check, "entry": entry}
     src = ["def test(kw):"]
     for i, name in enumerate(n for n in kw if n not in guarded and n not in per_call):
         val = kw[name]
-        ns[f"t{i}"], ns[f"c{i}"] = type(val), val
+        ns[f"_t{i}"], ns[f"_c{i}"] = type(val), val
         x = f"a_{name}"
         src.append(f"    {x} = kw[{name!r}]")
         if name in typed:
-            src.append(f"    if type({x}) is not t{i}: return None")
+            src.append(f"    if type({x}) is not _t{i}: return None")
         elif val is None or type(val) is bool:
-            src.append(f"    if {x} is not c{i}: return None")
+            src.append(f"    if {x} is not _c{i}: return None")
         else:  # (types first: a tensor passed where a scalar was must not reach the value comparison)
-            src.append(f"    if type({x}) is not t{i} or {x} != c{i}: return None")
+            src.append(f"    if type({x}) is not _t{i} or {x} != _c{i}: return None")
     for i, name in enumerate(per_call):
-        ns[f"p{i}"] = type(kw[name])
+        ns[f"_p{i}"] = type(kw[name])
         src.append(f"    a_{name} = kw[{name!r}]")
-        src.append(f"    if type(a_{name}) is not p{i}: return None")
+        src.append(f"    if type(a_{name}) is not _p{i}: return None")
     src += [f"    a_{n} = kw[{n!r}]" for n in guarded]
-    src.append(f"    if not check({''.join(f'a_{n}, ' for n in guarded)}): return None")
+    src.append(f"    if not _check({''.join(f'a_{n}, ' for n in guarded)}): return None")
     src += [f"    {line}" for line in lines]
-    assert not ns.keys() & consts.keys(), "a body constant shadows the class test's own"
+    if ns.keys() & consts.keys():
+        raise ValueError(f"class test body constants {sorted(ns.keys() & consts.keys())} shadow the test's own")
     ns.update(consts)
     exec(compile("\n".join(src), f"<atrex memo class test {len(kw)}>", "exec"), ns)
-    return ns["test"]
+    test = ns["test"]
+    shadowed = set(test.__code__.co_varnames) & ns.keys()
+    if shadowed:
+        raise ValueError(f"class test body assigns {sorted(shadowed)}, names of the test's constants")
+    return test
 
 
 def chosen_impl(entry: Entry, dyn, registry, op: str, call):
