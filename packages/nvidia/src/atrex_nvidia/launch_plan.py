@@ -26,10 +26,9 @@ import types
 import torch
 import triton
 
-__all__ = ["C_FORMS", "KEEP_STREAMS", "KEEP_WORKSPACE", "MISS", "REPLAY_TRITON", "Arg", "Direct", "capture", "contiguous_strides",
-           "direct_ready",
-           "generate", "go_stream", "hooks_idle", "int_class", "kept_runner", "launch", "raw_stream", "replay_supported",
-           "workspace"]
+__all__ = ["C_FORMS", "KEEP_STREAMS", "KEEP_WORKSPACE", "MISS", "REPLAY_TRITON", "Arg", "Direct", "capture",
+           "contiguous_strides", "direct_ready", "generate", "go_stream", "hooks_idle", "int_class", "kept_runner",
+           "launch", "raw_stream", "replay_supported", "workspace"]
 
 #: Triton releases whose ``CompiledKernel.run`` convention (above) was read in their sources.
 REPLAY_TRITON = ("3.6.", "3.8.", "3.9.")
